@@ -1,1 +1,39 @@
-//! placeholder
+//! neardup: near-duplicate text detection and similar-text search.
+//!
+//! A [`PipelineSpec`] (plain, serializable data, with named presets) is compiled once into a
+//! [`Pipeline`], which turns documents into weighted features and fingerprints: SimHash for
+//! Hamming-distance search, MinHash for Jaccard estimates. [`compare`] measures two documents every
+//! way at once. Chinese is first-class: Han text is segmented with jieba by default.
+//!
+//! ```
+//! use neardup::{Document, Pipeline, PipelineSpec, Scratch, Sketches};
+//!
+//! let pipeline = Pipeline::new(PipelineSpec::preset("en-web")?)?;
+//! let mut scratch = Scratch::default();
+//! let a = pipeline.fingerprint(
+//!     Document::Text("The quick brown fox jumps over the lazy dog"), &mut scratch, Sketches::SIMHASH);
+//! let b = pipeline.fingerprint(
+//!     Document::Text("The quick brown fox jumped over the lazy dog!"), &mut scratch, Sketches::SIMHASH);
+//! assert!(a.simhash.hamming(&b.simhash)? < 32);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod compare;
+mod error;
+mod idf;
+mod pipeline;
+mod spec;
+
+pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
+pub use error::BuildError;
+pub use idf::IdfBuilder;
+pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
+pub use spec::{
+    IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
+    PRESETS,
+};
+
+/// The crates neardup is built from, re-exported for their types.
+pub use neardup_sketch as sketch;
+pub use neardup_text as text;

@@ -1,0 +1,274 @@
+//! `PipelineSpec`: the whole pipeline as data.
+
+use std::path::PathBuf;
+
+use neardup_sketch::{FeatureHasher, MinHashScheme, SimHashBits};
+use neardup_text::{
+    BuiltinStopWords, FeatureKind, KeepFilter, NormalizeConfig, PunctuationPolicy, SegmenterKind,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::BuildError;
+
+/// Version of the fingerprint format: hash seeds, algorithms and spec semantics. It is part of
+/// every spec id, so fingerprints made by an incompatible build are never mixed silently.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How feature occurrences are weighted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Weighting {
+    /// Each occurrence counts 1, so repeated features weigh more.
+    #[default]
+    Uniform,
+    /// Each distinct feature counts 1: the document is a set.
+    Binary,
+    /// Term frequency: count / total occurrences.
+    Tf,
+    /// Term frequency times inverse document frequency (see [`IdfSource`]).
+    Tfidf,
+}
+
+/// Where IDF values come from, for `tfidf` weighting, keywords and the cosine of `compare`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum IdfSource {
+    /// jieba's bundled table of Chinese words (270,132 entries).
+    #[default]
+    Bundled,
+    /// A file in jieba's `feature idf` format, such as one made by `neardup idf build`.
+    File {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Stop words: any built-in lists plus an optional file (one word per line).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StopWordsSpec {
+    /// Built-in lists.
+    pub builtin: Vec<BuiltinStopWords>,
+    /// A UTF-8 file with one stop word per line.
+    pub file: Option<PathBuf>,
+}
+
+/// MinHash parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MinHashSpec {
+    /// The number of values (`num_perm`), 128 by default.
+    pub num_perm: usize,
+    /// Seed of the hash functions.
+    pub seed: u64,
+    /// `num_perm` hash functions, or one-permutation hashing.
+    pub scheme: MinHashScheme,
+}
+
+impl Default for MinHashSpec {
+    fn default() -> Self {
+        MinHashSpec { num_perm: 128, seed: 1, scheme: MinHashScheme::Permutations }
+    }
+}
+
+/// Every stage of a pipeline, as data. `Default` is the `default` preset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PipelineSpec {
+    /// Normalization.
+    pub normalize: NormalizeConfig,
+    /// Segmentation.
+    pub segmenter: SegmenterKind,
+    /// Stop words.
+    pub stop_words: StopWordsSpec,
+    /// Punctuation-only tokens.
+    pub punctuation: PunctuationPolicy,
+    /// Features.
+    pub features: FeatureKind,
+    /// Weights.
+    pub weighting: Weighting,
+    /// IDF source for `tfidf`.
+    pub idf: IdfSource,
+    /// Feature hash function.
+    pub hash: FeatureHasher,
+    /// SimHash width.
+    pub simhash_bits: SimHashBits,
+    /// MinHash parameters.
+    pub minhash: MinHashSpec,
+}
+
+impl Default for PipelineSpec {
+    fn default() -> Self {
+        PipelineSpec {
+            normalize: NormalizeConfig::default(),
+            segmenter: SegmenterKind::Auto,
+            stop_words: StopWordsSpec::default(),
+            punctuation: PunctuationPolicy::Drop,
+            features: FeatureKind::Auto { n: 5 },
+            weighting: Weighting::Uniform,
+            idf: IdfSource::Bundled,
+            hash: FeatureHasher::Xxh3,
+            simhash_bits: SimHashBits::B64,
+            minhash: MinHashSpec::default(),
+        }
+    }
+}
+
+/// A named starting point for a spec.
+#[derive(Debug, Clone, Copy)]
+pub struct Preset {
+    /// The name (`--preset NAME`).
+    pub name: &'static str,
+    /// What it is for.
+    pub description: &'static str,
+    build: fn() -> PipelineSpec,
+}
+
+impl Preset {
+    /// The spec this preset stands for.
+    pub fn spec(&self) -> PipelineSpec {
+        (self.build)()
+    }
+}
+
+/// The presets.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "default",
+        description: "word 5-shingles for space-separated text, character 5-grams for Chinese; \
+                      each occurrence weighs 1 (dedup of web text and LLM corpora)",
+        build: PipelineSpec::default,
+    },
+    Preset {
+        name: "zh-news",
+        description: "Chinese news: jieba words without Chinese and English stop words, TF-IDF \
+                      weights from jieba's table (the classic Chinese SimHash set-up)",
+        build: || PipelineSpec {
+            segmenter: SegmenterKind::Jieba,
+            stop_words: StopWordsSpec {
+                builtin: vec![BuiltinStopWords::Zh, BuiltinStopWords::En],
+                file: None,
+            },
+            features: FeatureKind::Words,
+            weighting: Weighting::Tfidf,
+            ..PipelineSpec::default()
+        },
+    },
+    Preset {
+        name: "zh-keywords",
+        description: "Chinese: the top 20 jieba TF-IDF keywords, weighted by TF-IDF (as jiebaR's \
+                      simhash worker, on jieba-rs data)",
+        build: || PipelineSpec {
+            segmenter: SegmenterKind::Jieba,
+            stop_words: StopWordsSpec {
+                builtin: vec![BuiltinStopWords::Zh, BuiltinStopWords::En],
+                file: None,
+            },
+            features: FeatureKind::Keywords { top_n: 20 },
+            weighting: Weighting::Tfidf,
+            ..PipelineSpec::default()
+        },
+    },
+    Preset {
+        name: "zh-han",
+        description: "Chinese, Han characters only (everything else removed), character 3-grams",
+        build: || PipelineSpec {
+            normalize: NormalizeConfig { keep: KeepFilter::Han, ..NormalizeConfig::default() },
+            features: FeatureKind::CharNgrams { n: 3 },
+            ..PipelineSpec::default()
+        },
+    },
+    Preset {
+        name: "en-web",
+        description: "English web pages: words without English stop words, TF weights",
+        build: || PipelineSpec {
+            stop_words: StopWordsSpec { builtin: vec![BuiltinStopWords::En], file: None },
+            features: FeatureKind::Words,
+            weighting: Weighting::Tf,
+            ..PipelineSpec::default()
+        },
+    },
+    Preset {
+        name: "shingles",
+        description: "word 5-shingles in every script (jieba words for Chinese), as a set",
+        build: || PipelineSpec {
+            features: FeatureKind::WordShingles { n: 5 },
+            weighting: Weighting::Binary,
+            ..PipelineSpec::default()
+        },
+    },
+];
+
+impl PipelineSpec {
+    /// The spec of a named preset.
+    pub fn preset(name: &str) -> Result<PipelineSpec, BuildError> {
+        PRESETS
+            .iter()
+            .find(|p| p.name == name)
+            .map(Preset::spec)
+            .ok_or_else(|| BuildError::UnknownPreset { name: name.to_string() })
+    }
+
+    /// Checks values that the types alone do not rule out.
+    pub fn validate(&self) -> Result<(), BuildError> {
+        let size = match self.features {
+            FeatureKind::Auto { n }
+            | FeatureKind::WordShingles { n }
+            | FeatureKind::CharNgrams { n } => n,
+            FeatureKind::Keywords { top_n } => top_n,
+            _ => 1,
+        };
+        if size == 0 {
+            return Err(BuildError::InvalidSpec {
+                field: "features",
+                message: "shingle, n-gram and keyword counts must be at least 1".into(),
+            });
+        }
+        if self.minhash.num_perm == 0 {
+            return Err(BuildError::InvalidSpec {
+                field: "minhash.num_perm",
+                message: "must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The canonical JSON form (field order fixed by the type, no whitespace).
+    pub fn to_canonical_json(&self) -> String {
+        serde_json::to_string(self).expect("a spec always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_round_trip_through_json() {
+        for p in PRESETS {
+            let spec = p.spec();
+            spec.validate().expect("presets are valid");
+            let back: PipelineSpec =
+                serde_json::from_str(&spec.to_canonical_json()).expect("round trip");
+            assert_eq!(back, spec, "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn partial_json_fills_defaults_and_unknown_fields_fail() {
+        let spec: PipelineSpec =
+            serde_json::from_str(r#"{"features": {"kind": "words"}, "hash": "murmur3"}"#)
+                .expect("partial spec");
+        assert_eq!(spec.features, FeatureKind::Words);
+        assert_eq!(spec.hash, FeatureHasher::Murmur3);
+        assert_eq!(spec.minhash.num_perm, 128);
+        assert!(serde_json::from_str::<PipelineSpec>(r#"{"featurs": {}}"#).is_err());
+    }
+
+    #[test]
+    fn unknown_preset_names_the_choices() {
+        let e = PipelineSpec::preset("fr-news").unwrap_err().to_string();
+        assert!(e.contains("fr-news") && e.contains("zh-news"), "{e}");
+    }
+}
