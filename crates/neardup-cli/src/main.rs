@@ -1,1 +1,100 @@
-fn main() {}
+//! `neardup`: near-duplicate text detection from the command line.
+//!
+//! Glue only: argument parsing, input and output. The work happens in the `neardup` library.
+//! Streams are a contract: stdout carries data only, diagnostics go to stderr, a closed stdout
+//! pipe ends the run quietly with exit code 0. Exit codes: 0 success, 1 runtime error (including
+//! bad records without --skip-bad), 2 usage error.
+
+mod args;
+mod cmd;
+mod input;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Near-duplicate text detection: SimHash and MinHash fingerprints, similarity, and Chinese
+/// segmentation with jieba.
+#[derive(Debug, Parser)]
+#[command(name = "neardup", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Fingerprint documents: one JSON object per document on stdout, in input order.
+    Fingerprint(cmd::fingerprint::FingerprintArgs),
+    /// Compare two documents: SimHash distance, estimated and exact Jaccard, cosine, edit
+    /// similarity.
+    Compare(cmd::compare::CompareArgs),
+    /// Inverse document frequencies.
+    #[command(subcommand)]
+    Idf(cmd::idf::IdfCommand),
+    /// List the pipeline presets.
+    Presets,
+    /// Print the pipeline spec that the given options resolve to, as JSON (for --spec).
+    Spec(cmd::SpecArgs),
+}
+
+/// Why a command failed, which decides the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// The user asked for something invalid (exit 2).
+    Usage(anyhow::Error),
+    /// Something went wrong while working (exit 1).
+    Runtime(anyhow::Error),
+    /// Errors were already reported on stderr (exit 1).
+    Reported,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        let e = e.into();
+        if is_broken_pipe(&e) {
+            return Failure::Reported;
+        }
+        Failure::Runtime(e)
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Fingerprint(args) => cmd::fingerprint::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
+        Command::Idf(command) => cmd::idf::run(command),
+        Command::Presets => cmd::presets(),
+        Command::Spec(args) => cmd::spec(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(e)) => {
+            let _ = writeln!(io::stderr(), "neardup: error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(Failure::Runtime(e)) => {
+            let _ = writeln!(io::stderr(), "neardup: error: {e:#}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Reported) => {
+            // A closed stdout is a normal end for a filter (`neardup ... | head`).
+            if stdout_closed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn stdout_closed() -> bool {
+    cmd::STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}

@@ -1,0 +1,322 @@
+//! Options shared by every command: the pipeline (preset plus overrides) and the input.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use neardup::sketch::{Densification, FeatureHasher, MinHashScheme, SimHashBits};
+use neardup::text::{BuiltinStopWords, FeatureKind, KeepFilter, PunctuationPolicy, SegmenterKind};
+use neardup::{IdfSource, PipelineSpec, Weighting};
+
+/// Pipeline options. A preset gives the starting spec; every other option overrides one field.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Pipeline")]
+pub struct PipelineArgs {
+    /// Named starting point: default, zh-news, zh-keywords, zh-han, en-web, shingles
+    /// (`neardup presets` describes them). Other pipeline options override it.
+    #[arg(long, default_value = "default", value_name = "NAME")]
+    pub preset: String,
+
+    /// A pipeline spec as JSON (as printed by `neardup spec`), used instead of the preset.
+    #[arg(long, value_name = "FILE", conflicts_with = "preset")]
+    pub spec: Option<PathBuf>,
+
+    /// Segmentation. auto: Han runs with jieba (HMM on), other scripts by Unicode word
+    /// boundaries; jieba: whole text through jieba; unicode: UAX #29 words everywhere;
+    /// whitespace; chars: one token per character.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub segmenter: Option<SegmenterArg>,
+
+    /// Features. auto: word shingles for space-separated text, character n-grams for Chinese
+    /// (per document); words; shingles: word n-shingles; ngrams: character n-grams of the
+    /// normalized text; keywords: the --top-n heaviest words (TF-IDF by default).
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub features: Option<FeaturesArg>,
+
+    /// Size of word shingles and character n-grams (default 5).
+    #[arg(long, short = 'n', value_name = "N")]
+    pub ngram: Option<usize>,
+
+    /// Number of keywords kept with --features keywords (default 20).
+    #[arg(long, value_name = "N")]
+    pub top_n: Option<usize>,
+
+    /// Built-in stop word lists to drop, comma-separated: zh, en.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub stop_words: Option<Vec<StopListArg>>,
+
+    /// A UTF-8 file of extra stop words, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub stop_words_file: Option<PathBuf>,
+
+    /// Drop no stop words at all (overrides the preset's lists).
+    #[arg(long, conflicts_with_all = ["stop_words", "stop_words_file"])]
+    pub no_stop_words: bool,
+
+    /// Keep tokens without letters or digits (punctuation, symbols); dropped by default.
+    #[arg(long)]
+    pub keep_punct: bool,
+
+    /// Weights. uniform: each occurrence counts 1; binary: each distinct feature counts 1;
+    /// tf: count / total; tfidf: tf x idf (see --idf).
+    #[arg(long, value_enum, value_name = "SCHEME")]
+    pub weights: Option<WeightsArg>,
+
+    /// IDF table in jieba's `feature idf` format (for example from `neardup idf build`).
+    /// Default: jieba's bundled table of Chinese words; unknown features get the mean idf.
+    #[arg(long, value_name = "FILE")]
+    pub idf: Option<PathBuf>,
+
+    /// Feature hash function.
+    #[arg(long, value_enum, value_name = "HASH")]
+    pub hash: Option<HashArg>,
+
+    /// SimHash width in bits: 32, 64 or 128.
+    #[arg(long, value_name = "BITS", value_parser = ["32", "64", "128"])]
+    pub bits: Option<String>,
+
+    /// MinHash values per signature (num_perm, default 128).
+    #[arg(long, value_name = "K")]
+    pub num_perm: Option<usize>,
+
+    /// MinHash seed (default 1).
+    #[arg(long, value_name = "SEED")]
+    pub seed: Option<u64>,
+
+    /// MinHash scheme: permutations (num_perm hash functions), oph (one-permutation hashing
+    /// with optimal densification, much faster), oph-rotation (densification by rotation).
+    #[arg(long, value_enum, value_name = "SCHEME")]
+    pub minhash_scheme: Option<MinHashSchemeArg>,
+
+    /// Keep only some characters before anything else: all, han (Han ideographs only),
+    /// alnum (letters, digits, whitespace).
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub keep: Option<KeepArg>,
+
+    /// Do not apply Unicode NFKC normalization (full-width to half-width and the like).
+    #[arg(long)]
+    pub no_nfkc: bool,
+
+    /// Do not fold case.
+    #[arg(long)]
+    pub no_case_fold: bool,
+
+    /// Do not collapse runs of whitespace.
+    #[arg(long)]
+    pub no_collapse_whitespace: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SegmenterArg {
+    Auto,
+    Jieba,
+    Unicode,
+    Whitespace,
+    Chars,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FeaturesArg {
+    Auto,
+    Words,
+    Shingles,
+    Ngrams,
+    Keywords,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StopListArg {
+    Zh,
+    En,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum WeightsArg {
+    Uniform,
+    Binary,
+    Tf,
+    Tfidf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HashArg {
+    Xxh3,
+    Murmur3,
+    Fnv1a,
+    Md5,
+    Jenkins,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum MinHashSchemeArg {
+    Permutations,
+    Oph,
+    OphRotation,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KeepArg {
+    All,
+    Han,
+    Alnum,
+}
+
+impl PipelineArgs {
+    /// The spec: the preset (or spec file), then each given option.
+    pub fn to_spec(&self) -> anyhow::Result<PipelineSpec> {
+        let mut spec = match &self.spec {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display()))?
+            }
+            None => PipelineSpec::preset(&self.preset)?,
+        };
+        if let Some(s) = self.segmenter {
+            spec.segmenter = match s {
+                SegmenterArg::Auto => SegmenterKind::Auto,
+                SegmenterArg::Jieba => SegmenterKind::Jieba,
+                SegmenterArg::Unicode => SegmenterKind::Unicode,
+                SegmenterArg::Whitespace => SegmenterKind::Whitespace,
+                SegmenterArg::Chars => SegmenterKind::Chars,
+            };
+        }
+        let current_n = match spec.features {
+            FeatureKind::Auto { n } | FeatureKind::WordShingles { n } | FeatureKind::CharNgrams { n } => n,
+            _ => 5,
+        };
+        let current_top = match spec.features {
+            FeatureKind::Keywords { top_n } => top_n,
+            _ => 20,
+        };
+        let n = self.ngram.unwrap_or(current_n);
+        let top_n = self.top_n.unwrap_or(current_top);
+        if let Some(f) = self.features {
+            spec.features = match f {
+                FeaturesArg::Auto => FeatureKind::Auto { n },
+                FeaturesArg::Words => FeatureKind::Words,
+                FeaturesArg::Shingles => FeatureKind::WordShingles { n },
+                FeaturesArg::Ngrams => FeatureKind::CharNgrams { n },
+                FeaturesArg::Keywords => FeatureKind::Keywords { top_n },
+            };
+            if matches!(f, FeaturesArg::Keywords) && self.weights.is_none() {
+                spec.weighting = Weighting::Tfidf;
+            }
+        } else {
+            spec.features = match spec.features {
+                FeatureKind::Auto { .. } => FeatureKind::Auto { n },
+                FeatureKind::WordShingles { .. } => FeatureKind::WordShingles { n },
+                FeatureKind::CharNgrams { .. } => FeatureKind::CharNgrams { n },
+                FeatureKind::Keywords { .. } => FeatureKind::Keywords { top_n },
+                other => other,
+            };
+        }
+        if self.no_stop_words {
+            spec.stop_words = Default::default();
+        }
+        if let Some(lists) = &self.stop_words {
+            spec.stop_words.builtin = lists
+                .iter()
+                .map(|l| match l {
+                    StopListArg::Zh => BuiltinStopWords::Zh,
+                    StopListArg::En => BuiltinStopWords::En,
+                })
+                .collect();
+        }
+        if let Some(path) = &self.stop_words_file {
+            spec.stop_words.file = Some(path.clone());
+        }
+        if self.keep_punct {
+            spec.punctuation = PunctuationPolicy::Keep;
+        }
+        if let Some(w) = self.weights {
+            spec.weighting = match w {
+                WeightsArg::Uniform => Weighting::Uniform,
+                WeightsArg::Binary => Weighting::Binary,
+                WeightsArg::Tf => Weighting::Tf,
+                WeightsArg::Tfidf => Weighting::Tfidf,
+            };
+        }
+        if let Some(path) = &self.idf {
+            spec.idf = IdfSource::File { path: path.clone() };
+        }
+        if let Some(h) = self.hash {
+            spec.hash = match h {
+                HashArg::Xxh3 => FeatureHasher::Xxh3,
+                HashArg::Murmur3 => FeatureHasher::Murmur3,
+                HashArg::Fnv1a => FeatureHasher::Fnv1a,
+                HashArg::Md5 => FeatureHasher::Md5,
+                HashArg::Jenkins => FeatureHasher::Jenkins,
+            };
+        }
+        if let Some(bits) = &self.bits {
+            let bits: u32 = bits.parse()?;
+            spec.simhash_bits = SimHashBits::try_from(bits).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(k) = self.num_perm {
+            spec.minhash.num_perm = k;
+        }
+        if let Some(seed) = self.seed {
+            spec.minhash.seed = seed;
+        }
+        if let Some(s) = self.minhash_scheme {
+            spec.minhash.scheme = match s {
+                MinHashSchemeArg::Permutations => MinHashScheme::Permutations,
+                MinHashSchemeArg::Oph => {
+                    MinHashScheme::OnePermutation { densification: Densification::Optimal }
+                }
+                MinHashSchemeArg::OphRotation => {
+                    MinHashScheme::OnePermutation { densification: Densification::Rotation }
+                }
+            };
+        }
+        if let Some(k) = self.keep {
+            spec.normalize.keep = match k {
+                KeepArg::All => KeepFilter::All,
+                KeepArg::Han => KeepFilter::Han,
+                KeepArg::Alnum => KeepFilter::Alphanumeric,
+            };
+        }
+        spec.normalize.nfkc &= !self.no_nfkc;
+        spec.normalize.case_fold &= !self.no_case_fold;
+        spec.normalize.collapse_whitespace &= !self.no_collapse_whitespace;
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+/// Where documents come from and how bad input is handled.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Input")]
+pub struct InputArgs {
+    /// Read JSON Lines: one object per line, text in --text-field (or a token array in
+    /// --tokens-field), id in --id-field.
+    #[arg(long)]
+    pub jsonl: bool,
+
+    /// JSONL field holding the text.
+    #[arg(long, default_value = "text", value_name = "NAME")]
+    pub text_field: String,
+
+    /// JSONL field holding the id (string or number). Without it, the id is FILE:LINE.
+    #[arg(long, default_value = "id", value_name = "NAME")]
+    pub id_field: String,
+
+    /// JSONL field holding pre-tokenized text (an array of strings), used when the text field
+    /// is absent; tokens skip segmentation.
+    #[arg(long, default_value = "tokens", value_name = "NAME")]
+    pub tokens_field: String,
+
+    /// Replace invalid UTF-8 with U+FFFD (and count the replacements) instead of failing.
+    #[arg(long)]
+    pub lossy: bool,
+
+    /// Skip bad records (malformed JSON, missing text field, invalid UTF-8, oversized
+    /// documents), report each on stderr and how many were skipped, and exit 0.
+    #[arg(long)]
+    pub skip_bad: bool,
+
+    /// Reject documents larger than this many bytes.
+    #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
+    pub max_doc_bytes: usize,
+}

@@ -1,0 +1,192 @@
+//! `neardup fingerprint`.
+
+use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use clap::Args;
+use neardup::{Pipeline, Scratch, Sketches, WeightedFeature};
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::args::{InputArgs, PipelineArgs};
+use crate::cmd::{build_pipeline, output_error};
+use crate::input::{read_all, Record, Source};
+use crate::Failure;
+
+/// Options of `neardup fingerprint`.
+#[derive(Debug, Args)]
+#[command(after_help = "Output, one JSON object per document, in input order:
+  {\"id\": ..., \"simhash\": \"<hex>\", \"minhash\": [...], \"features\": N, \"explain\": [...]}
+simhash is lowercase hex (16 digits for 64 bits); minhash appears with --minhash; features is
+the number of distinct features; explain (with --explain) lists the weighted features, heaviest
+first. An empty document, or one of only stop words, has simhash 0 and 0 features.
+
+Bad input: a file that is not UTF-8 is reported with its byte offset and skipped, the other files
+are still read, and the exit code is 1 (--lossy replaces bad bytes instead). In JSONL, a
+malformed line, a line without the text field or an oversized document stops the run after
+everything before it was written (exit 1); with --skip-bad it is reported and skipped (exit 0).
+
+Examples:
+  neardup fingerprint examples/data/en/*.txt
+  neardup fingerprint --jsonl corpus.jsonl --minhash --preset zh-news
+  neardup fingerprint --text '你妈妈叫你回家吃饭啊' --preset zh-keywords --explain")]
+pub struct FingerprintArgs {
+    /// Input files: plain text (one document per file) or, with --jsonl, JSON Lines. `-` reads
+    /// standard input.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+
+    /// A document given directly (repeatable).
+    #[arg(long, value_name = "STRING")]
+    text: Vec<String>,
+
+    /// Also output a MinHash signature (`minhash`, num_perm integers).
+    #[arg(long)]
+    minhash: bool,
+
+    /// Also output the weighted features used (`explain`).
+    #[arg(long)]
+    explain: bool,
+
+    /// Worker threads (default: all cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    threads: Option<usize>,
+
+    #[command(flatten)]
+    input: InputArgs,
+
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+#[derive(Serialize)]
+struct Output<'a> {
+    id: &'a Value,
+    simhash: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    minhash: Option<&'a [u32]>,
+    features: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explain: Option<&'a [WeightedFeature]>,
+}
+
+/// Documents per parallel batch, and bytes of text per batch: enough to keep every core busy,
+/// small enough that memory follows the batch, not the corpus.
+const BATCH_DOCS: usize = 4096;
+const BATCH_BYTES: usize = 64 << 20;
+
+pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
+    let sources = Source::from_args(&args.files, &args.text);
+    if sources.is_empty() {
+        return Err(Failure::Usage(anyhow::anyhow!(
+            "no input: give FILE arguments, `-` for standard input, or --text STRING"
+        )));
+    }
+    if let Some(n) = args.threads {
+        rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(anyhow::Error::from)?;
+    }
+    let pipeline = build_pipeline(&args.pipeline)?;
+    let mut sketches = Sketches::SIMHASH;
+    if args.minhash {
+        sketches = sketches | Sketches::MINHASH;
+    }
+    if args.explain {
+        sketches = sketches | Sketches::EXPLAIN;
+    }
+
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let mut batch: Vec<Record> = Vec::new();
+    let mut batch_bytes = 0usize;
+    let (mut errors, mut skipped, mut replaced) = (0usize, 0usize, 0usize);
+    let mut write_error: Option<Failure> = None;
+    let jsonl = args.input.jsonl;
+
+    let flow = read_all(&sources, &args.input, |item| {
+        match item {
+            Ok(record) => {
+                replaced += record.replaced;
+                batch_bytes += record.body.len();
+                batch.push(record);
+                if batch.len() >= BATCH_DOCS || batch_bytes >= BATCH_BYTES {
+                    batch_bytes = 0;
+                    if let Err(e) = process(&pipeline, sketches, &mut batch, &mut out) {
+                        write_error = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                // Write what came before, so an error never loses accepted documents.
+                if let Err(e) = process(&pipeline, sketches, &mut batch, &mut out) {
+                    write_error = Some(e);
+                    return ControlFlow::Break(());
+                }
+                batch_bytes = 0;
+                if args.input.skip_bad {
+                    eprintln!("neardup: skipped: {e}");
+                    skipped += 1;
+                    ControlFlow::Continue(())
+                } else {
+                    eprintln!("neardup: error: {e}");
+                    errors += 1;
+                    // A bad file is skipped and the rest read; a bad JSONL record stops the run.
+                    if jsonl && !e.fatal_for_source {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                }
+            }
+        }
+    });
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    if flow.is_continue() {
+        process(&pipeline, sketches, &mut batch, &mut out)?;
+    }
+    out.flush().map_err(output_error)?;
+    if skipped > 0 {
+        eprintln!("neardup: skipped {skipped} bad record(s)");
+    }
+    if replaced > 0 {
+        eprintln!("neardup: replaced {replaced} invalid UTF-8 sequence(s) with U+FFFD (--lossy)");
+    }
+    if errors > 0 {
+        return Err(Failure::Reported);
+    }
+    Ok(())
+}
+
+fn process<W: Write>(
+    pipeline: &Pipeline,
+    sketches: Sketches,
+    batch: &mut Vec<Record>,
+    out: &mut W,
+) -> Result<(), Failure> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let fingerprints: Vec<_> = batch
+        .par_iter()
+        .map_init(Scratch::default, |scratch, record| {
+            pipeline.fingerprint(record.body.as_document(), scratch, sketches)
+        })
+        .collect();
+    for (record, fp) in batch.iter().zip(&fingerprints) {
+        let line = Output {
+            id: &record.id,
+            simhash: fp.simhash.to_hex(),
+            minhash: fp.minhash.as_ref().map(|m| m.values()),
+            features: fp.features,
+            explain: fp.explain.as_deref(),
+        };
+        serde_json::to_writer(&mut *out, &line).map_err(|e| output_error(e.into()))?;
+        out.write_all(b"\n").map_err(output_error)?;
+    }
+    batch.clear();
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! `neardup idf build`.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use neardup::{IdfBuilder, Scratch};
+
+use crate::args::{InputArgs, PipelineArgs};
+use crate::cmd::{build_pipeline, output_error};
+use crate::input::{read_all, Source};
+use crate::Failure;
+
+/// `neardup idf ...`.
+#[derive(Debug, Subcommand)]
+pub enum IdfCommand {
+    /// Learn idf = ln(N / df) of every feature from a corpus, written in jieba's `feature idf`
+    /// format. Use the same pipeline options (features, segmenter, stop words) as the runs that
+    /// will read it with --idf.
+    Build(BuildArgs),
+}
+
+/// Options of `neardup idf build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Corpus files (plain text, one document each, or JSONL with --jsonl).
+    #[arg(value_name = "CORPUS", required = true)]
+    corpus: Vec<PathBuf>,
+
+    /// Output file (`-` for standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: PathBuf,
+
+    /// Leave out features seen in fewer documents than this (they get the mean idf).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    min_df: u64,
+
+    #[command(flatten)]
+    input: InputArgs,
+
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+pub fn run(command: IdfCommand) -> Result<(), Failure> {
+    let IdfCommand::Build(args) = command;
+    let pipeline = build_pipeline(&args.pipeline)?;
+    let sources = Source::from_args(&args.corpus, &[]);
+    let mut builder = IdfBuilder::new();
+    let mut scratch = Scratch::default();
+    let mut errors = 0usize;
+    let flow = read_all(&sources, &args.input, |item| match item {
+        Ok(record) => {
+            builder.begin_document();
+            pipeline.for_each_feature(record.body.as_document(), &mut scratch, |f| builder.add(f));
+            ControlFlow::Continue(())
+        }
+        Err(e) if args.input.skip_bad => {
+            eprintln!("neardup: skipped: {e}");
+            ControlFlow::Continue(())
+        }
+        Err(e) => {
+            eprintln!("neardup: error: {e}");
+            errors += 1;
+            if args.input.jsonl && !e.fatal_for_source {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    });
+    if errors > 0 || flow.is_break() {
+        return Err(Failure::Reported);
+    }
+    let lines = if args.output.as_os_str() == "-" {
+        builder.write(BufWriter::new(io::stdout().lock()), args.min_df).map_err(output_error)?
+    } else {
+        let file = File::create(&args.output)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+        let mut w = BufWriter::new(file);
+        let n = builder
+            .write(&mut w, args.min_df)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+        w.flush().map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+        n
+    };
+    eprintln!(
+        "neardup: {} documents, {} distinct features, {lines} written",
+        builder.documents(),
+        builder.features()
+    );
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! One module per subcommand.
+
+pub mod compare;
+pub mod fingerprint;
+pub mod idf;
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::Args;
+use neardup::{BuildError, Pipeline, PRESETS};
+
+use crate::args::PipelineArgs;
+use crate::Failure;
+
+/// Set when a write to stdout failed because the reader went away.
+pub static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Maps a write error: a broken pipe is remembered (and ends the run with exit 0).
+pub fn output_error(e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        Failure::Reported
+    } else {
+        Failure::Runtime(anyhow::anyhow!("writing output: {e}"))
+    }
+}
+
+/// Builds the pipeline from the options; spec mistakes are usage errors.
+pub fn build_pipeline(args: &PipelineArgs) -> Result<Pipeline, Failure> {
+    let spec = args.to_spec().map_err(Failure::Usage)?;
+    Pipeline::new(spec).map_err(|e| match e {
+        BuildError::UnknownPreset { .. } | BuildError::InvalidSpec { .. } => {
+            Failure::Usage(e.into())
+        }
+        other => Failure::Runtime(other.into()),
+    })
+}
+
+/// Prints the presets.
+pub fn presets() -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    for p in PRESETS {
+        writeln!(out, "{:<12} {}", p.name, p.description).map_err(output_error)?;
+    }
+    Ok(())
+}
+
+/// Options of `neardup spec`.
+#[derive(Debug, Args)]
+pub struct SpecArgs {
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+/// Prints the resolved spec.
+pub fn spec(args: SpecArgs) -> Result<(), Failure> {
+    let pipeline = build_pipeline(&args.pipeline)?;
+    let json = serde_json::to_string_pretty(pipeline.spec()).map_err(anyhow::Error::from)?;
+    writeln!(io::stdout().lock(), "{json}").map_err(output_error)?;
+    Ok(())
+}

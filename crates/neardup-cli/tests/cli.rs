@@ -1,0 +1,335 @@
+//! Runs the real `neardup` binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example(rel: &str) -> String {
+    repo().join("examples/data").join(rel).display().to_string()
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf8 stdout")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf8 stderr")
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
+}
+
+/// A scratch directory unique to one test.
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neardup-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn fingerprint_files_in_input_order_with_all_fields() {
+    let files = ["en/report_a.txt", "zh/news_a.txt", "en/report_b.txt", "zh/news_b.txt"].map(example);
+    let mut args = vec!["fingerprint", "--minhash"];
+    args.extend(files.iter().map(String::as_str));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    assert_eq!(lines.len(), 4);
+    for (line, file) in lines.iter().zip(&files) {
+        assert_eq!(line["id"], Value::String(file.clone()));
+        let hex = line["simhash"].as_str().expect("hex string");
+        assert_eq!(hex.len(), 16);
+        assert!(hex.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_eq!(line["minhash"].as_array().expect("array").len(), 128);
+        assert!(line["features"].as_u64().expect("count") > 50);
+    }
+    // The same input gives the same output, whatever the thread count.
+    let mut one = vec!["fingerprint", "--minhash", "-j", "1"];
+    one.extend(files.iter().map(String::as_str));
+    assert_eq!(stdout(&run(&one)), stdout(&o));
+}
+
+#[test]
+fn fingerprint_widths_and_hashes() {
+    for (bits, digits) in [("32", 8), ("64", 16), ("128", 32)] {
+        for hash in ["xxh3", "murmur3", "fnv1a", "md5", "jenkins"] {
+            let o = run(&["fingerprint", "--bits", bits, "--hash", hash, "--text", "hello near duplicate world"]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let line = &json_lines(&o)[0];
+            assert_eq!(line["simhash"].as_str().expect("hex").len(), digits, "{bits} {hash}");
+        }
+    }
+}
+
+#[test]
+fn near_duplicates_are_closer_than_unrelated_texts() {
+    let compare = |a: &str, b: &str| -> Value {
+        let o = run(&["compare", "--json", "--preset", "zh-news", &example(a), &example(b)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).expect("json")
+    };
+    let near = compare("zh/news_a.txt", "zh/news_b.txt");
+    let far = compare("zh/news_a.txt", "zh/other.txt");
+    for key in ["jaccard_estimate", "jaccard_exact", "weighted_jaccard", "cosine", "edit_similarity"] {
+        let (n, f) = (near[key].as_f64().expect(key), far[key].as_f64().expect(key));
+        assert!(n > f, "{key}: near {n} <= far {f}");
+    }
+    assert!(near["simhash"]["hamming"].as_u64() <= Some(8), "{near}");
+    assert!(far["simhash"]["hamming"].as_u64() >= Some(16), "{far}");
+    assert_eq!(near["simhash"]["bits"], 64);
+}
+
+#[test]
+fn compare_table_and_argument_count() {
+    let o = run(&["compare", "--text", "the cat sat on the mat", "--text", "the cat sat on a mat"]);
+    assert!(o.status.success());
+    let table = stdout(&o);
+    for row in ["simhash hamming", "jaccard estimate", "jaccard exact", "cosine (tf-idf)", "edit similarity"] {
+        assert!(table.contains(row), "missing {row}: {table}");
+    }
+    let o = run(&["compare", "--text", "only one"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exactly two documents"));
+}
+
+#[test]
+fn empty_and_stop_word_only_documents_have_zero_fingerprints() {
+    let o = run(&["fingerprint", "--preset", "en-web", "--minhash", "--text", "", "--text", "the and of to"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for line in json_lines(&o) {
+        assert_eq!(line["simhash"], "0000000000000000");
+        assert_eq!(line["features"], 0);
+        let mh = line["minhash"].as_array().expect("array");
+        assert!(mh.iter().all(|v| v.as_u64() == Some(u64::from(u32::MAX))), "empty set sentinel");
+    }
+}
+
+#[test]
+fn invalid_utf8_names_file_and_offset_and_other_files_still_run() {
+    let dir = tempdir("utf8");
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, b"valid start \xff\xfe then more").expect("write");
+    let good = example("en/report_a.txt");
+    let o = run(&["fingerprint", bad.to_str().expect("path"), &good]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("bad.txt") && err.contains("byte offset 12"), "{err}");
+    let lines = json_lines(&o);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["id"], Value::String(good));
+
+    let o = run(&["fingerprint", "--lossy", bad.to_str().expect("path")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("replaced 2 invalid UTF-8"), "{}", stderr(&o));
+    assert_eq!(json_lines(&o).len(), 1);
+}
+
+#[test]
+fn malformed_jsonl_stops_after_writing_earlier_records() {
+    let dir = tempdir("jsonl");
+    let path = dir.join("in.jsonl");
+    std::fs::write(
+        &path,
+        b"{\"id\": \"a\", \"text\": \"first document here\"}\n\
+         \n\
+         {\"id\": \"b\", \"text\": \"second\"}\n\
+         {\"id\": \"c\", \"text\": \n\
+         {\"id\": \"d\", \"text\": \"fourth\"}\n\
+         {\"id\": \"e\", \"body\": \"no text field\"}\n\
+         {\"id\": 7, \"tokens\": [\"New York\", \"City\"]}\n\
+         {\"id\": \"f\", \"text\": \"bad \xff byte\"}\n",
+    )
+    .expect("write");
+    let p = path.to_str().expect("path");
+    let o = run(&["fingerprint", "--jsonl", p]);
+    assert_eq!(o.status.code(), Some(1));
+    let ids: Vec<Value> = json_lines(&o).into_iter().map(|l| l["id"].clone()).collect();
+    assert_eq!(ids, ["a", "b"]);
+    assert!(stderr(&o).contains("in.jsonl:4: malformed JSON"), "{}", stderr(&o));
+
+    let o = run(&["fingerprint", "--jsonl", "--skip-bad", p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<Value> = json_lines(&o).into_iter().map(|l| l["id"].clone()).collect();
+    assert_eq!(ids, [Value::from("a"), "b".into(), "d".into(), 7.into()]);
+    let err = stderr(&o);
+    assert!(err.contains("in.jsonl:6: no \"text\" field"), "{err}");
+    assert!(err.contains("in.jsonl:8: invalid UTF-8 at byte offset"), "{err}");
+    assert!(err.contains("skipped 3 bad record(s)"), "{err}");
+}
+
+#[test]
+fn jsonl_field_names_and_default_ids() {
+    let dir = tempdir("fields");
+    let path = dir.join("in.jsonl");
+    std::fs::write(&path, "{\"body\": \"alpha beta\"}\n{\"body\": \"gamma\", \"id\": {\"x\": 1}}\n")
+        .expect("write");
+    let p = path.to_str().expect("path");
+    let o = run(&["fingerprint", "--jsonl", "--text-field", "body", "--skip-bad", p]);
+    let lines = json_lines(&o);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["id"], Value::String(format!("{p}:1")));
+    assert!(stderr(&o).contains("must be a string or a number"), "{}", stderr(&o));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &["fingerprint", "--no-such-option", "x"][..],
+        &["fingerprint", "--preset", "nope", "--text", "x"],
+        &["fingerprint", "--bits", "48", "--text", "x"],
+        &["fingerprint", "-n", "0", "--text", "x"],
+        &["fingerprint"],
+        &["frobnicate"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "stdout carries data only");
+    }
+}
+
+#[test]
+fn missing_files_are_runtime_errors() {
+    let o = run(&["fingerprint", "/definitely/not/here.txt", "--text", "still runs"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/definitely/not/here.txt"));
+    assert_eq!(json_lines(&o).len(), 1);
+    let o = run(&["fingerprint", "--stop-words-file", "/no/stop.txt", "--text", "x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/no/stop.txt"));
+}
+
+#[test]
+fn oversized_documents_are_rejected_on_purpose() {
+    let o = run(&["fingerprint", "--max-doc-bytes", "10", "--text", "this text is longer than ten bytes"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--max-doc-bytes 10"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_100_mb_document_is_fingerprinted() {
+    let dir = tempdir("huge");
+    let path = dir.join("huge.txt");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));
+    let mut n = 0u64;
+    let mut written = 0usize;
+    while written < 100 << 20 {
+        n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let line = format!("word{} 文本{} and some more text {}\n", n >> 52, n >> 60, n % 97);
+        written += line.len();
+        f.write_all(line.as_bytes()).expect("write");
+    }
+    drop(f);
+    let o = run(&["fingerprint", "--minhash", path.to_str().expect("path")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = &json_lines(&o)[0];
+    assert!(line["features"].as_u64().expect("count") > 1000);
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+#[test]
+fn idf_build_then_tfidf_with_it() {
+    let dir = tempdir("idf");
+    let idf = dir.join("idf.txt");
+    let corpus = [example("en/report_a.txt"), example("en/other.txt"), example("zh/news_a.txt")];
+    let mut args = vec!["idf", "build", "--features", "words", "-o", idf.to_str().expect("path")];
+    args.extend(corpus.iter().map(String::as_str));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&idf).expect("idf written");
+    let the = text.lines().find(|l| l.starts_with("the ")).expect("'the' is in two documents");
+    let value: f64 = the.rsplit(' ').next().expect("idf").parse().expect("number");
+    assert!((value - (3f64 / 2.0).ln()).abs() < 1e-5, "{the}");
+    let o = run(&[
+        "fingerprint",
+        "--features",
+        "words",
+        "--weights",
+        "tfidf",
+        "--idf",
+        idf.to_str().expect("path"),
+        "--explain",
+        &example("en/report_a.txt"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let explain = json_lines(&o)[0]["explain"].as_array().expect("explain").clone();
+    // "mayor" and "after" each occur once in report_a; "after" also occurs in other.txt, so its
+    // idf is ln(3/2) against ln(3/1).
+    let weight = |w: &str| {
+        explain.iter().find(|e| e["feature"] == w).and_then(|e| e["weight"].as_f64()).expect(w)
+    };
+    let ratio = weight("mayor") / weight("after");
+    assert!((ratio - 3f64.ln() / 1.5f64.ln()).abs() < 1e-4, "{ratio}");
+}
+
+#[test]
+fn stdin_and_pretokenized_input() {
+    let mut child = bin()
+        .args(["fingerprint", "-", "--features", "words"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(b"new york city").expect("write");
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success());
+    let from_stdin = json_lines(&o)[0]["simhash"].clone();
+    let o = run(&["fingerprint", "--features", "words", "--text", "New  York CITY"]);
+    assert_eq!(json_lines(&o)[0]["simhash"], from_stdin);
+}
+
+#[test]
+fn explain_prints_keywords_with_weights() {
+    let o = run(&["fingerprint", "--preset", "zh-keywords", "--top-n", "2", "--explain", "--text", "你妈妈叫你回家吃饭啊"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let explain = json_lines(&o)[0]["explain"].as_array().expect("explain").clone();
+    assert_eq!(explain.len(), 2);
+    assert!(explain.iter().all(|e| e["weight"].as_f64().expect("weight") > 0.0));
+}
+
+#[test]
+fn presets_and_spec_round_trip() {
+    let o = run(&["presets"]);
+    assert!(stdout(&o).contains("zh-news"));
+    let o = run(&["spec", "--preset", "zh-news", "--bits", "128"]);
+    assert!(o.status.success());
+    let dir = tempdir("spec");
+    let spec = dir.join("spec.json");
+    std::fs::write(&spec, &o.stdout).expect("write");
+    let via_spec = run(&["fingerprint", "--spec", spec.to_str().expect("path"), "--text", "北京的天气"]);
+    let via_flags = run(&["fingerprint", "--preset", "zh-news", "--bits", "128", "--text", "北京的天气"]);
+    assert_eq!(stdout(&via_spec), stdout(&via_flags));
+    assert_eq!(json_lines(&via_spec)[0]["simhash"].as_str().map(str::len), Some(32));
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let mut child = bin()
+        .args(["fingerprint", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _ = stdin.write_all(&b"some text ".repeat(1000));
+    drop(stdin);
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
