@@ -167,8 +167,9 @@ impl PipelineArgs {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                serde_json::from_str(&text)
-                    .map_err(|e| anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display()))?
+                serde_json::from_str(&text).map_err(|e| {
+                    anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display())
+                })?
             }
             None => PipelineSpec::preset(&self.preset)?,
         };
@@ -182,7 +183,9 @@ impl PipelineArgs {
             };
         }
         let current_n = match spec.features {
-            FeatureKind::Auto { n } | FeatureKind::WordShingles { n } | FeatureKind::CharNgrams { n } => n,
+            FeatureKind::Auto { n }
+            | FeatureKind::WordShingles { n }
+            | FeatureKind::CharNgrams { n } => n,
             _ => 5,
         };
         let current_top = match spec.features {

@@ -108,12 +108,22 @@ pub fn read_all(
         let name = source.name();
         let result = match source {
             Source::Text(text, _) => visit(check_size(
-                Record { id: Value::String(name.clone()), body: Body::Text(text.clone()), replaced: 0 },
+                Record {
+                    id: Value::String(name.clone()),
+                    body: Body::Text(text.clone()),
+                    replaced: 0,
+                },
                 &name,
                 opts,
             )),
             Source::File(path) => match File::open(path) {
-                Ok(file) => read_one(BufReader::with_capacity(1 << 16, file), &name, Some(path), opts, &mut visit),
+                Ok(file) => read_one(
+                    BufReader::with_capacity(1 << 16, file),
+                    &name,
+                    Some(path),
+                    opts,
+                    &mut visit,
+                ),
                 Err(e) => visit(Err(InputError {
                     place: name,
                     message: e.to_string(),
@@ -145,7 +155,12 @@ fn read_one<R: BufRead>(
     }
 }
 
-fn read_plain<R: Read>(reader: R, name: &str, id: Value, opts: &InputArgs) -> Result<Record, InputError> {
+fn read_plain<R: Read>(
+    reader: R,
+    name: &str,
+    id: Value,
+    opts: &InputArgs,
+) -> Result<Record, InputError> {
     let mut bytes = Vec::new();
     // Read one byte past the limit to know whether it was exceeded, without reading it all.
     let limit = opts.max_doc_bytes as u64 + 1;
@@ -169,7 +184,12 @@ fn read_plain<R: Read>(reader: R, name: &str, id: Value, opts: &InputArgs) -> Re
 }
 
 /// UTF-8 from bytes; `base` is the bytes' offset in the file, for the error message.
-fn decode(bytes: Vec<u8>, place: &str, base: usize, opts: &InputArgs) -> Result<(String, usize), InputError> {
+fn decode(
+    bytes: Vec<u8>,
+    place: &str,
+    base: usize,
+    opts: &InputArgs,
+) -> Result<(String, usize), InputError> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok((text, 0)),
         Err(e) if opts.lossy => {
@@ -261,14 +281,14 @@ fn parse_record(
     opts: &InputArgs,
     replaced: usize,
 ) -> Result<Record, InputError> {
-    let bad = |message: String| InputError { place: place.to_string(), message, fatal_for_source: false };
-    let value: Value = serde_json::from_str(line)
-        .map_err(|e| {
-            // serde_json ends its message with "at line 1 column N"; say it once, our way.
-            let message = e.to_string();
-            let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
-            bad(format!("malformed JSON at column {}: {message}", e.column()))
-        })?;
+    let bad =
+        |message: String| InputError { place: place.to_string(), message, fatal_for_source: false };
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        // serde_json ends its message with "at line 1 column N"; say it once, our way.
+        let message = e.to_string();
+        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
+        bad(format!("malformed JSON at column {}: {message}", e.column()))
+    })?;
     let Value::Object(mut object) = value else {
         return Err(bad("expected a JSON object".to_string()));
     };

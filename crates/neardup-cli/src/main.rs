@@ -61,7 +61,9 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn main() -> ExitCode {

@@ -44,7 +44,8 @@ fn tempdir(name: &str) -> PathBuf {
 
 #[test]
 fn fingerprint_files_in_input_order_with_all_fields() {
-    let files = ["en/report_a.txt", "zh/news_a.txt", "en/report_b.txt", "zh/news_b.txt"].map(example);
+    let files =
+        ["en/report_a.txt", "zh/news_a.txt", "en/report_b.txt", "zh/news_b.txt"].map(example);
     let mut args = vec!["fingerprint", "--minhash"];
     args.extend(files.iter().map(String::as_str));
     let o = run(&args);
@@ -69,7 +70,15 @@ fn fingerprint_files_in_input_order_with_all_fields() {
 fn fingerprint_widths_and_hashes() {
     for (bits, digits) in [("32", 8), ("64", 16), ("128", 32)] {
         for hash in ["xxh3", "murmur3", "fnv1a", "md5", "jenkins"] {
-            let o = run(&["fingerprint", "--bits", bits, "--hash", hash, "--text", "hello near duplicate world"]);
+            let o = run(&[
+                "fingerprint",
+                "--bits",
+                bits,
+                "--hash",
+                hash,
+                "--text",
+                "hello near duplicate world",
+            ]);
             assert!(o.status.success(), "{}", stderr(&o));
             let line = &json_lines(&o)[0];
             assert_eq!(line["simhash"].as_str().expect("hex").len(), digits, "{bits} {hash}");
@@ -86,7 +95,9 @@ fn near_duplicates_are_closer_than_unrelated_texts() {
     };
     let near = compare("zh/news_a.txt", "zh/news_b.txt");
     let far = compare("zh/news_a.txt", "zh/other.txt");
-    for key in ["jaccard_estimate", "jaccard_exact", "weighted_jaccard", "cosine", "edit_similarity"] {
+    for key in
+        ["jaccard_estimate", "jaccard_exact", "weighted_jaccard", "cosine", "edit_similarity"]
+    {
         let (n, f) = (near[key].as_f64().expect(key), far[key].as_f64().expect(key));
         assert!(n > f, "{key}: near {n} <= far {f}");
     }
@@ -100,7 +111,13 @@ fn compare_table_and_argument_count() {
     let o = run(&["compare", "--text", "the cat sat on the mat", "--text", "the cat sat on a mat"]);
     assert!(o.status.success());
     let table = stdout(&o);
-    for row in ["simhash hamming", "jaccard estimate", "jaccard exact", "cosine (tf-idf)", "edit similarity"] {
+    for row in [
+        "simhash hamming",
+        "jaccard estimate",
+        "jaccard exact",
+        "cosine (tf-idf)",
+        "edit similarity",
+    ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
     let o = run(&["compare", "--text", "only one"]);
@@ -110,7 +127,16 @@ fn compare_table_and_argument_count() {
 
 #[test]
 fn empty_and_stop_word_only_documents_have_zero_fingerprints() {
-    let o = run(&["fingerprint", "--preset", "en-web", "--minhash", "--text", "", "--text", "the and of to"]);
+    let o = run(&[
+        "fingerprint",
+        "--preset",
+        "en-web",
+        "--minhash",
+        "--text",
+        "",
+        "--text",
+        "the and of to",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     for line in json_lines(&o) {
         assert_eq!(line["simhash"], "0000000000000000");
@@ -177,8 +203,11 @@ fn malformed_jsonl_stops_after_writing_earlier_records() {
 fn jsonl_field_names_and_default_ids() {
     let dir = tempdir("fields");
     let path = dir.join("in.jsonl");
-    std::fs::write(&path, "{\"body\": \"alpha beta\"}\n{\"body\": \"gamma\", \"id\": {\"x\": 1}}\n")
-        .expect("write");
+    std::fs::write(
+        &path,
+        "{\"body\": \"alpha beta\"}\n{\"body\": \"gamma\", \"id\": {\"x\": 1}}\n",
+    )
+    .expect("write");
     let p = path.to_str().expect("path");
     let o = run(&["fingerprint", "--jsonl", "--text-field", "body", "--skip-bad", p]);
     let lines = json_lines(&o);
@@ -216,7 +245,13 @@ fn missing_files_are_runtime_errors() {
 
 #[test]
 fn oversized_documents_are_rejected_on_purpose() {
-    let o = run(&["fingerprint", "--max-doc-bytes", "10", "--text", "this text is longer than ten bytes"]);
+    let o = run(&[
+        "fingerprint",
+        "--max-doc-bytes",
+        "10",
+        "--text",
+        "this text is longer than ten bytes",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--max-doc-bytes 10"), "{}", stderr(&o));
 }
@@ -295,7 +330,16 @@ fn stdin_and_pretokenized_input() {
 
 #[test]
 fn explain_prints_keywords_with_weights() {
-    let o = run(&["fingerprint", "--preset", "zh-keywords", "--top-n", "2", "--explain", "--text", "你妈妈叫你回家吃饭啊"]);
+    let o = run(&[
+        "fingerprint",
+        "--preset",
+        "zh-keywords",
+        "--top-n",
+        "2",
+        "--explain",
+        "--text",
+        "你妈妈叫你回家吃饭啊",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let explain = json_lines(&o)[0]["explain"].as_array().expect("explain").clone();
     assert_eq!(explain.len(), 2);
@@ -311,8 +355,10 @@ fn presets_and_spec_round_trip() {
     let dir = tempdir("spec");
     let spec = dir.join("spec.json");
     std::fs::write(&spec, &o.stdout).expect("write");
-    let via_spec = run(&["fingerprint", "--spec", spec.to_str().expect("path"), "--text", "北京的天气"]);
-    let via_flags = run(&["fingerprint", "--preset", "zh-news", "--bits", "128", "--text", "北京的天气"]);
+    let via_spec =
+        run(&["fingerprint", "--spec", spec.to_str().expect("path"), "--text", "北京的天气"]);
+    let via_flags =
+        run(&["fingerprint", "--preset", "zh-news", "--bits", "128", "--text", "北京的天气"]);
     assert_eq!(stdout(&via_spec), stdout(&via_flags));
     assert_eq!(json_lines(&via_spec)[0]["simhash"].as_str().map(str::len), Some(32));
 }

@@ -25,13 +25,13 @@
 mod error;
 mod hash;
 mod minhash;
-mod similarity;
 mod simhash;
+mod similarity;
 mod weights;
 
 pub use error::SketchError;
 pub use hash::{fmix64, jenkins64, murmur3_x64_128, splitmix64, Feature, FeatureHasher};
 pub use minhash::{Densification, MinHash, MinHashScheme, MinHasher};
-pub use similarity::{cosine, jaccard_sorted, weighted_jaccard, SparseVector};
 pub use simhash::{SimHash, SimHashBits, SimHasher};
+pub use similarity::{cosine, jaccard_sorted, weighted_jaccard, SparseVector};
 pub use weights::{IdfError, IdfTable};

@@ -115,7 +115,11 @@ pub struct MinHasher {
 
 impl MinHasher {
     /// A MinHasher; `num_perm` must be at least 1.
-    pub fn new(num_perm: usize, seed: u64, scheme: MinHashScheme) -> Result<MinHasher, SketchError> {
+    pub fn new(
+        num_perm: usize,
+        seed: u64,
+        scheme: MinHashScheme,
+    ) -> Result<MinHasher, SketchError> {
         if num_perm == 0 {
             return Err(SketchError::ZeroPermutations);
         }
@@ -208,7 +212,8 @@ impl MinHasher {
                     let mut attempt = 1u64;
                     loop {
                         let probe = splitmix64(
-                            self.seed ^ ((i as u64) << 32 | attempt).wrapping_mul(0xD6E8_FEB8_6659_FD93),
+                            self.seed
+                                ^ ((i as u64) << 32 | attempt).wrapping_mul(0xD6E8_FEB8_6659_FD93),
                         );
                         let j = ((u128::from(probe) * k as u128) >> 64) as usize;
                         if filled[j] {
@@ -260,7 +265,7 @@ mod tests {
     #[test]
     fn zero_perm_is_an_error() {
         assert_eq!(
-            MinHasher::new(0, 1, MinHashScheme::Permutations).unwrap_err(),
+            MinHasher::new(0, 1, MinHashScheme::Permutations).expect_err("must fail"),
             SketchError::ZeroPermutations
         );
     }

@@ -115,8 +115,9 @@ mod tests {
 
     #[test]
     fn parses_words_and_shingles() {
-        let t = IdfTable::parse("劳动防护 13.9\nthe quick brown 2.0\n\n# note\n", FeatureHasher::Xxh3)
-            .expect("valid");
+        let t =
+            IdfTable::parse("劳动防护 13.9\nthe quick brown 2.0\n\n# note\n", FeatureHasher::Xxh3)
+                .expect("valid");
         assert_eq!(t.len(), 2);
         assert_eq!(t.idf(FeatureHasher::Xxh3.hash64("劳动防护".as_bytes())), 13.9);
         assert_eq!(t.idf(FeatureHasher::Xxh3.hash64(b"the quick brown")), 2.0);
@@ -126,10 +127,13 @@ mod tests {
 
     #[test]
     fn reports_line_of_bad_entries() {
-        let err = IdfTable::parse("a 1.0\nb\n", FeatureHasher::Xxh3).unwrap_err();
+        let err = IdfTable::parse("a 1.0\nb\n", FeatureHasher::Xxh3).expect_err("must fail");
         assert_eq!(err, IdfError::Malformed { line: 2, text: "b".into() });
-        let err = IdfTable::parse("a 1.0\nb x\n", FeatureHasher::Xxh3).unwrap_err();
+        let err = IdfTable::parse("a 1.0\nb x\n", FeatureHasher::Xxh3).expect_err("must fail");
         assert_eq!(err, IdfError::BadValue { line: 2, value: "x".into() });
-        assert_eq!(IdfTable::parse("\n", FeatureHasher::Xxh3).unwrap_err(), IdfError::Empty);
+        assert_eq!(
+            IdfTable::parse("\n", FeatureHasher::Xxh3).expect_err("must fail"),
+            IdfError::Empty
+        );
     }
 }

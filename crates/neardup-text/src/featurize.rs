@@ -156,9 +156,8 @@ mod tests {
             .filter(|t| t.kind == TokenKind::Word)
             .collect();
         let mut out = Vec::new();
-        Featurizer::new(kind).emit(text, &tokens, &mut String::new(), &mut Vec::new(), |f| {
-            out.push(f.to_string())
-        });
+        Featurizer::new(kind)
+            .emit(text, &tokens, &mut String::new(), &mut Vec::new(), |f| out.push(f.to_string()));
         out
     }
 

@@ -42,7 +42,12 @@ pub struct NormalizeConfig {
 
 impl Default for NormalizeConfig {
     fn default() -> Self {
-        NormalizeConfig { nfkc: true, case_fold: true, collapse_whitespace: true, keep: KeepFilter::All }
+        NormalizeConfig {
+            nfkc: true,
+            case_fold: true,
+            collapse_whitespace: true,
+            keep: KeepFilter::All,
+        }
     }
 }
 
@@ -171,8 +176,10 @@ mod tests {
     fn keep_filters() {
         let han = Normalizer::new(NormalizeConfig { keep: KeepFilter::Han, ..Default::default() });
         assert_eq!(han.normalize("新闻 News：今天2024"), "新闻今天");
-        let alnum =
-            Normalizer::new(NormalizeConfig { keep: KeepFilter::Alphanumeric, ..Default::default() });
+        let alnum = Normalizer::new(NormalizeConfig {
+            keep: KeepFilter::Alphanumeric,
+            ..Default::default()
+        });
         assert_eq!(alnum.normalize("Hello, world! 你好。"), "hello world 你好");
     }
 

@@ -170,7 +170,8 @@ mod tests {
     fn only_stop_words_gives_nothing() {
         let mut stop = StopWords::none();
         stop.extend_builtin(BuiltinStopWords::En);
-        let config = TextConfig { features: FeatureKind::WordShingles { n: 3 }, ..Default::default() };
+        let config =
+            TextConfig { features: FeatureKind::WordShingles { n: 3 }, ..Default::default() };
         assert!(features(config, stop, "the and of to").is_empty());
     }
 
@@ -181,9 +182,11 @@ mod tests {
             StopWords::none(),
         );
         let mut out = Vec::new();
-        p.features_pretokenized(&["New York", "ＣＩＴＹ", "", "!"], &mut TextScratch::default(), |f| {
-            out.push(f.to_string())
-        });
+        p.features_pretokenized(
+            &["New York", "ＣＩＴＹ", "", "!"],
+            &mut TextScratch::default(),
+            |f| out.push(f.to_string()),
+        );
         assert_eq!(out, ["new york", "city"]);
     }
 }

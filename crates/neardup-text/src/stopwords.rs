@@ -38,9 +38,7 @@ impl StopWords {
 
     /// Adds one word per non-empty line of `text` (lines are trimmed).
     pub fn extend_lines(&mut self, text: &str) {
-        self.words.extend(
-            text.lines().map(str::trim).filter(|l| !l.is_empty()).map(|l| l.into()),
-        );
+        self.words.extend(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(|l| l.into()));
     }
 
     /// Adds a built-in list.

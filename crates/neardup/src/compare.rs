@@ -114,7 +114,8 @@ mod tests {
                  schools, roads and the public library.";
         let b = "The city council approved the new budget on Tuesday after a long debate about \
                  schools, roads and the public library.";
-        let c = "Quantum chromodynamics describes the strong interaction between quarks and gluons.";
+        let c =
+            "Quantum chromodynamics describes the strong interaction between quarks and gluons.";
         let near = compare(&p, Document::Text(a), Document::Text(b)).expect("ok");
         let far = compare(&p, Document::Text(a), Document::Text(c)).expect("ok");
         assert!(near.jaccard_exact > 0.8 && far.jaccard_exact < 0.1);

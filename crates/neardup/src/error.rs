@@ -55,7 +55,9 @@ impl fmt::Display for BuildError {
             BuildError::InvalidUtf8 { path, offset } => {
                 write!(f, "{}: invalid UTF-8 at byte offset {offset}", path.display())
             }
-            BuildError::Idf { path: Some(path), source } => write!(f, "{}: {source}", path.display()),
+            BuildError::Idf { path: Some(path), source } => {
+                write!(f, "{}: {source}", path.display())
+            }
             BuildError::Idf { path: None, source } => write!(f, "bundled idf table: {source}"),
             BuildError::InvalidSpec { field, message } => write!(f, "{field}: {message}"),
             BuildError::Sketch(e) => write!(f, "{e}"),
@@ -82,8 +84,8 @@ impl From<SketchError> for BuildError {
 
 /// Reads a UTF-8 text file for the spec, with errors that name the file.
 pub(crate) fn read_text_file(path: &std::path::Path) -> Result<String, BuildError> {
-    let bytes =
-        std::fs::read(path).map_err(|source| BuildError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path)
+        .map_err(|source| BuildError::Io { path: path.to_path_buf(), source })?;
     String::from_utf8(bytes).map_err(|e| BuildError::InvalidUtf8 {
         path: path.to_path_buf(),
         offset: e.utf8_error().valid_up_to(),

@@ -75,7 +75,10 @@ mod tests {
         assert_eq!(b.write(&mut out, 1).expect("in memory"), 3);
         let text = String::from_utf8(out).expect("utf8");
         // N = 4: a in 3 docs, b in 1, c in 2.
-        assert_eq!(text, format!("a {:.6}\nb {:.6}\nc {:.6}\n", (4f64 / 3.0).ln(), 4f64.ln(), 2f64.ln()));
+        assert_eq!(
+            text,
+            format!("a {:.6}\nb {:.6}\nc {:.6}\n", (4f64 / 3.0).ln(), 4f64.ln(), 2f64.ln())
+        );
         let mut pruned = Vec::new();
         assert_eq!(b.write(&mut pruned, 2).expect("in memory"), 2);
     }

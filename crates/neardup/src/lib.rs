@@ -30,9 +30,13 @@ pub use error::BuildError;
 pub use idf::IdfBuilder;
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
 pub use spec::{
-    IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
-    PRESETS,
+    IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION, PRESETS,
 };
+
+// The README's Rust example is compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
 
 /// The crates neardup is built from, re-exported for their types.
 pub use neardup_sketch as sketch;

@@ -102,13 +102,15 @@ impl Pipeline {
         let mut id_input = format!("neardup/{FORMAT_VERSION}/{}", spec.to_canonical_json());
         if let Some(path) = &spec.stop_words.file {
             let text = read_text_file(path)?;
-            id_input.push_str(&format!("/stop:{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())));
+            id_input
+                .push_str(&format!("/stop:{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())));
             stop_words.extend_lines(&text);
         }
         let idf = OnceLock::new();
         if let IdfSource::File { path } = &spec.idf {
             let text = read_text_file(path)?;
-            id_input.push_str(&format!("/idf:{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())));
+            id_input
+                .push_str(&format!("/idf:{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes())));
             let table = IdfTable::parse(&text, spec.hash)
                 .map_err(|source| BuildError::Idf { path: Some(path.clone()), source })?;
             let _ = idf.set(table);
@@ -121,7 +123,8 @@ impl Pipeline {
             punctuation: spec.punctuation,
             features: spec.features,
         };
-        let minhasher = MinHasher::new(spec.minhash.num_perm, spec.minhash.seed, spec.minhash.scheme)?;
+        let minhasher =
+            MinHasher::new(spec.minhash.num_perm, spec.minhash.seed, spec.minhash.scheme)?;
         Ok(Pipeline {
             text: TextPipeline::new(&text_config, stop_words),
             hasher: spec.hash,
@@ -156,10 +159,17 @@ impl Pipeline {
     }
 
     /// Calls `sink` with each feature of `doc` as text, in document order.
-    pub fn for_each_feature<F: FnMut(&str)>(&self, doc: Document<'_>, scratch: &mut Scratch, sink: F) {
+    pub fn for_each_feature<F: FnMut(&str)>(
+        &self,
+        doc: Document<'_>,
+        scratch: &mut Scratch,
+        sink: F,
+    ) {
         match doc {
             Document::Text(text) => self.text.features(text, &mut scratch.text, sink),
-            Document::Tokens(tokens) => self.text.features_pretokenized(tokens, &mut scratch.text, sink),
+            Document::Tokens(tokens) => {
+                self.text.features_pretokenized(tokens, &mut scratch.text, sink)
+            }
         }
     }
 
@@ -212,7 +222,8 @@ impl Pipeline {
                 merged = true;
             }
             // Heaviest first; ties by hash so that the choice is deterministic.
-            features.sort_unstable_by(|a, b| b.weight.total_cmp(&a.weight).then(a.hash.cmp(&b.hash)));
+            features
+                .sort_unstable_by(|a, b| b.weight.total_cmp(&a.weight).then(a.hash.cmp(&b.hash)));
             features.truncate(top_n);
         }
         merged
@@ -255,7 +266,12 @@ impl Pipeline {
     }
 
     /// SimHash, and the other sketches asked for, in one pass over the text.
-    pub fn fingerprint(&self, doc: Document<'_>, scratch: &mut Scratch, sketches: Sketches) -> Fingerprint {
+    pub fn fingerprint(
+        &self,
+        doc: Document<'_>,
+        scratch: &mut Scratch,
+        sketches: Sketches,
+    ) -> Fingerprint {
         let explain = sketches.contains(Sketches::EXPLAIN);
         self.collect(doc, scratch, explain);
         let merged = self.weigh(&mut scratch.features);
@@ -283,7 +299,9 @@ impl Pipeline {
                     weight,
                 })
                 .collect();
-            list.sort_by(|a, b| b.weight.total_cmp(&a.weight).then_with(|| a.feature.cmp(&b.feature)));
+            list.sort_by(|a, b| {
+                b.weight.total_cmp(&a.weight).then_with(|| a.feature.cmp(&b.feature))
+            });
             list
         });
         Fingerprint { simhash, minhash, features: distinct, explain }
@@ -348,9 +366,17 @@ mod tests {
     fn same_text_same_fingerprint_across_scratch_reuse() {
         let p = pipeline(PipelineSpec::default());
         let mut s = Scratch::default();
-        let a = p.fingerprint(Document::Text("今天天气很好，我们去公园散步吧。"), &mut s, Sketches::MINHASH);
+        let a = p.fingerprint(
+            Document::Text("今天天气很好，我们去公园散步吧。"),
+            &mut s,
+            Sketches::MINHASH,
+        );
         let _ = p.fingerprint(Document::Text("something else entirely"), &mut s, Sketches::MINHASH);
-        let b = p.fingerprint(Document::Text("今天天气很好，我们去公园散步吧。"), &mut s, Sketches::MINHASH);
+        let b = p.fingerprint(
+            Document::Text("今天天气很好，我们去公园散步吧。"),
+            &mut s,
+            Sketches::MINHASH,
+        );
         assert_eq!(a, b);
     }
 
@@ -375,22 +401,26 @@ mod tests {
     fn tf_simhash_equals_uniform_simhash() {
         // Scaling every weight by 1/total does not change the sign of any bit sum.
         let text = "a b c a b a d e f g a b c";
-        let uniform = pipeline(PipelineSpec {
-            features: FeatureKind::Words,
-            ..PipelineSpec::default()
-        });
+        let uniform =
+            pipeline(PipelineSpec { features: FeatureKind::Words, ..PipelineSpec::default() });
         let tf = pipeline(PipelineSpec {
             features: FeatureKind::Words,
             weighting: Weighting::Tf,
             ..PipelineSpec::default()
         });
         let mut s = Scratch::default();
-        assert_eq!(uniform.simhash(Document::Text(text), &mut s), tf.simhash(Document::Text(text), &mut s));
+        assert_eq!(
+            uniform.simhash(Document::Text(text), &mut s),
+            tf.simhash(Document::Text(text), &mut s)
+        );
     }
 
     #[test]
     fn pretokenized_equals_text_when_tokens_match() {
-        let p = pipeline(PipelineSpec { features: FeatureKind::WordShingles { n: 2 }, ..PipelineSpec::default() });
+        let p = pipeline(PipelineSpec {
+            features: FeatureKind::WordShingles { n: 2 },
+            ..PipelineSpec::default()
+        });
         let mut s = Scratch::default();
         let tokens: Vec<String> = ["The", "quick", "brown", "fox"].map(String::from).to_vec();
         assert_eq!(

@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn unknown_preset_names_the_choices() {
-        let e = PipelineSpec::preset("fr-news").unwrap_err().to_string();
+        let e = PipelineSpec::preset("fr-news").expect_err("must fail").to_string();
         assert!(e.contains("fr-news") && e.contains("zh-news"), "{e}");
     }
 }

@@ -85,7 +85,10 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
         )));
     }
     if let Some(n) = args.threads {
-        rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(anyhow::Error::from)?;
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(anyhow::Error::from)?;
     }
     let pipeline = build_pipeline(&args.pipeline)?;
     let mut sketches = Sketches::SIMHASH;
