@@ -454,4 +454,73 @@ mod tests {
         assert_eq!(a.id(), b.id());
         assert_ne!(a.id(), c.id());
     }
+
+    mod no_panic {
+        use super::*;
+        use neardup_sketch::Densification;
+        use neardup_text::{KeepFilter, SegmenterKind};
+        use proptest::prelude::*;
+
+        /// Every preset plus variations of each stage that the presets do not cover, built once.
+        fn pipelines() -> &'static [Pipeline] {
+            static PIPELINES: std::sync::OnceLock<Vec<Pipeline>> = std::sync::OnceLock::new();
+            PIPELINES.get_or_init(build_all)
+        }
+
+        fn build_all() -> Vec<Pipeline> {
+            let mut specs: Vec<PipelineSpec> = crate::PRESETS.iter().map(|p| p.spec()).collect();
+            for segmenter in
+                [SegmenterKind::Unicode, SegmenterKind::Whitespace, SegmenterKind::Chars]
+            {
+                specs.push(PipelineSpec {
+                    segmenter,
+                    features: FeatureKind::Words,
+                    ..Default::default()
+                });
+            }
+            specs.push(PipelineSpec {
+                normalize: neardup_text::NormalizeConfig {
+                    keep: KeepFilter::Alphanumeric,
+                    ..Default::default()
+                },
+                features: FeatureKind::CharNgrams { n: 1 },
+                simhash_bits: SimHashBits::B128,
+                minhash: crate::MinHashSpec {
+                    num_perm: 7,
+                    scheme: MinHashScheme::OnePermutation {
+                        densification: Densification::Rotation,
+                    },
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+            specs.push(PipelineSpec {
+                punctuation: neardup_text::PunctuationPolicy::Keep,
+                features: FeatureKind::Keywords { top_n: 1 },
+                weighting: Weighting::Binary,
+                simhash_bits: SimHashBits::B32,
+                hash: FeatureHasher::Jenkins,
+                ..Default::default()
+            });
+            specs.into_iter().map(pipeline).collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+            #[test]
+            fn nothing_panics_on_any_text(
+                text in "\\PC{0,120}|[\u{4e00}-\u{4fff}a-zA-Z0-9 ，。,.!？\u{3000}\u{ff01}-\u{ff5e}]{0,80}",
+                tokens in prop::collection::vec("\\PC{0,8}", 0..8),
+            ) {
+                let mut scratch = Scratch::default();
+                let all = Sketches::MINHASH | Sketches::EXPLAIN;
+                for p in pipelines() {
+                    let fp = p.fingerprint(Document::Text(&text), &mut scratch, all);
+                    prop_assert_eq!(fp.features == 0, fp.minhash.as_ref().map(MinHash::is_empty) == Some(true));
+                    p.fingerprint(Document::Tokens(&tokens), &mut scratch, all);
+                    crate::compare(&p, Document::Text(&text), Document::Tokens(&tokens)).expect("same pipeline");
+                }
+            }
+        }
+    }
 }
