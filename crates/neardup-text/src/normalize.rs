@@ -66,13 +66,17 @@ impl Normalizer {
     /// Normalizes `text`, borrowing it when nothing changes.
     pub fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let c = &self.config;
-        let mut out = Cow::Borrowed(text);
-        if c.nfkc && !out.is_ascii() && is_nfkc_quick(out.chars()) != IsNormalized::Yes {
-            out = Cow::Owned(out.nfkc().collect());
-        }
-        if c.case_fold {
-            out = fold_case(out);
-        }
+        let mut out = if text.is_ascii() {
+            if c.case_fold {
+                fold_ascii(text)
+            } else {
+                Cow::Borrowed(text)
+            }
+        } else if c.nfkc || c.case_fold {
+            self.fold_unicode(text)
+        } else {
+            Cow::Borrowed(text)
+        };
         match c.keep {
             KeepFilter::All => {}
             KeepFilter::Han => out = retain(out, is_han),
@@ -85,28 +89,163 @@ impl Normalizer {
         }
         out
     }
-}
 
-fn fold_case(text: Cow<'_, str>) -> Cow<'_, str> {
-    if text.is_ascii() {
-        if !text.bytes().any(|b| b.is_ascii_uppercase()) {
-            return text;
+    /// NFKC and case folding in one pass over the bytes. Characters that both steps leave alone
+    /// (ASCII other than capitals, and those of [`is_stable`]) stay in place and are copied in
+    /// bulk; full-width ASCII forms map directly; the runs between go through
+    /// `unicode-normalization`. Splitting there is exact: a run ends before a character with
+    /// canonical combining class 0 and NFKC quick-check Yes, so nothing before it can reorder or
+    /// compose with anything after it. An ASCII letter or digit just before a run is taken into
+    /// the run, because a following combining mark may compose with it (`e` + U+0301 = `é`).
+    fn fold_unicode<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let c = &self.config;
+        let bytes = text.as_bytes();
+        let mut out = String::new();
+        let mut changed = false;
+        // text[copied..pos] is unchanged and not yet in `out`.
+        let mut copied = 0;
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let b = bytes[pos];
+            if b < 0x80 {
+                if c.case_fold && b.is_ascii_uppercase() {
+                    out.push_str(&text[copied..pos]);
+                    out.push(b.to_ascii_lowercase() as char);
+                    changed = true;
+                    copied = pos + 1;
+                }
+                pos += 1;
+                continue;
+            }
+            // Lead bytes E4..E9 start U+4000..U+9FFF: CJK ideographs (and the Yijing hexagram
+            // symbols), all stable.
+            if (0xE4..=0xE9).contains(&b) {
+                pos += 3;
+                continue;
+            }
+            let ch = text[pos..].chars().next().expect("pos is a char boundary");
+            let len = ch.len_utf8();
+            if is_stable(ch) {
+                pos += len;
+                continue;
+            }
+            if c.nfkc {
+                if let Some(mapped) = fullwidth(ch) {
+                    let next = text[pos + len..].chars().next();
+                    if next.is_none_or(|n| n.is_ascii() || is_stable(n) || fullwidth(n).is_some()) {
+                        out.push_str(&text[copied..pos]);
+                        out.push(if c.case_fold { mapped.to_ascii_lowercase() } else { mapped });
+                        changed = true;
+                        pos += len;
+                        copied = pos;
+                        continue;
+                    }
+                }
+            }
+            // A run of characters that may change, up to the next stable character.
+            let mut start = pos;
+            let mut popped = false;
+            if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+                start -= 1;
+                popped = copied > start; // it was already written, lowercased
+            }
+            let mut end = pos;
+            for ch in text[pos..].chars() {
+                if ch.is_ascii() || is_stable(ch) {
+                    break;
+                }
+                end += ch.len_utf8();
+            }
+            let run = &text[start..end];
+            let normalized: Cow<'_, str> =
+                if c.nfkc && is_nfkc_quick(run.chars()) != IsNormalized::Yes {
+                    Cow::Owned(run.nfkc().collect())
+                } else {
+                    Cow::Borrowed(run)
+                };
+            let folding = c.case_fold && normalized.chars().any(|ch| folds(ch).is_some());
+            if normalized != run || folding {
+                if popped {
+                    out.pop();
+                } else {
+                    out.push_str(&text[copied..start]);
+                }
+                if c.case_fold {
+                    for ch in normalized.chars() {
+                        match folds(ch) {
+                            Some(lower) => out.extend(lower),
+                            None => out.push(ch),
+                        }
+                    }
+                } else {
+                    out.push_str(&normalized);
+                }
+                changed = true;
+                copied = end;
+            }
+            pos = end;
         }
-        let mut s = text.into_owned();
-        s.make_ascii_lowercase();
-        return Cow::Owned(s);
+        if !changed {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
     }
-    // A character changes under lowercase iff it is uppercase or titlecase; checking first keeps
-    // the common all-lowercase (and caseless CJK) text borrowed.
-    if !text.chars().any(|ch| ch.is_uppercase() || (!ch.is_lowercase() && changes_case(ch))) {
-        return text;
-    }
-    Cow::Owned(text.to_lowercase())
 }
 
-fn changes_case(ch: char) -> bool {
+/// The NFKC mapping of full-width ASCII forms (U+FF01..U+FF5E) and the ideographic space.
+#[inline]
+fn fullwidth(ch: char) -> Option<char> {
+    match ch {
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(ch as u32 - 0xFEE0),
+        '\u{3000}' => Some(' '),
+        _ => None,
+    }
+}
+
+fn owned_prefix(text: &str, end: usize) -> String {
+    let mut s = String::with_capacity(text.len() + 8);
+    s.push_str(&text[..end]);
+    s
+}
+
+/// True for characters that NFKC and case folding leave unchanged and that nothing around them
+/// can change: the CJK Unified Ideographs (and extension A), and the CJK punctuation and quotes
+/// that Chinese text is full of. (Full-width forms such as `，` are not here: NFKC maps them.)
+#[inline]
+fn is_stable(ch: char) -> bool {
+    matches!(ch,
+        '\u{4E00}'..='\u{9FFF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{3001}'..='\u{3002}'
+        | '\u{3008}'..='\u{3011}'
+        | '\u{2018}'..='\u{2019}'
+        | '\u{201C}'..='\u{201D}'
+        | '\u{2014}')
+}
+
+/// The case folding of `ch` when it differs from `ch`: its lowercase mapping, with final sigma
+/// folded to sigma as Unicode case folding does. Per character, so no context is involved.
+#[inline]
+fn folds(ch: char) -> Option<std::char::ToLowercase> {
+    if ch.is_ascii() {
+        return ch.is_ascii_uppercase().then(|| ch.to_lowercase());
+    }
+    if ch == 'ς' {
+        return Some('σ'.to_lowercase());
+    }
     let mut lower = ch.to_lowercase();
-    !(lower.next() == Some(ch) && lower.next().is_none())
+    let unchanged = lower.len() == 1 && lower.next() == Some(ch);
+    (!unchanged).then(|| ch.to_lowercase())
+}
+
+fn fold_ascii(text: &str) -> Cow<'_, str> {
+    if !text.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Cow::Borrowed(text);
+    }
+    let mut s = text.to_string();
+    s.make_ascii_lowercase();
+    Cow::Owned(s)
 }
 
 fn retain(text: Cow<'_, str>, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
@@ -117,24 +256,7 @@ fn retain(text: Cow<'_, str>, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
 }
 
 fn collapse_whitespace(text: Cow<'_, str>) -> Cow<'_, str> {
-    let needs = {
-        let t: &str = &text;
-        let mut prev_space = true; // a leading space needs trimming
-        let mut needs = false;
-        for ch in t.chars() {
-            if ch.is_whitespace() {
-                if prev_space || ch != ' ' {
-                    needs = true;
-                    break;
-                }
-                prev_space = true;
-            } else {
-                prev_space = false;
-            }
-        }
-        needs || (prev_space && !t.is_empty())
-    };
-    if !needs {
+    if !needs_collapse(&text) {
         return text;
     }
     let mut out = String::with_capacity(text.len());
@@ -145,6 +267,43 @@ fn collapse_whitespace(text: Cow<'_, str>) -> Cow<'_, str> {
         out.push_str(word);
     }
     Cow::Owned(out)
+}
+
+/// True if `text` has leading, trailing, repeated or non-space whitespace. Scans bytes: the only
+/// non-ASCII whitespace characters start with bytes C2, E1, E2 or E3.
+fn needs_collapse(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut prev_space = true; // a leading space needs trimming
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let b = bytes[pos];
+        if b < 0x80 {
+            if b == b' ' {
+                if prev_space {
+                    return true;
+                }
+                prev_space = true;
+            } else if b.is_ascii_whitespace() || b == 0x0b {
+                return true;
+            } else {
+                prev_space = false;
+            }
+            pos += 1;
+            continue;
+        }
+        if matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
+            let ch = text[pos..].chars().next().expect("char boundary");
+            if ch.is_whitespace() {
+                return true;
+            }
+        }
+        prev_space = false;
+        pos += 1;
+        while pos < bytes.len() && (bytes[pos] & 0xC0) == 0x80 {
+            pos += 1;
+        }
+    }
+    prev_space && !text.is_empty()
 }
 
 #[cfg(test)]
@@ -181,6 +340,64 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(alnum.normalize("Hello, world! 你好。"), "hello world 你好");
+    }
+
+    /// The definition: NFKC of the whole text, then per-character case folding.
+    fn reference(text: &str) -> String {
+        text.nfkc()
+            .flat_map(|ch| if ch == 'ς' { 'σ'.to_lowercase() } else { ch.to_lowercase() })
+            .collect()
+    }
+
+    #[test]
+    fn stable_characters_are_stable() {
+        let ranges = [('\u{4E00}', '\u{9FFF}'), ('\u{3400}', '\u{4DBF}'), ('\u{2000}', '\u{3100}')];
+        for (lo, hi) in ranges {
+            for ch in (lo..=hi).filter(|&c| is_stable(c)) {
+                let s = ch.to_string();
+                assert_eq!(s.nfkc().collect::<String>(), s, "{ch:?} changes under NFKC");
+                assert_eq!(reference(&s), s, "{ch:?} changes under case folding");
+                assert_eq!(is_nfkc_quick(s.chars()), IsNormalized::Yes, "{ch:?}");
+                assert_eq!(unicode_normalization::char::canonical_combining_class(ch), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn lead_bytes_e4_to_e9_are_stable() {
+        for ch in ('\u{4000}'..='\u{9FFF}').filter(|c| !is_stable(*c)) {
+            let s = ch.to_string();
+            assert_eq!(reference(&s), s, "{ch:?}");
+            assert_eq!(is_nfkc_quick(s.chars()), IsNormalized::Yes, "{ch:?}");
+            assert_eq!(unicode_normalization::char::canonical_combining_class(ch), 0);
+        }
+    }
+
+    #[test]
+    fn whitespace_detection_matches_char_definition() {
+        for ch in (0u32..0x3100).filter_map(char::from_u32) {
+            let s = format!("a{ch}b");
+            assert_eq!(needs_collapse(&s), ch.is_whitespace() && ch != ' ', "{ch:?}");
+        }
+    }
+
+    #[test]
+    fn combining_marks_compose_with_a_preceding_ascii_letter() {
+        let n =
+            Normalizer::new(NormalizeConfig { collapse_whitespace: false, ..Default::default() });
+        assert_eq!(n.normalize("Cafe\u{301} 中\u{301}"), reference("Cafe\u{301} 中\u{301}"));
+        assert_eq!(n.normalize("ΑΣa ΑΣ"), "ασa ασ");
+        assert_eq!(n.normalize("Ａ\u{301}，Ｂ"), reference("Ａ\u{301}，Ｂ"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_path_equals_whole_text_nfkc_and_folding(
+            text in "[a-zA-Z0-9 ,.\u{4e00}-\u{4e20}\u{3001}\u{3002}\u{ff01}-\u{ff5e}\u{300}-\u{36f}\u{c0}-\u{17f}\u{391}-\u{3c9}\u{1100}-\u{1112}\u{1161}-\u{1175}\u{2160}-\u{2180}\u{fb00}-\u{fb06}\u{309b}\u{3099}\u{ff65}-\u{ff9f}]{0,40}|\\PC{0,40}"
+        ) {
+            let n = Normalizer::new(NormalizeConfig { collapse_whitespace: false, ..Default::default() });
+            proptest::prop_assert_eq!(n.normalize(&text).into_owned(), reference(&text));
+        }
     }
 
     #[test]

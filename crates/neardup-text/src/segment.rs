@@ -28,8 +28,11 @@ impl TokenKind {
     /// The kind of a piece of text.
     #[inline]
     pub fn of(s: &str) -> TokenKind {
-        if s.bytes().all(|b| b.is_ascii_alphanumeric()) && !s.is_empty() {
-            return TokenKind::Word;
+        // Fast answers for the common cases: an ASCII letter or digit, or a Han character.
+        if let Some(first) = s.chars().next() {
+            if first.is_ascii_alphanumeric() || crate::is_han(first) {
+                return TokenKind::Word;
+            }
         }
         if s.chars().any(char::is_alphanumeric) {
             TokenKind::Word
