@@ -276,31 +276,36 @@ fn needs_collapse(text: &str) -> bool {
     let mut prev_space = true; // a leading space needs trimming
     let mut pos = 0;
     while pos < bytes.len() {
-        let b = bytes[pos];
-        if b < 0x80 {
-            if b == b' ' {
-                if prev_space {
-                    return true;
-                }
-                prev_space = true;
-            } else if b.is_ascii_whitespace() || b == 0x0b {
-                return true;
-            } else {
+        // Skip ahead to the next byte that may start whitespace; the skipped bytes are neither
+        // whitespace nor (being continuation bytes or other characters) spaces.
+        match bytes[pos..].iter().position(|&b| b <= b' ' || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3)) {
+            None => return false,
+            Some(0) => {}
+            Some(skip) => {
                 prev_space = false;
+                pos += skip;
             }
-            pos += 1;
-            continue;
         }
-        if matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
+        let b = bytes[pos];
+        if b == b' ' {
+            if prev_space {
+                return true;
+            }
+            prev_space = true;
+            pos += 1;
+        } else if b < 0x80 {
+            if b.is_ascii_whitespace() || b == 0x0b {
+                return true;
+            }
+            prev_space = false;
+            pos += 1;
+        } else {
             let ch = text[pos..].chars().next().expect("char boundary");
             if ch.is_whitespace() {
                 return true;
             }
-        }
-        prev_space = false;
-        pos += 1;
-        while pos < bytes.len() && (bytes[pos] & 0xC0) == 0x80 {
-            pos += 1;
+            prev_space = false;
+            pos += ch.len_utf8();
         }
     }
     prev_space && !text.is_empty()

@@ -47,7 +47,6 @@ pub struct TextPipeline {
 #[derive(Debug, Default)]
 pub struct TextScratch {
     tokens: Vec<Token>,
-    kept: Vec<Token>,
     offsets: Vec<usize>,
     buf: String,
     joined: String,
@@ -87,12 +86,11 @@ impl TextPipeline {
         let normalized = self.normalizer.normalize(text);
         let text: &str = &normalized;
         scratch.tokens.clear();
-        scratch.kept.clear();
         if self.featurizer.kind().resolve(text).needs_tokens() {
             self.segmenter.segment(text, &mut scratch.tokens);
-            self.filter(text, &scratch.tokens, &mut scratch.kept);
+            self.filter(text, &mut scratch.tokens);
         }
-        self.featurizer.emit(text, &scratch.kept, &mut scratch.buf, &mut scratch.offsets, sink);
+        self.featurizer.emit(text, &scratch.tokens, &mut scratch.buf, &mut scratch.offsets, sink);
         scratch.release_if_huge();
     }
 
@@ -108,7 +106,6 @@ impl TextPipeline {
         let mut joined = std::mem::take(&mut scratch.joined);
         joined.clear();
         scratch.tokens.clear();
-        scratch.kept.clear();
         for token in tokens {
             let normalized = self.normalizer.normalize(token.as_ref());
             if normalized.is_empty() {
@@ -125,22 +122,22 @@ impl TextPipeline {
                 kind: TokenKind::of(&normalized),
             });
         }
-        self.filter(&joined, &scratch.tokens, &mut scratch.kept);
-        self.featurizer.emit(&joined, &scratch.kept, &mut scratch.buf, &mut scratch.offsets, sink);
+        self.filter(&joined, &mut scratch.tokens);
+        self.featurizer.emit(&joined, &scratch.tokens, &mut scratch.buf, &mut scratch.offsets, sink);
         scratch.joined = joined;
         scratch.release_if_huge();
     }
 
-    /// Keeps words (and punctuation if asked), minus stop words.
-    fn filter(&self, text: &str, tokens: &[Token], kept: &mut Vec<Token>) {
-        kept.extend(tokens.iter().filter(|t| {
+    /// Keeps words (and punctuation if asked), minus stop words, in place.
+    fn filter(&self, text: &str, tokens: &mut Vec<Token>) {
+        tokens.retain(|t| {
             let wanted = match t.kind {
                 TokenKind::Word => true,
                 TokenKind::Punct => self.punctuation == PunctuationPolicy::Keep,
                 TokenKind::Space => false,
             };
             wanted && !self.stop_words.contains(t.text(text))
-        }));
+        });
     }
 }
 
