@@ -65,6 +65,12 @@ impl Normalizer {
 
     /// Normalizes `text`, borrowing it when nothing changes.
     pub fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.normalize_with(text, self.config.collapse_whitespace)
+    }
+
+    /// Normalizes `text` but collapses whitespace only if `collapse` is set (and configured).
+    /// Token features never see whitespace, so the pipeline skips that pass for them.
+    pub(crate) fn normalize_with<'a>(&self, text: &'a str, collapse: bool) -> Cow<'a, str> {
         let c = &self.config;
         let mut out = if text.is_ascii() {
             if c.case_fold {
@@ -84,7 +90,7 @@ impl Normalizer {
                 out = retain(out, |ch| ch.is_alphanumeric() || ch.is_whitespace())
             }
         }
-        if c.collapse_whitespace {
+        if c.collapse_whitespace && collapse {
             out = collapse_whitespace(out);
         }
         out
@@ -203,12 +209,6 @@ fn fullwidth(ch: char) -> Option<char> {
     }
 }
 
-fn owned_prefix(text: &str, end: usize) -> String {
-    let mut s = String::with_capacity(text.len() + 8);
-    s.push_str(&text[..end]);
-    s
-}
-
 /// True for characters that NFKC and case folding leave unchanged and that nothing around them
 /// can change: the CJK Unified Ideographs (and extension A), and the CJK punctuation and quotes
 /// that Chinese text is full of. (Full-width forms such as `，` are not here: NFKC maps them.)
@@ -278,7 +278,8 @@ fn needs_collapse(text: &str) -> bool {
     while pos < bytes.len() {
         // Skip ahead to the next byte that may start whitespace; the skipped bytes are neither
         // whitespace nor (being continuation bytes or other characters) spaces.
-        match bytes[pos..].iter().position(|&b| b <= b' ' || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3)) {
+        match bytes[pos..].iter().position(|&b| b <= b' ' || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3))
+        {
             None => return false,
             Some(0) => {}
             Some(skip) => {

@@ -83,14 +83,23 @@ impl TextPipeline {
 
     /// Calls `sink` with every feature of `text`, in document order.
     pub fn features<F: FnMut(&str)>(&self, text: &str, scratch: &mut TextScratch, sink: F) {
-        let normalized = self.normalizer.normalize(text);
+        // Script detection for `auto` features reads letters only, so it may run before
+        // normalization; whitespace matters only to features that read the raw text.
+        let kind = self.featurizer.kind().resolve(text);
+        let normalized = self.normalizer.normalize_with(text, !kind.needs_tokens());
         let text: &str = &normalized;
         scratch.tokens.clear();
-        if self.featurizer.kind().resolve(text).needs_tokens() {
+        if kind.needs_tokens() {
             self.segmenter.segment(text, &mut scratch.tokens);
             self.filter(text, &mut scratch.tokens);
         }
-        self.featurizer.emit(text, &scratch.tokens, &mut scratch.buf, &mut scratch.offsets, sink);
+        Featurizer::new(kind).emit(
+            text,
+            &scratch.tokens,
+            &mut scratch.buf,
+            &mut scratch.offsets,
+            sink,
+        );
         scratch.release_if_huge();
     }
 
@@ -123,7 +132,13 @@ impl TextPipeline {
             });
         }
         self.filter(&joined, &mut scratch.tokens);
-        self.featurizer.emit(&joined, &scratch.tokens, &mut scratch.buf, &mut scratch.offsets, sink);
+        self.featurizer.emit(
+            &joined,
+            &scratch.tokens,
+            &mut scratch.buf,
+            &mut scratch.offsets,
+            sink,
+        );
         scratch.joined = joined;
         scratch.release_if_huge();
     }

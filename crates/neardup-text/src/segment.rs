@@ -152,17 +152,29 @@ enum Wb {
 
 #[inline]
 fn wb(b: u8) -> Wb {
-    match b {
-        b'a'..=b'z' | b'A'..=b'Z' => Wb::Letter,
-        b'0'..=b'9' => Wb::Numeric,
-        b'_' => Wb::ExtendNumLet,
-        b':' => Wb::MidLetter,
-        b'.' | b'\'' => Wb::MidNumLet,
-        b',' | b';' => Wb::MidNum,
-        b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => Wb::Space,
-        _ => Wb::Other,
-    }
+    WB[b as usize]
 }
+
+/// `wb` as a table: one load per byte in the segmenter's inner loop.
+static WB: [Wb; 256] = {
+    let mut table = [Wb::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = match c {
+            b'a'..=b'z' | b'A'..=b'Z' => Wb::Letter,
+            b'0'..=b'9' => Wb::Numeric,
+            b'_' => Wb::ExtendNumLet,
+            b':' => Wb::MidLetter,
+            b'.' | b'\'' => Wb::MidNumLet,
+            b',' | b';' => Wb::MidNum,
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => Wb::Space,
+            _ => Wb::Other,
+        };
+        b += 1;
+    }
+    table
+};
 
 /// The word rules of UAX #29 restricted to ASCII (WB5-WB13b): letters, digits and `_` join;
 /// `:` `.` `'` join two letters; `.` `'` `,` `;` join two digits. Whitespace runs become one
@@ -179,6 +191,13 @@ fn segment_ascii(bytes: &[u8], base: usize, out: &mut Vec<Token>) {
                 i += 1;
                 let mut has_alnum = class != Wb::ExtendNumLet;
                 while i < n {
+                    // The common case first: a run of letters (or digits) of the same class.
+                    while i < n && wb(bytes[i]) == prev && prev != Wb::ExtendNumLet {
+                        i += 1;
+                    }
+                    if i == n {
+                        break;
+                    }
                     let c = wb(bytes[i]);
                     match c {
                         Wb::Letter | Wb::Numeric | Wb::ExtendNumLet => {

@@ -262,7 +262,9 @@ impl Pipeline {
     pub fn minhash(&self, doc: Document<'_>, scratch: &mut Scratch) -> MinHash {
         self.collect(doc, scratch, false);
         self.weigh(&mut scratch.features);
-        self.minhasher.sketch(scratch.features.iter().map(|f| f.hash))
+        scratch.hashes.clear();
+        scratch.hashes.extend(scratch.features.iter().map(|f| f.hash));
+        self.minhasher.sketch_hashes(&scratch.hashes)
     }
 
     /// SimHash, and the other sketches asked for, in one pass over the text.
@@ -277,14 +279,14 @@ impl Pipeline {
         let merged = self.weigh(&mut scratch.features);
         let features = &scratch.features;
         let simhash = self.simhasher.fingerprint(features);
+        scratch.hashes.clear();
+        scratch.hashes.extend(features.iter().map(|f| f.hash));
         let minhash = sketches
             .contains(Sketches::MINHASH)
-            .then(|| self.minhasher.sketch(features.iter().map(|f| f.hash)));
+            .then(|| self.minhasher.sketch_hashes(&scratch.hashes));
         let distinct = if merged {
             features.len()
         } else {
-            scratch.hashes.clear();
-            scratch.hashes.extend(features.iter().map(|f| f.hash));
             scratch.hashes.sort_unstable();
             scratch.hashes.dedup();
             scratch.hashes.len()
