@@ -283,35 +283,27 @@ impl Segmenter for CharSegmenter {
 }
 
 /// Chinese word segmentation of the whole text with jieba (max-probability path over the
-/// dictionary DAG, HMM for unknown words).
+/// dictionary DAG, HMM for unknown words). The dictionary is loaded on first use, once per
+/// process, so that pipelines which never meet Han text do not pay for it.
 #[cfg(feature = "zh")]
-#[derive(Debug)]
-pub struct ChineseSegmenter {
-    jieba: &'static jieba_rs::Jieba,
-}
+#[derive(Debug, Default)]
+pub struct ChineseSegmenter;
 
 #[cfg(feature = "zh")]
 impl ChineseSegmenter {
-    /// A segmenter over jieba's bundled dictionary (loaded once per process).
+    /// A segmenter over jieba's bundled dictionary.
     pub fn new() -> ChineseSegmenter {
-        ChineseSegmenter { jieba: crate::zh::jieba() }
+        ChineseSegmenter
     }
 
     fn cut(&self, text: &str, base: usize, out: &mut Vec<Token>) {
-        for t in self.jieba.cut(text, true) {
+        for t in crate::zh::jieba().cut(text, true) {
             out.push(Token {
                 start: base + t.byte_start,
                 end: base + t.byte_end,
                 kind: TokenKind::of(t.word),
             });
         }
-    }
-}
-
-#[cfg(feature = "zh")]
-impl Default for ChineseSegmenter {
-    fn default() -> Self {
-        ChineseSegmenter::new()
     }
 }
 
