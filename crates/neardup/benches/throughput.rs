@@ -9,7 +9,8 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use neardup::sketch::{Densification, MinHashScheme};
 use neardup::text::{FeatureKind, SegmenterKind};
 use neardup::{Document, MinHashSpec, Pipeline, PipelineSpec, Scratch, Sketches};
@@ -75,6 +76,27 @@ fn spec(segmenter: SegmenterKind, features: FeatureKind) -> PipelineSpec {
     PipelineSpec { segmenter, features, ..PipelineSpec::default() }
 }
 
+/// Benchmarks SimHash-64 of every document of `docs` with `spec`.
+fn simhash_all(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    spec: PipelineSpec,
+    docs: &[String],
+) {
+    let p = Pipeline::new(spec).expect("valid");
+    g.bench_function(name, |b| {
+        let mut s = Scratch::default();
+        b.iter(|| {
+            let mut acc = 0u64;
+            for d in docs {
+                acc ^= p.simhash(Document::Text(black_box(d)), &mut s).as_u64();
+            }
+            assert_ne!(acc, 0);
+            acc
+        })
+    });
+}
+
 fn bench_simhash(c: &mut Criterion) {
     let en = english();
     let mut g = c.benchmark_group("simhash64");
@@ -84,18 +106,7 @@ fn bench_simhash(c: &mut Criterion) {
         ("en_shingles5", spec(SegmenterKind::Auto, FeatureKind::WordShingles { n: 5 })),
         ("en_default_preset", PipelineSpec::default()),
     ] {
-        let p = Pipeline::new(spec).expect("valid");
-        g.bench_function(name, |b| {
-            let mut s = Scratch::default();
-            b.iter(|| {
-                let mut acc = 0u64;
-                for d in &en {
-                    acc ^= p.simhash(Document::Text(black_box(d)), &mut s).as_u64();
-                }
-                assert_ne!(acc, 0);
-                acc
-            })
-        });
+        simhash_all(&mut g, name, spec, &en);
     }
     g.finish();
 }
@@ -120,18 +131,7 @@ fn bench_chinese(c: &mut Criterion) {
         ("auto_words_simhash64", spec(SegmenterKind::Auto, FeatureKind::Words)),
         ("default_preset_simhash64", PipelineSpec::default()),
     ] {
-        let p = Pipeline::new(spec).expect("valid");
-        g.bench_function(name, |b| {
-            let mut s = Scratch::default();
-            b.iter(|| {
-                let mut acc = 0u64;
-                for d in &zh {
-                    acc ^= p.simhash(Document::Text(black_box(d)), &mut s).as_u64();
-                }
-                assert_ne!(acc, 0);
-                acc
-            })
-        });
+        simhash_all(&mut g, name, spec, &zh);
     }
     g.finish();
 }

@@ -520,7 +520,7 @@ mod tests {
                     let fp = p.fingerprint(Document::Text(&text), &mut scratch, all);
                     prop_assert_eq!(fp.features == 0, fp.minhash.as_ref().map(MinHash::is_empty) == Some(true));
                     p.fingerprint(Document::Tokens(&tokens), &mut scratch, all);
-                    crate::compare(&p, Document::Text(&text), Document::Tokens(&tokens)).expect("same pipeline");
+                    crate::compare(p, Document::Text(&text), Document::Tokens(&tokens)).expect("same pipeline");
                 }
             }
         }
