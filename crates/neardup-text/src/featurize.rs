@@ -105,10 +105,28 @@ impl Featurizer {
                     tokens.iter().for_each(|t| sink(t.text(text)));
                     return;
                 }
-                let windows = tokens.len().saturating_sub(n) + 1;
+                // A window whose tokens are separated by exactly one space in the text is that
+                // slice of the text: no copy. `bad` counts the other gaps inside the window.
+                let bytes = text.as_bytes();
+                let gap_bad = |i: usize| {
+                    let (a, b) = (tokens[i], tokens[i + 1]);
+                    !(b.start == a.end + 1 && bytes[a.end] == b' ')
+                };
+                let width = n.min(tokens.len());
+                let mut bad = (0..width - 1).filter(|&i| gap_bad(i)).count();
+                let windows = tokens.len() - width + 1;
                 for start in 0..windows {
+                    if start > 0 {
+                        bad -= usize::from(gap_bad(start - 1));
+                        bad += usize::from(gap_bad(start + width - 2));
+                    }
+                    let window = &tokens[start..start + width];
+                    if bad == 0 {
+                        sink(&text[window[0].start..window[width - 1].end]);
+                        continue;
+                    }
                     buf.clear();
-                    for (k, t) in tokens[start..(start + n).min(tokens.len())].iter().enumerate() {
+                    for (k, t) in window.iter().enumerate() {
                         if k > 0 {
                             buf.push(' ');
                         }
@@ -167,6 +185,36 @@ mod tests {
         assert_eq!(run(FeatureKind::WordShingles { n: 5 }, "a b"), ["a b"]);
         assert!(run(FeatureKind::WordShingles { n: 5 }, "").is_empty());
         assert!(run(FeatureKind::WordShingles { n: 3 }, " , ").is_empty());
+    }
+
+    #[test]
+    fn shingles_over_irregular_gaps_are_joined_by_one_space() {
+        let text = "a b,  c\nd e f";
+        let expected: Vec<String> = {
+            let words = ["a", "b", "c", "d", "e", "f"];
+            words.windows(3).map(|w| w.join(" ")).collect()
+        };
+        assert_eq!(run(FeatureKind::WordShingles { n: 3 }, text), expected);
+    }
+
+    proptest::proptest! {
+        /// Shingles equal the words of each window joined by one space, however the text is spaced.
+        #[test]
+        fn shingles_equal_joined_windows(text in "[a-c ,.\n]{0,40}", n in 1usize..6) {
+            let words: Vec<String> = segment_text(&UnicodeWordSegmenter, &text)
+                .into_iter()
+                .filter(|t| t.kind == TokenKind::Word)
+                .map(|t| t.text(&text).to_string())
+                .collect();
+            let expected: Vec<String> = if words.is_empty() {
+                Vec::new()
+            } else if words.len() <= n {
+                vec![words.join(" ")]
+            } else {
+                words.windows(n).map(|w| w.join(" ")).collect()
+            };
+            proptest::prop_assert_eq!(run(FeatureKind::WordShingles { n }, &text), expected);
+        }
     }
 
     #[test]

@@ -260,6 +260,19 @@ fn collapse_whitespace(text: Cow<'_, str>) -> Cow<'_, str> {
         return text;
     }
     let mut out = String::with_capacity(text.len());
+    if text.is_ascii() {
+        for word in text.split_ascii_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+        // Vertical tab is whitespace to `char` but not to the ASCII splitter.
+        if !out.contains('\u{b}') {
+            return Cow::Owned(out);
+        }
+        out.clear();
+    }
     for word in text.split_whitespace() {
         if !out.is_empty() {
             out.push(' ');
@@ -377,6 +390,12 @@ mod tests {
             assert_eq!(is_nfkc_quick(s.chars()), IsNormalized::Yes, "{ch:?}");
             assert_eq!(unicode_normalization::char::canonical_combining_class(ch), 0);
         }
+    }
+
+    #[test]
+    fn collapse_handles_every_ascii_space() {
+        let n = Normalizer::new(NormalizeConfig::default());
+        assert_eq!(n.normalize(" a\t\u{b}b\x0c\r\n c  "), "a b c");
     }
 
     #[test]

@@ -84,7 +84,9 @@ impl TextPipeline {
     /// Calls `sink` with every feature of `text`, in document order.
     pub fn features<F: FnMut(&str)>(&self, text: &str, scratch: &mut TextScratch, sink: F) {
         // Script detection for `auto` features reads letters only, so it may run before
-        // normalization; whitespace matters only to features that read the raw text.
+        // normalization. Whitespace matters only to features that read the raw text (character
+        // n-grams): token features never see it. (Collapsing for shingles, to hash more windows
+        // as slices of the text, was measured: it costs more than the copies it saves.)
         let kind = self.featurizer.kind().resolve(text);
         let normalized = self.normalizer.normalize_with(text, !kind.needs_tokens());
         let text: &str = &normalized;

@@ -246,21 +246,71 @@ pub struct WhitespaceSegmenter;
 
 impl Segmenter for WhitespaceSegmenter {
     fn segment(&self, text: &str, out: &mut Vec<Token>) {
+        let bytes = text.as_bytes();
+        if text.is_ascii() {
+            // Alternate runs of non-space and space bytes.
+            let n = bytes.len();
+            let mut pos = 0;
+            while pos < n {
+                let start = pos;
+                let space = ASCII_SPACE[bytes[pos] as usize];
+                pos += 1;
+                while pos < n && ASCII_SPACE[bytes[pos] as usize] == space {
+                    pos += 1;
+                }
+                out.push(whitespace_token(text, start, pos, space));
+            }
+            return;
+        }
+        // Scans bytes: every non-ASCII whitespace character starts with C2, E1, E2 or E3, so
+        // other bytes need no decoding.
         let mut start = 0;
         let mut in_space: Option<bool> = None;
-        for (i, ch) in text.char_indices() {
-            let space = ch.is_whitespace();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let b = bytes[pos];
+            let (space, len) = if b < 0x80 {
+                (b.is_ascii_whitespace() || b == 0x0b, 1)
+            } else if matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3) {
+                let ch = text[pos..].chars().next().expect("char boundary");
+                (ch.is_whitespace(), ch.len_utf8())
+            } else {
+                (false, utf8_len(b))
+            };
             if in_space != Some(space) {
                 if let Some(was_space) = in_space {
-                    out.push(whitespace_token(text, start, i, was_space));
+                    out.push(whitespace_token(text, start, pos, was_space));
                 }
-                start = i;
+                start = pos;
                 in_space = Some(space);
             }
+            pos += len;
         }
         if let Some(was_space) = in_space {
             out.push(whitespace_token(text, start, text.len(), was_space));
         }
+    }
+}
+
+/// ASCII bytes that are whitespace (`char::is_whitespace`: tab, LF, VT, FF, CR, space).
+static ASCII_SPACE: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[0x0b] = true;
+    t[0x0c] = true;
+    t[b'\r' as usize] = true;
+    t[b' ' as usize] = true;
+    t
+};
+
+/// The length of the UTF-8 sequence that starts with lead byte `b`.
+#[inline]
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0xF0..=0xFF => 4,
+        0xE0..=0xEF => 3,
+        _ => 2,
     }
 }
 
@@ -450,6 +500,17 @@ mod tests {
             for seg in all_segmenters() {
                 assert_covers(seg.as_ref(), &text)?;
             }
+        }
+
+        /// The byte-scanning whitespace segmenter splits exactly where `char::is_whitespace` says.
+        #[test]
+        fn whitespace_segmenter_equals_split_whitespace(text in "\\PC{0,60}|[a-z\u{a0}\u{85}\u{3000}\u{2028}\u{1680} \t\n\u{e9}\u{4e2d}]{0,30}") {
+            let words: Vec<&str> = segment_text(&WhitespaceSegmenter, &text)
+                .iter()
+                .filter(|t| t.kind != TokenKind::Space)
+                .map(|t| t.text(&text))
+                .collect();
+            prop_assert_eq!(words, text.split_whitespace().collect::<Vec<_>>());
         }
 
         /// The ASCII fast path finds exactly the words UAX #29 finds.

@@ -40,7 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         normalize: NormalizeConfig {
             nfkc: false,
             case_fold: false,
-            collapse_whitespace: false,
+            // Whitespace runs separate tokens just as in `text.split()`.
+            collapse_whitespace: true,
             ..Default::default()
         },
         segmenter: SegmenterKind::Whitespace,
