@@ -20,6 +20,11 @@ pub enum SketchError {
     },
     /// A MinHash configuration asked for zero hash values.
     ZeroPermutations,
+    /// LSH parameters could not be chosen from these arguments.
+    InvalidLsh {
+        /// What is wrong.
+        message: String,
+    },
     /// A hexadecimal fingerprint could not be parsed.
     BadHex {
         /// The text that was given.
@@ -37,6 +42,7 @@ impl fmt::Display for SketchError {
                 write!(f, "cannot compare a MinHash of {left} values with one of {right} values")
             }
             SketchError::ZeroPermutations => write!(f, "num_perm must be at least 1"),
+            SketchError::InvalidLsh { message } => write!(f, "{message}"),
             SketchError::BadHex { text } => {
                 write!(f, "{text:?} is not a hexadecimal fingerprint of 8, 16 or 32 digits")
             }

@@ -24,6 +24,7 @@
 
 mod error;
 mod hash;
+mod lsh;
 mod minhash;
 mod simhash;
 mod similarity;
@@ -31,6 +32,7 @@ mod weights;
 
 pub use error::SketchError;
 pub use hash::{fmix64, jenkins64, murmur3_x64_128, splitmix64, Feature, FeatureHasher};
+pub use lsh::{optimal_params, LshParams};
 pub use minhash::{Densification, MinHash, MinHashScheme, MinHasher};
 pub use simhash::{SimHash, SimHashBits, SimHasher};
 pub use similarity::{cosine, jaccard_sorted, weighted_jaccard, SparseVector};

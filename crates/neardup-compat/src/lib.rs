@@ -1,0 +1,16 @@
+//! Bit-exact reproductions of other systems' fingerprints, so that data stored by them can be
+//! queried or migrated without re-indexing.
+//!
+//! - [`datasketch`]: datasketch's `MinHash` (schemes `legacy`, `affine32`, `affine64`), with
+//!   numpy `RandomState`'s exact draws ([`mt19937`]); the `MinHashLSH` band choice is
+//!   [`neardup_sketch::optimal_params`].
+//! - [`lucene`]: Lucene's `MinHashFilter`, which Elasticsearch exposes as the `min_hash` token
+//!   filter, with its whitespace tokenizer and shingle filter in front.
+//!
+//! Each module cites the section of `SPEC.md` (kept beside the golden vectors) that it follows;
+//! `tests/golden.rs` runs every vector as a named test.
+#![deny(missing_docs)]
+
+pub mod datasketch;
+pub mod lucene;
+pub mod mt19937;

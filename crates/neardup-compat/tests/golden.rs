@@ -1,0 +1,244 @@
+//! Every vector in tests/golden/ as a named test (`cargo test -p neardup-compat --test golden`;
+//! filter by name, e.g. `-- lucene/es/`). The vectors came from running the original
+//! implementations (see tests/golden/README.md).
+
+use std::path::PathBuf;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use neardup_compat::datasketch::{self, Permutations, Scheme};
+use neardup_compat::lucene::{self, MinHashParams};
+use serde_json::Value;
+
+fn golden(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn u64_of(v: &Value) -> u64 {
+    match v {
+        Value::Number(n) => n.as_u64().expect("unsigned"),
+        Value::String(s) => {
+            s.parse::<u64>().or_else(|_| s.parse::<i64>().map(|i| i as u64)).expect("integer")
+        }
+        other => panic!("not an integer: {other}"),
+    }
+}
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg().into())
+    }
+}
+
+fn datasketch_trials(trials: &mut Vec<Trial>) {
+    let d = golden("datasketch_minhash.json");
+    for (field, bits) in [("sha1_hash32", 32), ("sha1_hash64", 64)] {
+        for (token, expected) in d[field].as_object().expect("map") {
+            let (token, expected) = (token.clone(), u64_of(expected));
+            trials.push(Trial::test(format!("datasketch/{field}/{token:?}"), move || {
+                let got = if bits == 32 {
+                    u64::from(datasketch::sha1_hash32(token.as_bytes()))
+                } else {
+                    datasketch::sha1_hash64(token.as_bytes())
+                };
+                check(got == expected, || format!("got {got}, expected {expected}"))
+            }));
+        }
+    }
+    for (key, params) in d["permutations_seed1"].as_object().expect("map") {
+        let parts: Vec<&str> = key.split('/').collect();
+        let scheme: Scheme = parts[0].parse().expect("scheme");
+        let num_perm: usize = parts[1].trim_start_matches("num_perm=").parse().expect("num_perm");
+        let a: Vec<u64> = params["a"].as_array().expect("a").iter().map(u64_of).collect();
+        let b: Vec<u64> = params["b"].as_array().expect("b").iter().map(u64_of).collect();
+        trials.push(Trial::test(format!("datasketch/permutations/{key}"), move || {
+            let p = Permutations::new(num_perm, 1, scheme);
+            check(p.a() == a.as_slice(), || "a differs".into())?;
+            check(p.b() == b.as_slice(), || "b differs".into())
+        }));
+    }
+    for v in d["minhash_vectors"].as_array().expect("list") {
+        let scheme: Scheme = v["scheme"].as_str().expect("scheme").parse().expect("scheme");
+        let num_perm = v["num_perm"].as_u64().expect("num_perm") as usize;
+        let seed = v["seed"].as_u64().expect("seed") as u32;
+        let tokens: Vec<String> = v["tokens"]
+            .as_array()
+            .expect("tokens")
+            .iter()
+            .map(|t| t.as_str().expect("str").to_string())
+            .collect();
+        let expected: Vec<u64> =
+            v["hashvalues"].as_array().expect("values").iter().map(u64_of).collect();
+        let name = format!(
+            "datasketch/minhash/{}/{num_perm}/seed{seed}/{}",
+            scheme.name(),
+            v["set"].as_str().expect("set")
+        );
+        trials.push(Trial::test(name, move || {
+            let got = Permutations::new(num_perm, seed, scheme)
+                .hash_values(tokens.iter().map(String::as_bytes));
+            let first = got.iter().zip(&expected).position(|(g, e)| g != e);
+            check(got.len() == expected.len() && first.is_none(), || {
+                format!("first difference at {first:?}")
+            })
+        }));
+    }
+    for v in d["lsh_optimal_params"].as_array().expect("list") {
+        let t = v["threshold"].as_f64().expect("threshold");
+        let k = v["num_perm"].as_u64().expect("num_perm") as usize;
+        let w = v["weights"].as_array().expect("weights");
+        let weights = (w[0].as_f64().expect("w"), w[1].as_f64().expect("w"));
+        let (b, r) = (v["b"].as_u64().expect("b") as usize, v["r"].as_u64().expect("r") as usize);
+        let accepted = v["MinHashLSH_constructor"].as_str() == Some("ok");
+        trials.push(Trial::test(
+            format!("datasketch/lsh/t{t}/k{k}/w{}-{}", weights.0, weights.1),
+            move || {
+                let p = neardup_sketch::optimal_params(t, k, weights).map_err(|e| e.to_string())?;
+                check((p.bands, p.rows) == (b, r), || {
+                    format!("got ({}, {}), expected ({b}, {r})", p.bands, p.rows)
+                })?;
+                check((p.bands >= 2) == accepted, || "constructor acceptance differs".into())
+            },
+        ));
+    }
+    for v in d["jaccard_estimates"].as_array().expect("list") {
+        let scheme: Scheme = v["scheme"].as_str().expect("scheme").parse().expect("scheme");
+        let num_perm = v["num_perm"].as_u64().expect("num_perm") as usize;
+        let seed = v["seed"].as_u64().expect("seed") as u32;
+        let (sa, sb) =
+            (v["a"].as_str().expect("a").to_string(), v["b"].as_str().expect("b").to_string());
+        let expected = v["estimate"].as_f64().expect("estimate");
+        let sets = d["minhash_vectors"].clone();
+        trials.push(Trial::test(
+            format!("datasketch/jaccard/{}/{num_perm}/{sa}~{sb}", scheme.name()),
+            move || {
+                let tokens = |set: &str| -> Vec<String> {
+                    sets.as_array()
+                        .expect("list")
+                        .iter()
+                        .find(|v| v["set"] == set)
+                        .map(|v| {
+                            v["tokens"]
+                                .as_array()
+                                .expect("tokens")
+                                .iter()
+                                .map(|t| t.as_str().expect("str").to_string())
+                                .collect()
+                        })
+                        .unwrap_or_else(|| panic!("set {set} not in the vectors"))
+                };
+                let p = Permutations::new(num_perm, seed, scheme);
+                let a = p.hash_values(tokens(&sa).iter().map(String::as_bytes));
+                let b = p.hash_values(tokens(&sb).iter().map(String::as_bytes));
+                let got = datasketch::jaccard(&a, &b).expect("same length");
+                check(got == expected, || format!("got {got}, expected {expected}"))
+            },
+        ));
+    }
+}
+
+fn lucene_trials(trials: &mut Vec<Trial>) {
+    let d = golden("lucene_minhash.json");
+    for v in d["murmur3_x64_128_utf16le"].as_array().expect("list") {
+        let text = v["text"].as_str().expect("text").to_string();
+        let (e1, e2) = (u64_of(&v["val1"]), u64_of(&v["val2"]));
+        trials.push(Trial::test(format!("lucene/murmur3/{text:?}"), move || {
+            let bytes: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+            let got = neardup_sketch::murmur3_x64_128(&bytes, 0);
+            check(got == (e1, e2), || format!("got {got:?}, expected ({e1}, {e2})"))
+        }));
+    }
+    for v in d["vectors"].as_array().expect("list").iter().cloned() {
+        let id = v["id"].as_str().expect("id").to_string();
+        trials.push(Trial::test(format!("lucene/{id}"), move || lucene_vector(&v)));
+    }
+}
+
+fn lucene_vector(v: &Value) -> Result<(), Failed> {
+    let e = &v["effective"];
+    let params = MinHashParams {
+        hash_count: e["hash_count"].as_u64().expect("hash_count") as u32,
+        bucket_count: e["bucket_count"].as_u64().expect("bucket_count") as u32,
+        hash_set_size: e["hash_set_size"].as_u64().expect("hash_set_size") as u32,
+        with_rotation: e["with_rotation"].as_bool().expect("with_rotation"),
+    };
+    let expected_input: Vec<String> = v["input_tokens"]
+        .as_array()
+        .expect("input")
+        .iter()
+        .map(|t| t.as_str().expect("str").to_string())
+        .collect();
+    let out = &v["output"];
+    let tokens = match v["tokenizer"].as_str() {
+        Some("whitespace") => {
+            let text = v["input_text"].as_str().expect("text");
+            let k = v["shingle_size"].as_u64().expect("shingle_size") as usize;
+            let tokens = lucene::shingles(&lucene::whitespace_tokenize(text), k);
+            let got: Vec<String> =
+                tokens.iter().map(|t| String::from_utf16_lossy(&t.units)).collect();
+            check(got == expected_input, || format!("token stream {got:?} != {expected_input:?}"))?;
+            check(
+                lucene::utf16_len(text) as u64
+                    == out["final_offset_after_end"].as_u64().expect("final"),
+                || "final offset differs".into(),
+            )?;
+            tokens
+        }
+        _ => {
+            // A fixed token list, laid out as Lucene's test does: one token after another.
+            let mut end = 0;
+            expected_input
+                .iter()
+                .map(|t| {
+                    let units: Vec<u16> = t.encode_utf16().collect();
+                    end += units.len();
+                    lucene::InputToken { units, end_offset: end }
+                })
+                .collect()
+        }
+    };
+    let got = lucene::min_hash(&tokens, &params).map_err(Failed::from)?;
+    let hex: Vec<String> = got.tokens.iter().map(|t| lucene::units_hex(t)).collect();
+    let expected_hex: Vec<&str> = out["tokens_utf16_hex"]
+        .as_array()
+        .expect("hex")
+        .iter()
+        .map(|t| t.as_str().expect("str"))
+        .collect();
+    check(hex.len() == out["count"].as_u64().expect("count") as usize, || {
+        format!("{} tokens", hex.len())
+    })?;
+    let first = hex.iter().zip(&expected_hex).position(|(g, e)| g != e);
+    check(hex.len() == expected_hex.len() && first.is_none(), || {
+        format!("{} tokens vs {}; first difference at {first:?}", hex.len(), expected_hex.len())
+    })?;
+    let utf8: Vec<String> = got
+        .tokens
+        .iter()
+        .map(|t| lucene::indexed_utf8(t).iter().map(|b| format!("{b:02x}")).collect())
+        .collect();
+    let expected_utf8: Vec<&str> = out["indexed_utf8_hex"]
+        .as_array()
+        .expect("utf8")
+        .iter()
+        .map(|t| t.as_str().expect("str"))
+        .collect();
+    check(utf8 == expected_utf8, || "indexed UTF-8 differs".into())?;
+    if v["tokenizer"].as_str() == Some("whitespace") && !got.tokens.is_empty() {
+        check(got.end_offset as u64 == out["end_offset"].as_u64().expect("end"), || {
+            format!("end offset {} != {}", got.end_offset, out["end_offset"])
+        })?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    datasketch_trials(&mut trials);
+    lucene_trials(&mut trials);
+    libtest_mimic::run(&args, trials).exit();
+}
