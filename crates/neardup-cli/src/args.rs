@@ -11,10 +11,11 @@ use neardup::{IdfSource, PipelineSpec, Weighting};
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Pipeline")]
 pub struct PipelineArgs {
-    /// Named starting point: default, zh-news, zh-keywords, zh-han, en-web, shingles
-    /// (`neardup presets` describes them). Other pipeline options override it.
-    #[arg(long, default_value = "default", value_name = "NAME")]
-    pub preset: String,
+    /// Named starting point: default, zh-news, zh-keywords, zh-han, en-web, datasketch, shingles
+    /// (`neardup presets` describes them). Other pipeline options override it. [default:
+    /// default, or datasketch with --profile datasketch]
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
 
     /// A pipeline spec as JSON (as printed by `neardup spec`), used instead of the preset.
     #[arg(long, value_name = "FILE", conflicts_with = "preset")]
@@ -161,8 +162,9 @@ pub enum KeepArg {
 }
 
 impl PipelineArgs {
-    /// The spec: the preset (or spec file), then each given option.
-    pub fn to_spec(&self) -> anyhow::Result<PipelineSpec> {
+    /// The spec: the preset (or spec file, or `default_preset` when neither is given), then each
+    /// given option.
+    pub fn to_spec_from(&self, default_preset: &str) -> anyhow::Result<PipelineSpec> {
         let mut spec = match &self.spec {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -171,7 +173,7 @@ impl PipelineArgs {
                     anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display())
                 })?
             }
-            None => PipelineSpec::preset(&self.preset)?,
+            None => PipelineSpec::preset(self.preset.as_deref().unwrap_or(default_preset))?,
         };
         if let Some(s) = self.segmenter {
             spec.segmenter = match s {

@@ -33,6 +33,8 @@ enum Command {
     /// Inverse document frequencies.
     #[command(subcommand)]
     Idf(cmd::idf::IdfCommand),
+    /// LSH bands and rows for a Jaccard threshold, as datasketch's MinHashLSH chooses them.
+    Params(cmd::params::ParamsArgs),
     /// List the pipeline presets.
     Presets,
     /// Print the pipeline spec that the given options resolve to, as JSON (for --spec).
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Command::Fingerprint(args) => cmd::fingerprint::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Idf(command) => cmd::idf::run(command),
+        Command::Params(args) => cmd::params::run(args),
         Command::Presets => cmd::presets(),
         Command::Spec(args) => cmd::spec(args),
     };

@@ -379,3 +379,124 @@ fn closed_stdout_is_not_an_error() {
     let o = child.wait_with_output().expect("wait");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+fn golden(name: &str) -> Value {
+    let path = repo().join("tests/golden").join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).expect("golden file")).expect("json")
+}
+
+/// Every Lucene vector with a whitespace tokenizer, through `neardup fingerprint --profile lucene`.
+#[test]
+fn lucene_profile_reproduces_every_golden_vector_through_the_cli() {
+    let d = golden("lucene_minhash.json");
+    let mut checked = 0;
+    for v in d["vectors"].as_array().expect("vectors") {
+        let id = v["id"].as_str().expect("id");
+        let e = &v["effective"];
+        let args = [
+            "--hash-count".to_string(),
+            e["hash_count"].to_string(),
+            "--bucket-count".to_string(),
+            e["bucket_count"].to_string(),
+            "--hash-set-size".to_string(),
+            e["hash_set_size"].to_string(),
+            "--with-rotation".to_string(),
+            e["with_rotation"].to_string(),
+        ];
+        let mut cmd = vec!["fingerprint", "--profile", "elasticsearch", "--utf8"];
+        cmd.extend(args.iter().map(String::as_str));
+        let shingle = v["shingle_size"].to_string();
+        let input_tokens =
+            serde_json::to_string(&serde_json::json!({"tokens": v["input_tokens"]})).expect("json");
+        let dir = tempdir(&format!("lucene-{checked}"));
+        let file = dir.join("in.jsonl");
+        if v["tokenizer"] == "whitespace" {
+            cmd.extend([
+                "--shingle-size",
+                shingle.as_str(),
+                "--text",
+                v["input_text"].as_str().expect("text"),
+            ]);
+        } else {
+            std::fs::write(&file, format!("{input_tokens}\n")).expect("write");
+            cmd.extend(["--jsonl", file.to_str().expect("path")]);
+        }
+        let o = run(&cmd);
+        assert!(o.status.success(), "{id}: {}", stderr(&o));
+        let line = &json_lines(&o)[0];
+        assert_eq!(line["min_hash_tokens"], v["output"]["tokens_utf16_hex"], "{id}");
+        assert_eq!(line["min_hash_utf8"], v["output"]["indexed_utf8_hex"], "{id}");
+        assert_eq!(line["count"], v["output"]["count"], "{id}");
+        checked += 1;
+    }
+    assert!(checked >= 100, "{checked}");
+}
+
+/// Every datasketch hash-value vector, tokens given as a JSONL `tokens` array.
+#[test]
+fn datasketch_profile_reproduces_every_golden_vector_through_the_cli() {
+    let d = golden("datasketch_minhash.json");
+    let dir = tempdir("datasketch");
+    for (i, v) in d["minhash_vectors"].as_array().expect("vectors").iter().enumerate() {
+        let name = format!("{}/{}/{}/{}", v["scheme"], v["num_perm"], v["seed"], v["set"]);
+        let file = dir.join(format!("{i}.jsonl"));
+        std::fs::write(&file, format!("{}\n", serde_json::json!({"id": i, "tokens": v["tokens"]})))
+            .expect("write");
+        let (num_perm, seed) = (v["num_perm"].to_string(), v["seed"].to_string());
+        let o = run(&[
+            "fingerprint",
+            "--profile",
+            "datasketch",
+            "--scheme",
+            v["scheme"].as_str().expect("scheme"),
+            "--num-perm",
+            &num_perm,
+            "--seed",
+            &seed,
+            "--jsonl",
+            file.to_str().expect("path"),
+        ]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let got: Vec<String> = json_lines(&o)[0]["minhash"]
+            .as_array()
+            .expect("minhash")
+            .iter()
+            .map(|x| x.to_string().trim_matches('"').to_string())
+            .collect();
+        let expected: Vec<String> = v["hashvalues"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .map(|x| x.to_string().trim_matches('"').to_string())
+            .collect();
+        assert_eq!(got, expected, "{name}");
+    }
+    // Text input: the words of text.split(), unnormalized, as datasketch users feed update().
+    let o = run(&["fingerprint", "--profile", "datasketch", "--text", "hello  world"]);
+    let first = &d["minhash_vectors"]
+        .as_array()
+        .expect("vectors")
+        .iter()
+        .find(|v| v["set"] == "hello_world" && v["scheme"] == "legacy" && v["num_perm"] == 128)
+        .expect("hello_world vector")["hashvalues"];
+    assert_eq!(json_lines(&o)[0]["minhash"], *first);
+}
+
+#[test]
+fn params_prints_datasketch_choice() {
+    let o = run(&[
+        "params",
+        "--threshold",
+        "0.8",
+        "--num-perm",
+        "256",
+        "--weights",
+        "0.6,0.4",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!((v["bands"].as_u64(), v["rows"].as_u64()), (Some(15), Some(17)));
+    let o = run(&["params", "--threshold", "0.8", "--weights", "0.7,0.7"]);
+    assert_eq!(o.status.code(), Some(2));
+}

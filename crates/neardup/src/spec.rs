@@ -190,6 +190,23 @@ pub const PRESETS: &[Preset] = &[
         },
     },
     Preset {
+        name: "datasketch",
+        description: "the words of Python's text.split(), unnormalized, punctuation kept: what \
+                      datasketch users feed MinHash.update (the datasketch profile's default)",
+        build: || PipelineSpec {
+            normalize: NormalizeConfig {
+                nfkc: false,
+                case_fold: false,
+                collapse_whitespace: false,
+                keep: KeepFilter::All,
+            },
+            segmenter: SegmenterKind::Whitespace,
+            punctuation: PunctuationPolicy::Keep,
+            features: FeatureKind::Words,
+            ..PipelineSpec::default()
+        },
+    },
+    Preset {
         name: "shingles",
         description: "word 5-shingles in every script (jieba words for Chinese), as a set",
         build: || PipelineSpec {

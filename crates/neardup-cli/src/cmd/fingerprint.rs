@@ -11,7 +11,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::args::{InputArgs, PipelineArgs};
-use crate::cmd::{build_pipeline, output_error};
+use crate::cmd::profile::{Profile, ProfileArgs};
+use crate::cmd::{build_pipeline_from, output_error};
 use crate::input::{read_all, Record, Source};
 use crate::Failure;
 
@@ -59,6 +60,9 @@ pub struct FingerprintArgs {
 
     #[command(flatten)]
     pipeline: PipelineArgs,
+
+    #[command(flatten)]
+    profile: ProfileArgs,
 }
 
 #[derive(Serialize)]
@@ -90,7 +94,8 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
             .build_global()
             .map_err(anyhow::Error::from)?;
     }
-    let pipeline = build_pipeline(&args.pipeline)?;
+    let profile = Profile::build(&args.profile, &args.pipeline)?;
+    let pipeline = build_pipeline_from(&args.pipeline, Profile::default_preset(&args.profile))?;
     let mut sketches = Sketches::SIMHASH;
     if args.minhash {
         sketches = sketches | Sketches::MINHASH;
@@ -114,7 +119,9 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
                 batch.push(record);
                 if batch.len() >= BATCH_DOCS || batch_bytes >= BATCH_BYTES {
                     batch_bytes = 0;
-                    if let Err(e) = process(&pipeline, sketches, &mut batch, &mut out) {
+                    if let Err(e) =
+                        process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out)
+                    {
                         write_error = Some(e);
                         return ControlFlow::Break(());
                     }
@@ -123,7 +130,8 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
             }
             Err(e) => {
                 // Write what came before, so an error never loses accepted documents.
-                if let Err(e) = process(&pipeline, sketches, &mut batch, &mut out) {
+                if let Err(e) = process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out)
+                {
                     write_error = Some(e);
                     return ControlFlow::Break(());
                 }
@@ -149,7 +157,7 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
         return Err(e);
     }
     if flow.is_continue() {
-        process(&pipeline, sketches, &mut batch, &mut out)?;
+        process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out)?;
     }
     out.flush().map_err(output_error)?;
     if skipped > 0 {
@@ -166,11 +174,26 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
 
 fn process<W: Write>(
     pipeline: &Pipeline,
+    profile: Option<&Profile>,
     sketches: Sketches,
     batch: &mut Vec<Record>,
     out: &mut W,
 ) -> Result<(), Failure> {
     if batch.is_empty() {
+        return Ok(());
+    }
+    if let Some(profile) = profile {
+        let lines: Vec<Value> = batch
+            .par_iter()
+            .map_init(Scratch::default, |scratch, record| {
+                profile.fingerprint(pipeline, &record.id, &record.body, scratch)
+            })
+            .collect();
+        for line in &lines {
+            serde_json::to_writer(&mut *out, line).map_err(|e| output_error(e.into()))?;
+            out.write_all(b"\n").map_err(output_error)?;
+        }
+        batch.clear();
         return Ok(());
     }
     let fingerprints: Vec<_> = batch

@@ -3,6 +3,8 @@
 pub mod compare;
 pub mod fingerprint;
 pub mod idf;
+pub mod params;
+pub mod profile;
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +30,12 @@ pub fn output_error(e: io::Error) -> Failure {
 
 /// Builds the pipeline from the options; spec mistakes are usage errors.
 pub fn build_pipeline(args: &PipelineArgs) -> Result<Pipeline, Failure> {
-    let spec = args.to_spec().map_err(Failure::Usage)?;
+    build_pipeline_from(args, "default")
+}
+
+/// Builds the pipeline, starting from `default_preset` when no --preset is given.
+pub fn build_pipeline_from(args: &PipelineArgs, default_preset: &str) -> Result<Pipeline, Failure> {
+    let spec = args.to_spec_from(default_preset).map_err(Failure::Usage)?;
     Pipeline::new(spec).map_err(|e| match e {
         BuildError::UnknownPreset { .. } | BuildError::InvalidSpec { .. } => {
             Failure::Usage(e.into())
