@@ -500,3 +500,80 @@ fn params_prints_datasketch_choice() {
     let o = run(&["params", "--threshold", "0.8", "--weights", "0.7,0.7"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The published jiebaR example, through the built binary.
+#[test]
+fn yanyiwu_profile_reproduces_the_published_jiebar_example() {
+    let o = run(&[
+        "fingerprint",
+        "--profile",
+        "yanyiwu",
+        "--topn",
+        "2",
+        "--text",
+        "你妈妈叫你回家吃饭啊",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line = &json_lines(&o)[0];
+    assert_eq!(line["simhash"], "48f024068dec1c16");
+    assert_eq!(line["simhash_u64"].as_u64(), Some(5255740375710833686));
+    let printed: Vec<(&str, &str)> = line["keywords"]
+        .as_array()
+        .expect("keywords")
+        .iter()
+        .map(|k| {
+            (k["word"].as_str().expect("word"), k["weight_printed"].as_str().expect("printed"))
+        })
+        .collect();
+    assert_eq!(printed, [("妈妈", "6.55531"), ("吃饭", "6.44422")]);
+
+    let o = run(&[
+        "fingerprint",
+        "--profile",
+        "jiebar",
+        "--topn",
+        "2",
+        "--text",
+        "你妈妈喊你回家吃饭,回家喽",
+    ]);
+    let line = &json_lines(&o)[0];
+    assert_eq!(line["simhash_u64"].as_u64(), Some(9184284471008831268));
+    assert_eq!(line["keywords"][0]["word"], "回家");
+    assert_eq!(line["keywords"][0]["weight_printed"], "12.3845");
+    assert_eq!(line["keywords"][1]["weight_printed"], "6.55531");
+}
+
+/// Every inline yanyiwu vector through the CLI, with the upstream default topN where it applies.
+#[test]
+fn yanyiwu_profile_reproduces_every_inline_golden_vector_through_the_cli() {
+    let d = golden("yanyiwu_simhash.json");
+    let dir = tempdir("yanyiwu");
+    for v in d["vectors"].as_array().expect("vectors") {
+        let Some(text) = v["text"].as_str() else { continue };
+        let expected = &v["results"]["yanyiwu_simhash"];
+        let file = dir.join("doc.txt");
+        std::fs::write(&file, text).expect("write");
+        let topn = v["topn"].to_string();
+        let o = run(&[
+            "fingerprint",
+            "--profile",
+            "yanyiwu",
+            "--topn",
+            &topn,
+            file.to_str().expect("path"),
+        ]);
+        assert!(o.status.success(), "{}: {}", v["id"], stderr(&o));
+        let line = &json_lines(&o)[0];
+        assert_eq!(
+            line["simhash_u64"].to_string(),
+            expected["simhash"].as_str().expect("simhash"),
+            "{}",
+            v["id"]
+        );
+        let words: Vec<&Value> =
+            line["keywords"].as_array().expect("keywords").iter().map(|k| &k["word"]).collect();
+        let expected_words: Vec<&Value> =
+            expected["keywords"].as_array().expect("keywords").iter().map(|k| &k["word"]).collect();
+        assert_eq!(words, expected_words, "{}", v["id"]);
+    }
+}

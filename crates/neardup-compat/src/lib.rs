@@ -6,6 +6,8 @@
 //!   [`neardup_sketch::optimal_params`].
 //! - [`lucene`]: Lucene's `MinHashFilter`, which Elasticsearch exposes as the `min_hash` token
 //!   filter, with its whitespace tokenizer and shingle filter in front.
+//! - [`yanyiwu`]: the SimHash of yanyiwu/simhash and of jiebaR 0.9's `worker("simhash")`:
+//!   cppjieba's MixSegment and TF-IDF keyword extractor, Jenkins lookup3 hashes, bit voting.
 //!
 //! Each module cites the section of `SPEC.md` (kept beside the golden vectors) that it follows;
 //! `tests/golden.rs` runs every vector as a named test.
@@ -14,3 +16,4 @@
 pub mod datasketch;
 pub mod lucene;
 pub mod mt19937;
+pub mod yanyiwu;

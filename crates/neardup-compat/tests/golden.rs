@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use libtest_mimic::{Arguments, Failed, Trial};
 use neardup_compat::datasketch::{self, Permutations, Scheme};
 use neardup_compat::lucene::{self, MinHashParams};
+use neardup_compat::yanyiwu;
 use serde_json::Value;
 
 fn golden(name: &str) -> Value {
@@ -235,10 +236,85 @@ fn lucene_vector(v: &Value) -> Result<(), Failed> {
     Ok(())
 }
 
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+fn yanyiwu_trials(trials: &mut Vec<Trial>) {
+    let d = golden("yanyiwu_simhash.json");
+    for (i, v) in d["jenkins64_vectors"].as_array().expect("list").iter().enumerate() {
+        // Vectors over upstream's test files name the file instead of holding the bytes.
+        let Some(hex) = v["utf8_hex"].as_str() else { continue };
+        let bytes = hex_bytes(hex);
+        let expected = u64_of(&v["jenkins64"]);
+        let label = v["text"].as_str().map_or_else(|| format!("#{i}"), |t| format!("{i}:{t:?}"));
+        let name = format!("yanyiwu/jenkins64/{label}");
+        trials.push(Trial::test(name, move || {
+            let got = neardup_sketch::jenkins64(&bytes);
+            check(got == expected, || format!("got {got}, expected {expected}"))
+        }));
+    }
+    // The yanyiwu_simhash configuration is the one the profile reproduces; the jiebaR
+    // configurations differ in dictionaries and ASCII rules (see README's profile limits).
+    for v in d["vectors"].as_array().expect("list") {
+        let Some(r) = v["results"].get("yanyiwu_simhash").cloned() else { continue };
+        let Some(hex) = v["text_utf8_hex"].as_str() else { continue };
+        let text = hex_bytes(hex);
+        let topn = v["topn"].as_u64().expect("topn") as usize;
+        let id = v["id"].as_str().expect("id").to_string();
+        trials.push(Trial::test(format!("yanyiwu/{id}"), move || {
+            let s = yanyiwu::simhasher();
+            if let Some(cut) = r.get("cut").and_then(Value::as_array) {
+                let expected: Vec<&str> = cut.iter().map(|w| w.as_str().expect("word")).collect();
+                let got: Vec<String> = s
+                    .cut(&text)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .collect();
+                check(got == expected, || format!("cut {got:?}\n != {expected:?}"))?;
+            }
+            let got = s.simhash(&text, topn);
+            let expected: Vec<(String, f64, u64)> = r["keywords"]
+                .as_array()
+                .expect("keywords")
+                .iter()
+                .map(|k| {
+                    (
+                        k["word"].as_str().expect("word").to_string(),
+                        k["weight"].as_f64().expect("weight"),
+                        u64_of(&k["jenkins64"]),
+                    )
+                })
+                .collect();
+            let got_keywords: Vec<(String, f64, u64)> = got
+                .keywords
+                .iter()
+                .map(|k| (k.text(), k.weight, neardup_sketch::jenkins64(&k.word)))
+                .collect();
+            check(got_keywords == expected, || {
+                format!("keywords {got_keywords:?}\n != {expected:?}")
+            })?;
+            for (k, e) in got.keywords.iter().zip(r["keywords"].as_array().expect("keywords")) {
+                let printed = e["weight_printed"].as_str().expect("printed");
+                check(k.weight_printed() == printed, || {
+                    format!("printed {} != {printed}", k.weight_printed())
+                })?;
+            }
+            let simhash = u64_of(&r["simhash"]);
+            check(got.simhash == simhash, || format!("simhash {} != {simhash}", got.simhash))
+        }));
+    }
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     datasketch_trials(&mut trials);
     lucene_trials(&mut trials);
+    yanyiwu_trials(&mut trials);
     libtest_mimic::run(&args, trials).exit();
 }

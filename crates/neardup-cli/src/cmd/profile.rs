@@ -3,6 +3,7 @@
 use clap::{Args, ValueEnum};
 use neardup::compat::datasketch::{Permutations, Scheme};
 use neardup::compat::lucene::{self, InputToken, MinHashParams};
+use neardup::compat::yanyiwu;
 use neardup::{Document, Pipeline, Scratch};
 use serde_json::{json, Value};
 
@@ -13,13 +14,24 @@ use crate::input::Body;
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Compatibility profiles")]
 pub struct ProfileArgs {
-    /// Reproduce another system bit for bit. lucene (alias elasticsearch): Lucene's MinHashFilter,
+    /// Reproduce another system bit for bit. yanyiwu (alias jiebar): the SimHash of
+    /// yanyiwu/simhash and jiebaR 0.9's worker("simhash", topn): cppjieba segmentation, TF-IDF
+    /// keywords, Jenkins hashes; pipeline options do not apply. lucene (alias elasticsearch): Lucene's MinHashFilter,
     /// Elasticsearch's `min_hash` token filter, behind Lucene's whitespace tokenizer and an
     /// optional shingle filter; pipeline options do not apply. datasketch: datasketch's
     /// MinHash(num_perm, seed) over the pipeline's features (by default the words of Python's
     /// text.split()), hashed with SHA-1.
     #[arg(long, value_enum, value_name = "NAME")]
     pub profile: Option<ProfileArg>,
+
+    /// yanyiwu: keywords voted (topn). Default as upstream: max(5, min(200, bytes / 120)).
+    #[arg(long, value_name = "N")]
+    pub topn: Option<usize>,
+
+    /// yanyiwu: first replace every character outside [\u2e80-\u3000\u3021-\ufe4fa-zA-Z0-9] by a
+    /// space, as jiebaR's R function simhash() does with symbol = FALSE.
+    #[arg(long)]
+    pub strip_symbols: bool,
 
     /// lucene: hash functions (`hash_count`).
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -54,6 +66,8 @@ pub struct ProfileArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProfileArg {
+    #[value(alias = "jiebar")]
+    Yanyiwu,
     #[value(alias = "elasticsearch")]
     Lucene,
     Datasketch,
@@ -68,6 +82,7 @@ pub enum SchemeArg {
 
 /// A compiled profile.
 pub enum Profile {
+    Yanyiwu { topn: Option<usize>, strip_symbols: bool },
     Lucene { params: MinHashParams, shingle_size: usize, utf8: bool },
     Datasketch { permutations: Permutations },
 }
@@ -81,6 +96,11 @@ impl Profile {
         let usage = |m: String| crate::Failure::Usage(anyhow::anyhow!(m));
         match args.profile {
             None => Ok(None),
+            Some(ProfileArg::Yanyiwu) => {
+                // Build the dictionaries now, not inside the first parallel batch.
+                let _ = yanyiwu::simhasher();
+                Ok(Some(Profile::Yanyiwu { topn: args.topn, strip_symbols: args.strip_symbols }))
+            }
             Some(ProfileArg::Lucene) => {
                 let params = MinHashParams {
                     hash_count: args.hash_count,
@@ -135,6 +155,36 @@ impl Profile {
         scratch: &mut Scratch,
     ) -> Value {
         match self {
+            Profile::Yanyiwu { topn, strip_symbols } => {
+                let s = yanyiwu::simhasher();
+                let result = match body {
+                    Body::Text(text) => {
+                        let text = if *strip_symbols {
+                            yanyiwu::strip_symbols(text)
+                        } else {
+                            text.clone()
+                        };
+                        let n = topn.unwrap_or_else(|| yanyiwu::default_topn(text.len()));
+                        s.simhash(text.as_bytes(), n)
+                    }
+                    Body::Tokens(words) => {
+                        let bytes: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+                        let len = bytes.iter().map(|w| w.len()).sum();
+                        s.simhash_words(&bytes, topn.unwrap_or_else(|| yanyiwu::default_topn(len)))
+                    }
+                };
+                let keywords: Vec<Value> = result
+                    .keywords
+                    .iter()
+                    .map(|k| json!({"word": k.text(), "weight": k.weight, "weight_printed": k.weight_printed()}))
+                    .collect();
+                json!({
+                    "id": id,
+                    "simhash": format!("{:016x}", result.simhash),
+                    "simhash_u64": result.simhash,
+                    "keywords": keywords,
+                })
+            }
             Profile::Lucene { params, shingle_size, utf8 } => {
                 let tokens = match body {
                     Body::Text(text) => {
