@@ -52,9 +52,22 @@ pub fn default_topn(byte_len: usize) -> usize {
     (byte_len / 120).clamp(5, 200)
 }
 
+/// Which upstream build to reproduce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Flavor {
+    /// yanyiwu/simhash with cppjieba v5.6.7 and cppjieba's default user dictionary.
+    Yanyiwu,
+    /// jiebaR 0.9's `worker("simhash")` (CppJieba 5.0): jiebaRD's user dictionary and the older
+    /// ASCII rules (a letter run takes no decimal suffix; a number run takes digits, `.` and `-`).
+    /// jiebaRD's larger main dictionary is not bundled; cppjieba's is used, which segments the
+    /// same on every reference text (SPEC.md A.0).
+    JiebaR09,
+}
+
 /// The segmenter and keyword extractor with cppjieba's data.
 #[derive(Debug)]
 pub struct Simhasher {
+    flavor: Flavor,
     trie: Trie,
     min_weight: f64,
     user_singles: FxHashSet<u32>,
@@ -64,21 +77,24 @@ pub struct Simhasher {
     stop_words: FxHashSet<Vec<u8>>,
 }
 
-/// The process-wide instance with cppjieba's dictionaries (about half a second to build).
+/// The process-wide yanyiwu instance (about a fifth of a second to build).
 pub fn simhasher() -> &'static Simhasher {
-    static INSTANCE: OnceLock<Simhasher> = OnceLock::new();
-    INSTANCE.get_or_init(Simhasher::new)
+    simhasher_for(Flavor::Yanyiwu)
 }
 
-impl Default for Simhasher {
-    fn default() -> Self {
-        Simhasher::new()
+/// The process-wide instance of a flavor.
+pub fn simhasher_for(flavor: Flavor) -> &'static Simhasher {
+    static YANYIWU: OnceLock<Simhasher> = OnceLock::new();
+    static JIEBAR: OnceLock<Simhasher> = OnceLock::new();
+    match flavor {
+        Flavor::Yanyiwu => YANYIWU.get_or_init(|| Simhasher::new(flavor)),
+        Flavor::JiebaR09 => JIEBAR.get_or_init(|| Simhasher::new(flavor)),
     }
 }
 
 impl Simhasher {
-    /// Builds cppjieba's dictionary set from the bundled data (see data/README.md).
-    pub fn new() -> Simhasher {
+    /// Builds the flavor's dictionary set from the bundled data (see data/README.md).
+    pub fn new(flavor: Flavor) -> Simhasher {
         let removed: FxHashSet<&str> =
             include_str!("../data/cppjieba_dict_minus_jieba_rs.removed").lines().collect();
         let main_lines = include_str!("../data/jieba_rs_dict.txt")
@@ -106,7 +122,11 @@ impl Simhasher {
         sorted.sort_by(f64::total_cmp);
         let median_weight = sorted[sorted.len() / 2];
         let mut user_singles = FxHashSet::default();
-        for line in include_str!("../data/cppjieba_user.dict.utf8").lines() {
+        let user_dict = match flavor {
+            Flavor::Yanyiwu => include_str!("../data/cppjieba_user.dict.utf8"),
+            Flavor::JiebaR09 => include_str!("../data/jiebard_user.dict.utf8"),
+        };
+        for line in user_dict.lines() {
             let parts: Vec<&str> = line.split(' ').collect();
             if parts[0].is_empty() {
                 continue;
@@ -142,6 +162,7 @@ impl Simhasher {
             .map(|l| l.as_bytes().to_vec())
             .collect();
         Simhasher {
+            flavor,
             trie,
             min_weight,
             user_singles,
@@ -253,19 +274,39 @@ impl Simhasher {
                 self.viterbi(&runes[pending..i], &offsets[pending..=i], text, out);
             }
             let start = i;
-            if is_letter(runes[i]) || is_digit(runes[i]) {
-                i += 1;
-                while i < n && (is_letter(runes[i]) || is_digit(runes[i])) {
+            match self.flavor {
+                Flavor::Yanyiwu if is_letter(runes[i]) || is_digit(runes[i]) => {
+                    // v5.6.7: letters or digits, then an optional `.` + digits suffix.
                     i += 1;
+                    while i < n && (is_letter(runes[i]) || is_digit(runes[i])) {
+                        i += 1;
+                    }
+                    if i + 1 < n && runes[i] == b'.' as u32 && is_digit(runes[i + 1]) {
+                        i += 1;
+                        while i < n && is_digit(runes[i]) {
+                            i += 1;
+                        }
+                    }
                 }
-                if i + 1 < n && runes[i] == b'.' as u32 && is_digit(runes[i + 1]) {
+                Flavor::JiebaR09 if is_letter(runes[i]) => {
+                    // 5.0: a letter, then letters or digits.
                     i += 1;
-                    while i < n && is_digit(runes[i]) {
+                    while i < n && (is_letter(runes[i]) || is_digit(runes[i])) {
                         i += 1;
                     }
                 }
-            } else {
-                i += 1;
+                Flavor::JiebaR09 if is_digit(runes[i]) => {
+                    // 5.0: a digit, then digits, `.` or `-`.
+                    i += 1;
+                    while i < n
+                        && (is_digit(runes[i])
+                            || runes[i] == b'.' as u32
+                            || runes[i] == b'-' as u32)
+                    {
+                        i += 1;
+                    }
+                }
+                _ => i += 1,
             }
             out.push(&text[offsets[start]..offsets[i]]);
             pending = i;
@@ -649,6 +690,10 @@ mod tests {
             r.keywords.iter().map(|k| (k.text(), k.weight_printed())).collect();
         assert_eq!(printed, [("妈妈".into(), "6.55531".into()), ("吃饭".into(), "6.44422".into())]);
         let r = s.simhash("你妈妈喊你回家吃饭,回家喽".as_bytes(), 2);
+        assert_eq!(
+            simhasher_for(Flavor::JiebaR09).simhash("你妈妈喊你回家吃饭,回家喽".as_bytes(), 2),
+            r
+        );
         assert_eq!(r.simhash, 9_184_284_471_008_831_268);
         assert_eq!(r.keywords[0].weight_printed(), "12.3845");
     }

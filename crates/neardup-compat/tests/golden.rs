@@ -257,56 +257,61 @@ fn yanyiwu_trials(trials: &mut Vec<Trial>) {
             check(got == expected, || format!("got {got}, expected {expected}"))
         }));
     }
-    // The yanyiwu_simhash configuration is the one the profile reproduces; the jiebaR
-    // configurations differ in dictionaries and ASCII rules (see README's profile limits).
-    for v in d["vectors"].as_array().expect("list") {
-        let Some(r) = v["results"].get("yanyiwu_simhash").cloned() else { continue };
-        let Some(hex) = v["text_utf8_hex"].as_str() else { continue };
-        let text = hex_bytes(hex);
-        let topn = v["topn"].as_u64().expect("topn") as usize;
-        let id = v["id"].as_str().expect("id").to_string();
-        trials.push(Trial::test(format!("yanyiwu/{id}"), move || {
-            let s = yanyiwu::simhasher();
-            if let Some(cut) = r.get("cut").and_then(Value::as_array) {
-                let expected: Vec<&str> = cut.iter().map(|w| w.as_str().expect("word")).collect();
-                let got: Vec<String> = s
-                    .cut(&text)
-                    .unwrap_or_default()
+    // jiebaR 0.11 (no single-character filter) is not a reproduced configuration.
+    for (config, flavor) in [
+        ("yanyiwu_simhash", yanyiwu::Flavor::Yanyiwu),
+        ("jiebaR_legacy_0.9", yanyiwu::Flavor::JiebaR09),
+    ] {
+        for v in d["vectors"].as_array().expect("list") {
+            let Some(r) = v["results"].get(config).cloned() else { continue };
+            let Some(hex) = v["text_utf8_hex"].as_str() else { continue };
+            let text = hex_bytes(hex);
+            let topn = v["topn"].as_u64().expect("topn") as usize;
+            let id = v["id"].as_str().expect("id").to_string();
+            trials.push(Trial::test(format!("yanyiwu/{config}/{id}"), move || {
+                let s = yanyiwu::simhasher_for(flavor);
+                if let Some(cut) = r.get("cut").and_then(Value::as_array) {
+                    let expected: Vec<&str> =
+                        cut.iter().map(|w| w.as_str().expect("word")).collect();
+                    let got: Vec<String> = s
+                        .cut(&text)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|w| String::from_utf8_lossy(w).into_owned())
+                        .collect();
+                    check(got == expected, || format!("cut {got:?}\n != {expected:?}"))?;
+                }
+                let got = s.simhash(&text, topn);
+                let expected: Vec<(String, f64, u64)> = r["keywords"]
+                    .as_array()
+                    .expect("keywords")
                     .iter()
-                    .map(|w| String::from_utf8_lossy(w).into_owned())
+                    .map(|k| {
+                        (
+                            k["word"].as_str().expect("word").to_string(),
+                            k["weight"].as_f64().expect("weight"),
+                            u64_of(&k["jenkins64"]),
+                        )
+                    })
                     .collect();
-                check(got == expected, || format!("cut {got:?}\n != {expected:?}"))?;
-            }
-            let got = s.simhash(&text, topn);
-            let expected: Vec<(String, f64, u64)> = r["keywords"]
-                .as_array()
-                .expect("keywords")
-                .iter()
-                .map(|k| {
-                    (
-                        k["word"].as_str().expect("word").to_string(),
-                        k["weight"].as_f64().expect("weight"),
-                        u64_of(&k["jenkins64"]),
-                    )
-                })
-                .collect();
-            let got_keywords: Vec<(String, f64, u64)> = got
-                .keywords
-                .iter()
-                .map(|k| (k.text(), k.weight, neardup_sketch::jenkins64(&k.word)))
-                .collect();
-            check(got_keywords == expected, || {
-                format!("keywords {got_keywords:?}\n != {expected:?}")
-            })?;
-            for (k, e) in got.keywords.iter().zip(r["keywords"].as_array().expect("keywords")) {
-                let printed = e["weight_printed"].as_str().expect("printed");
-                check(k.weight_printed() == printed, || {
-                    format!("printed {} != {printed}", k.weight_printed())
+                let got_keywords: Vec<(String, f64, u64)> = got
+                    .keywords
+                    .iter()
+                    .map(|k| (k.text(), k.weight, neardup_sketch::jenkins64(&k.word)))
+                    .collect();
+                check(got_keywords == expected, || {
+                    format!("keywords {got_keywords:?}\n != {expected:?}")
                 })?;
-            }
-            let simhash = u64_of(&r["simhash"]);
-            check(got.simhash == simhash, || format!("simhash {} != {simhash}", got.simhash))
-        }));
+                for (k, e) in got.keywords.iter().zip(r["keywords"].as_array().expect("keywords")) {
+                    let printed = e["weight_printed"].as_str().expect("printed");
+                    check(k.weight_printed() == printed, || {
+                        format!("printed {} != {printed}", k.weight_printed())
+                    })?;
+                }
+                let simhash = u64_of(&r["simhash"]);
+                check(got.simhash == simhash, || format!("simhash {} != {simhash}", got.simhash))
+            }));
+        }
     }
 }
 

@@ -14,9 +14,10 @@ use crate::input::Body;
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Compatibility profiles")]
 pub struct ProfileArgs {
-    /// Reproduce another system bit for bit. yanyiwu (alias jiebar): the SimHash of
-    /// yanyiwu/simhash and jiebaR 0.9's worker("simhash", topn): cppjieba segmentation, TF-IDF
-    /// keywords, Jenkins hashes; pipeline options do not apply. lucene (alias elasticsearch): Lucene's MinHashFilter,
+    /// Reproduce another system bit for bit. yanyiwu: the SimHash of yanyiwu/simhash (cppjieba
+    /// segmentation, TF-IDF keywords, Jenkins hashes); jiebar: the same as jiebaR 0.9's
+    /// worker("simhash", topn) computes it (jiebaRD's user dictionary, CppJieba 5.0's ASCII
+    /// rules); pipeline options do not apply. lucene (alias elasticsearch): Lucene's MinHashFilter,
     /// Elasticsearch's `min_hash` token filter, behind Lucene's whitespace tokenizer and an
     /// optional shingle filter; pipeline options do not apply. datasketch: datasketch's
     /// MinHash(num_perm, seed) over the pipeline's features (by default the words of Python's
@@ -66,8 +67,8 @@ pub struct ProfileArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProfileArg {
-    #[value(alias = "jiebar")]
     Yanyiwu,
+    Jiebar,
     #[value(alias = "elasticsearch")]
     Lucene,
     Datasketch,
@@ -82,7 +83,7 @@ pub enum SchemeArg {
 
 /// A compiled profile.
 pub enum Profile {
-    Yanyiwu { topn: Option<usize>, strip_symbols: bool },
+    Yanyiwu { flavor: yanyiwu::Flavor, topn: Option<usize>, strip_symbols: bool },
     Lucene { params: MinHashParams, shingle_size: usize, utf8: bool },
     Datasketch { permutations: Permutations },
 }
@@ -96,10 +97,19 @@ impl Profile {
         let usage = |m: String| crate::Failure::Usage(anyhow::anyhow!(m));
         match args.profile {
             None => Ok(None),
-            Some(ProfileArg::Yanyiwu) => {
+            Some(p @ (ProfileArg::Yanyiwu | ProfileArg::Jiebar)) => {
+                let flavor = if p == ProfileArg::Jiebar {
+                    yanyiwu::Flavor::JiebaR09
+                } else {
+                    yanyiwu::Flavor::Yanyiwu
+                };
                 // Build the dictionaries now, not inside the first parallel batch.
-                let _ = yanyiwu::simhasher();
-                Ok(Some(Profile::Yanyiwu { topn: args.topn, strip_symbols: args.strip_symbols }))
+                let _ = yanyiwu::simhasher_for(flavor);
+                Ok(Some(Profile::Yanyiwu {
+                    flavor,
+                    topn: args.topn,
+                    strip_symbols: args.strip_symbols,
+                }))
             }
             Some(ProfileArg::Lucene) => {
                 let params = MinHashParams {
@@ -155,8 +165,8 @@ impl Profile {
         scratch: &mut Scratch,
     ) -> Value {
         match self {
-            Profile::Yanyiwu { topn, strip_symbols } => {
-                let s = yanyiwu::simhasher();
+            Profile::Yanyiwu { flavor, topn, strip_symbols } => {
+                let s = yanyiwu::simhasher_for(*flavor);
                 let result = match body {
                     Body::Text(text) => {
                         let text = if *strip_symbols {
