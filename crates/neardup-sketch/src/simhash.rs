@@ -199,6 +199,9 @@ impl SimHasher {
     /// All weights are 1: bit i is 1 iff more than half of the hashes have it set. Counts live in
     /// byte lanes (8 counters per u64), flushed to wide counters every 255 features.
     fn fingerprint_unit(&self, features: &[Feature]) -> u128 {
+        if self.bits == SimHashBits::B64 {
+            return u128::from(unit64(features));
+        }
         let width = self.width();
         let mut ones = [0u64; 128];
         let mut lanes = [0u64; 16];
@@ -255,6 +258,27 @@ impl SimHasher {
         }
         value
     }
+}
+
+/// The all-ones-weights path for 64 bits, the common case, without the width dispatch.
+fn unit64(features: &[Feature]) -> u64 {
+    let mut ones = [0u64; 64];
+    for chunk in features.chunks(255) {
+        let mut lanes = [0u64; 8];
+        for f in chunk {
+            let h = f.hash;
+            for (byte, lane) in lanes.iter_mut().enumerate() {
+                *lane += SPREAD[((h >> (8 * byte)) & 0xff) as usize];
+            }
+        }
+        for (lane_index, lane) in lanes.iter().enumerate() {
+            for k in 0..8 {
+                ones[lane_index * 8 + k] += (lane >> (8 * k)) & 0xff;
+            }
+        }
+    }
+    let n = features.len() as u64;
+    ones.iter().enumerate().filter(|(_, &c)| 2 * c > n).fold(0u64, |v, (i, _)| v | (1 << i))
 }
 
 /// A weight as an integer multiple of 2^-32. Non-finite weights count 0 (they cannot arise from

@@ -147,6 +147,13 @@ impl TextPipeline {
 
     /// Keeps words (and punctuation if asked), minus stop words, in place.
     fn filter(&self, text: &str, tokens: &mut Vec<Token>) {
+        if self.stop_words.is_empty() {
+            match self.punctuation {
+                PunctuationPolicy::Drop => tokens.retain(|t| t.kind == TokenKind::Word),
+                PunctuationPolicy::Keep => tokens.retain(|t| t.kind != TokenKind::Space),
+            }
+            return;
+        }
         tokens.retain(|t| {
             let wanted = match t.kind {
                 TokenKind::Word => true,

@@ -28,9 +28,14 @@ impl TokenKind {
     /// The kind of a piece of text.
     #[inline]
     pub fn of(s: &str) -> TokenKind {
-        // Fast answers for the common cases: an ASCII letter or digit, or a Han character.
-        if let Some(first) = s.chars().next() {
-            if first.is_ascii_alphanumeric() || crate::is_han(first) {
+        // Fast answers for the common cases, from the first bytes: an ASCII letter or digit, or a
+        // character in U+4000..U+9FFF (lead byte E4..E9), all CJK ideographs except the Yijing
+        // hexagram symbols U+4DC0..U+4DFF (E4 B7 xx), which are not alphanumeric.
+        let b = s.as_bytes();
+        if let Some(&first) = b.first() {
+            if first.is_ascii_alphanumeric()
+                || ((0xE4..=0xE9).contains(&first) && !(first == 0xE4 && b.get(1) == Some(&0xB7)))
+            {
                 return TokenKind::Word;
             }
         }
@@ -439,6 +444,21 @@ mod tests {
         }
         prop_assert_eq!(pos, text.len());
         Ok(())
+    }
+
+    #[test]
+    fn kind_fast_path_agrees_with_the_definition() {
+        for c in ('\u{3000}'..='\u{a000}').chain(['a', 'Z', '0', ' ', ',', '_']) {
+            let s = c.to_string();
+            let expected = if c.is_alphanumeric() {
+                TokenKind::Word
+            } else if c.is_whitespace() {
+                TokenKind::Space
+            } else {
+                TokenKind::Punct
+            };
+            assert_eq!(TokenKind::of(&s), expected, "{c:?}");
+        }
     }
 
     #[test]
