@@ -383,7 +383,10 @@ mod tests {
 
     #[test]
     fn rejects_bad_parameters() {
-        assert_eq!(HammingIndex::new(32, 3).unwrap_err(), IndexError::UnsupportedBits { bits: 32 });
+        assert_eq!(
+            HammingIndex::new(32, 3).expect_err("invalid"),
+            IndexError::UnsupportedBits { bits: 32 }
+        );
         assert!(matches!(HammingIndex::with_blocks(64, 3, 3), Err(IndexError::BadBlocks { .. })));
     }
 
