@@ -212,17 +212,33 @@ impl HammingIndex {
     /// `id_a < id_b`, sorted.
     pub fn pairs(&self) -> Vec<(u64, u64, u32)> {
         let live: Vec<(u64, u128)> = self.slots.iter().flatten().copied().collect();
+        let fps: Vec<u128> = live.iter().map(|&(_, fp)| fp).collect();
+        let mut out: Vec<(u64, u64, u32)> = self
+            .pairs_of(&fps)
+            .into_iter()
+            .map(|(x, y, d)| {
+                let (a, b) = (live[x as usize].0, live[y as usize].0);
+                (a.min(b), a.max(b), d)
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Every pair of `fps` (already clipped to the width) within distance `k`, as positions
+    /// `(x, y, distance)` with `x < y`, unordered. Uses the table layout, not the stored maps.
+    fn pairs_of(&self, fps: &[u128]) -> Vec<(u32, u32, u32)> {
         let mut out = Vec::new();
-        // Per table: the live fingerprints grouped by key (a counting sort when the packed key is
+        // Per table: the fingerprints grouped by key (a counting sort when the packed key is
         // short, a comparison sort otherwise), copied into bucket order so that comparing within
         // a group reads memory sequentially.
-        let mut order: Vec<u32> = Vec::with_capacity(live.len());
-        let mut grouped: Vec<u128> = Vec::with_capacity(live.len());
+        let mut order: Vec<u32> = Vec::with_capacity(fps.len());
+        let mut grouped: Vec<u128> = Vec::with_capacity(fps.len());
         let mut groups: Vec<(usize, usize)> = Vec::new();
         for (t_index, t) in self.tables.iter().enumerate() {
-            self.group(t, &live, &mut order, &mut groups);
+            group(t, fps, &mut order, &mut groups);
             grouped.clear();
-            grouped.extend(order.iter().map(|&i| live[i as usize].1));
+            grouped.extend(order.iter().map(|&i| fps[i as usize]));
             for &(start, end) in &groups {
                 for x in start..end {
                     let fa = grouped[x];
@@ -230,67 +246,18 @@ impl HammingIndex {
                         let fb = grouped[y];
                         let d = (fa ^ fb).count_ones();
                         if d <= self.k && self.first_table(fa, fb) == t_index {
-                            let (id_a, id_b) =
-                                (live[order[x] as usize].0, live[order[y] as usize].0);
-                            out.push((id_a.min(id_b), id_a.max(id_b), d));
+                            let (a, b) = (order[x], order[y]);
+                            out.push((a.min(b), a.max(b), d));
                         }
                     }
                 }
             }
         }
-        out.sort_unstable();
         out
     }
 
     /// Orders `live` by the table's key into `order`; `groups` gets the `(start, end)` ranges of
     /// `order` that share a key and have two or more members.
-    fn group(
-        &self,
-        t: &Table,
-        live: &[(u64, u128)],
-        order: &mut Vec<u32>,
-        groups: &mut Vec<(usize, usize)>,
-    ) {
-        order.clear();
-        groups.clear();
-        let key_bits = t.mask.count_ones();
-        if key_bits <= 24 && (1usize << key_bits) <= 4 * live.len() {
-            // Counting sort on the packed key: O(n + 2^bits), used when the key space is small
-            // against the number of fingerprints.
-            let packed: Vec<u32> = live.iter().map(|&(_, fp)| pack(fp, t.mask) as u32).collect();
-            let mut starts = vec![0usize; (1usize << key_bits) + 1];
-            for &k in &packed {
-                starts[k as usize + 1] += 1;
-            }
-            for i in 1..starts.len() {
-                starts[i] += starts[i - 1];
-            }
-            let mut next = starts.clone();
-            order.resize(live.len(), 0);
-            for (i, &k) in packed.iter().enumerate() {
-                order[next[k as usize]] = i as u32;
-                next[k as usize] += 1;
-            }
-            groups.extend(starts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= 2));
-            return;
-        }
-        let mut keyed: Vec<(u128, u32)> =
-            live.iter().enumerate().map(|(i, &(_, fp))| (fp & t.mask, i as u32)).collect();
-        keyed.sort_unstable_by_key(|e| e.0);
-        order.extend(keyed.iter().map(|e| e.1));
-        let mut start = 0;
-        while start < keyed.len() {
-            let mut end = start + 1;
-            while end < keyed.len() && keyed[end].0 == keyed[start].0 {
-                end += 1;
-            }
-            if end - start >= 2 {
-                groups.push((start, end));
-            }
-            start = end;
-        }
-    }
-
     /// The first table whose blocks all agree between `a` and `b` (one exists when the distance
     /// is at most k).
     fn first_table(&self, a: u128, b: u128) -> usize {
@@ -310,6 +277,49 @@ impl HammingIndex {
         } else {
             fp & u128::from(u64::MAX)
         }
+    }
+}
+
+/// Orders `fps` by the table's key into `order`; `groups` gets the `(start, end)` ranges of
+/// `order` that share a key and have two or more members.
+fn group(t: &Table, fps: &[u128], order: &mut Vec<u32>, groups: &mut Vec<(usize, usize)>) {
+    order.clear();
+    groups.clear();
+    let key_bits = t.mask.count_ones();
+    if key_bits <= 24 && (1usize << key_bits) <= 4 * fps.len() {
+        // Counting sort on the packed key: O(n + 2^bits), used when the key space is small
+        // against the number of fingerprints.
+        let packed: Vec<u32> = fps.iter().map(|&fp| pack(fp, t.mask) as u32).collect();
+        let mut starts = vec![0usize; (1usize << key_bits) + 1];
+        for &k in &packed {
+            starts[k as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        order.resize(fps.len(), 0);
+        for (i, &k) in packed.iter().enumerate() {
+            order[next[k as usize]] = i as u32;
+            next[k as usize] += 1;
+        }
+        groups.extend(starts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= 2));
+        return;
+    }
+    let mut keyed: Vec<(u128, u32)> =
+        fps.iter().enumerate().map(|(i, &fp)| (fp & t.mask, i as u32)).collect();
+    keyed.sort_unstable_by_key(|e| e.0);
+    order.extend(keyed.iter().map(|e| e.1));
+    let mut start = 0;
+    while start < keyed.len() {
+        let mut end = start + 1;
+        while end < keyed.len() && keyed[end].0 == keyed[start].0 {
+            end += 1;
+        }
+        if end - start >= 2 {
+            groups.push((start, end));
+        }
+        start = end;
     }
 }
 
@@ -334,6 +344,21 @@ fn combinations(n: u32, keep: u32) -> Vec<u32> {
     // Lexicographic by the sorted element list: compare bit-reversed masks descending.
     out.sort_by_key(|&m| std::cmp::Reverse(m.reverse_bits()));
     out
+}
+
+/// Every pair of `fingerprints` (64 or 128 bits wide) within Hamming distance `k`, as positions
+/// `(x, y, distance)` with `x < y`, sorted: the batch all-pairs mode, without building the
+/// index's hash maps.
+pub fn hamming_pairs(
+    bits: u32,
+    k: u32,
+    fingerprints: &[u128],
+) -> Result<Vec<(u32, u32, u32)>, IndexError> {
+    let index = HammingIndex::new(bits, k)?;
+    let fps: Vec<u128> = fingerprints.iter().map(|&fp| index.clip(fp)).collect();
+    let mut out = index.pairs_of(&fps);
+    out.sort_unstable();
+    Ok(out)
 }
 
 /// The oracle: every `(id, distance)` within `k` of `query`, by scanning, sorted as
@@ -462,6 +487,16 @@ mod tests {
             prop_assert_eq!(idx.query(probe), brute_force(&items, probe, k));
         }
         prop_assert_eq!(idx.pairs(), brute_force_pairs(&items, k));
+        // The batch mode over a plain slice, by position.
+        let fps: Vec<u128> = items.iter().map(|&(_, fp)| fp).collect();
+        let by_position: Vec<(u64, u128)> =
+            fps.iter().enumerate().map(|(i, &fp)| (i as u64, fp)).collect();
+        let batch: Vec<(u64, u64, u32)> = hamming_pairs(bits, k, &fps)
+            .expect("valid")
+            .into_iter()
+            .map(|(x, y, d)| (u64::from(x), u64::from(y), d))
+            .collect();
+        prop_assert_eq!(batch, brute_force_pairs(&by_position, k));
         Ok(())
     }
 }

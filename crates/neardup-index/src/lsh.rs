@@ -1,0 +1,338 @@
+//! MinHash LSH banding (Indyk and Motwani 1998; Broder 1997; the scheme of datasketch's
+//! `MinHashLSH`).
+//!
+//! A signature of `bands * rows` values is cut into `bands` bands of `rows` consecutive values.
+//! Two signatures are candidates when they agree on every value of at least one band, which
+//! happens with probability `1 - (1 - s^rows)^bands` for Jaccard similarity `s`. Each band is
+//! reduced to one 64-bit key (xxh3 of its values, seeded with the band number) so that a table
+//! costs 12 bytes per document whatever `rows` is. Two different bands colliding in 64 bits is
+//! rare enough (about `n^2 / 2^65` per band) to leave to the caller's exact verification, which
+//! rejects such a pair like any other false candidate.
+//!
+//! [`MinHashLsh`] is the incremental index (insert, remove, query); [`candidate_pairs`] is the
+//! batch mode, which sorts keys instead of building hash maps and reports each pair once, from
+//! the first band where it collides.
+
+use std::fmt;
+
+use rustc_hash::FxHashMap;
+
+/// How a signature is cut into bands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Banding {
+    bands: usize,
+    rows: usize,
+}
+
+/// An error choosing bands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BandingError {
+    /// `bands` and `rows` must be at least 1.
+    Zero,
+    /// The signature is shorter than `bands * rows`.
+    SignatureTooShort {
+        /// `bands * rows`.
+        needed: usize,
+        /// The signature length given.
+        len: usize,
+    },
+}
+
+impl fmt::Display for BandingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BandingError::Zero => write!(f, "bands and rows must each be at least 1"),
+            BandingError::SignatureTooShort { needed, len } => {
+                write!(f, "banding needs {needed} MinHash values, the signature has {len}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BandingError {}
+
+impl Banding {
+    /// `bands` bands of `rows` values each.
+    pub fn new(bands: usize, rows: usize) -> Result<Banding, BandingError> {
+        if bands == 0 || rows == 0 {
+            return Err(BandingError::Zero);
+        }
+        Ok(Banding { bands, rows })
+    }
+
+    /// The number of bands.
+    pub fn bands(&self) -> usize {
+        self.bands
+    }
+
+    /// Values per band.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Checks that signatures of `len` values can be banded (extra values are ignored, as
+    /// datasketch does when `bands * rows < num_perm`).
+    pub fn check(&self, len: usize) -> Result<(), BandingError> {
+        let needed = self.bands * self.rows;
+        if len < needed {
+            return Err(BandingError::SignatureTooShort { needed, len });
+        }
+        Ok(())
+    }
+
+    /// Appends the `bands` keys of `signature` to `out`.
+    ///
+    /// # Panics
+    /// If the signature is shorter than `bands * rows` (see [`Banding::check`]).
+    pub fn keys_into(&self, signature: &[u32], out: &mut Vec<u64>) {
+        let mut bytes = [0u8; 4 * 64];
+        for (band, values) in signature.chunks_exact(self.rows).take(self.bands).enumerate() {
+            let key = if values.len() <= 64 {
+                for (i, v) in values.iter().enumerate() {
+                    bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+                }
+                xxhash_rust::xxh3::xxh3_64_with_seed(&bytes[..4 * values.len()], band as u64)
+            } else {
+                let long: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                xxhash_rust::xxh3::xxh3_64_with_seed(&long, band as u64)
+            };
+            out.push(key);
+        }
+        assert_eq!(out.len() % self.bands, 0, "signature shorter than bands * rows");
+    }
+
+    /// The `bands` keys of `signature`.
+    pub fn keys(&self, signature: &[u32]) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.bands);
+        self.keys_into(signature, &mut out);
+        out
+    }
+}
+
+/// Every pair of documents whose keys agree in at least one band, as positions `(x, y)` with
+/// `x < y`, sorted. `keys` holds `bands` keys per document, document after document.
+///
+/// Per band, `(key, position)` is sorted and runs of equal keys give the pairs; a pair is kept
+/// only in the first band where its keys agree, so no global set of seen pairs is needed. A run
+/// of `m` equal keys costs `m^2 / 2` comparisons: callers should merge exact duplicates first.
+pub fn candidate_pairs(keys: &[u64], bands: usize) -> Vec<(u32, u32)> {
+    assert!(bands > 0 && keys.len() % bands == 0, "keys must hold `bands` keys per document");
+    let n = keys.len() / bands;
+    let mut out = Vec::new();
+    let mut column: Vec<(u64, u32)> = Vec::with_capacity(n);
+    for band in 0..bands {
+        column.clear();
+        column.extend((0..n).map(|i| (keys[i * bands + band], i as u32)));
+        column.sort_unstable();
+        let mut start = 0;
+        while start < n {
+            let mut end = start + 1;
+            while end < n && column[end].0 == column[start].0 {
+                end += 1;
+            }
+            for x in start..end {
+                let a = column[x].1 as usize;
+                for y in x + 1..end {
+                    let b = column[y].1 as usize;
+                    let earlier = (0..band).any(|e| keys[a * bands + e] == keys[b * bands + e]);
+                    if !earlier {
+                        out.push((a.min(b) as u32, a.max(b) as u32));
+                    }
+                }
+            }
+            start = end;
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// An incremental MinHash LSH index: a hash table per band from key to documents.
+#[derive(Debug, Clone)]
+pub struct MinHashLsh {
+    banding: Banding,
+    tables: Vec<FxHashMap<u64, Vec<u32>>>,
+    /// Slot -> (id, band keys); None when free.
+    slots: Vec<Option<(u64, Box<[u64]>)>>,
+    free: Vec<u32>,
+    slot_of: FxHashMap<u64, u32>,
+}
+
+impl MinHashLsh {
+    /// An empty index.
+    pub fn new(banding: Banding) -> MinHashLsh {
+        MinHashLsh {
+            banding,
+            tables: vec![FxHashMap::default(); banding.bands],
+            slots: Vec::new(),
+            free: Vec::new(),
+            slot_of: FxHashMap::default(),
+        }
+    }
+
+    /// The banding.
+    pub fn banding(&self) -> Banding {
+        self.banding
+    }
+
+    /// The number of documents stored.
+    pub fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    /// True when nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.slot_of.is_empty()
+    }
+
+    /// Stores `signature` under `id`, replacing what `id` held.
+    pub fn insert(&mut self, id: u64, signature: &[u32]) -> Result<(), BandingError> {
+        self.banding.check(signature.len())?;
+        let keys = self.banding.keys(signature).into_boxed_slice();
+        self.remove(id);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(None);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        for (table, &key) in self.tables.iter_mut().zip(keys.iter()) {
+            table.entry(key).or_default().push(slot);
+        }
+        self.slots[slot as usize] = Some((id, keys));
+        self.slot_of.insert(id, slot);
+        Ok(())
+    }
+
+    /// Removes `id`; returns whether it was stored.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let Some(slot) = self.slot_of.remove(&id) else { return false };
+        let (_, keys) = self.slots[slot as usize].take().expect("a mapped slot is occupied");
+        for (table, key) in self.tables.iter_mut().zip(keys.iter()) {
+            if let Some(list) = table.get_mut(key) {
+                if let Some(pos) = list.iter().position(|&s| s == slot) {
+                    list.swap_remove(pos);
+                }
+                if list.is_empty() {
+                    table.remove(key);
+                }
+            }
+        }
+        self.free.push(slot);
+        true
+    }
+
+    /// The ids of every stored document that shares a band with `signature`, sorted.
+    pub fn query(&self, signature: &[u32]) -> Result<Vec<u64>, BandingError> {
+        self.banding.check(signature.len())?;
+        let keys = self.banding.keys(signature);
+        let mut out: Vec<u64> = Vec::new();
+        for (table, key) in self.tables.iter().zip(&keys) {
+            if let Some(list) = table.get(key) {
+                out.extend(
+                    list.iter().map(|&s| self.slots[s as usize].as_ref().expect("listed").0),
+                );
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// The oracle for [`candidate_pairs`] and [`MinHashLsh::query`]: two signatures are candidates
+/// when some band of `rows` values is equal, compared value by value.
+pub fn brute_force_candidates(signatures: &[Vec<u32>], banding: Banding) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for (x, a) in signatures.iter().enumerate() {
+        for (y, b) in signatures.iter().enumerate().skip(x + 1) {
+            let hit = (0..banding.bands).any(|band| {
+                let r = band * banding.rows..(band + 1) * banding.rows;
+                a[r.clone()] == b[r]
+            });
+            if hit {
+                out.push((x as u32, y as u32));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Signatures over a tiny alphabet, so that bands collide often, plus copies with a few
+    /// values changed.
+    fn signatures() -> impl Strategy<Value = (usize, usize, Vec<Vec<u32>>)> {
+        (1usize..6, 1usize..5).prop_flat_map(|(bands, rows)| {
+            let len = bands * rows + 1;
+            (
+                Just(bands),
+                Just(rows),
+                prop::collection::vec(prop::collection::vec(0u32..3, len..=len), 1..40),
+            )
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn batch_pairs_equal_brute_force((bands, rows, sigs) in signatures()) {
+            let banding = Banding::new(bands, rows).expect("valid");
+            let mut keys = Vec::new();
+            for s in &sigs {
+                banding.keys_into(s, &mut keys);
+            }
+            prop_assert_eq!(candidate_pairs(&keys, bands), brute_force_candidates(&sigs, banding));
+        }
+
+        #[test]
+        fn index_query_equals_brute_force((bands, rows, sigs) in signatures()) {
+            let banding = Banding::new(bands, rows).expect("valid");
+            let mut lsh = MinHashLsh::new(banding);
+            for (i, s) in sigs.iter().enumerate() {
+                lsh.insert(i as u64, s).expect("long enough");
+            }
+            // Remove every third, then check every query against the survivors.
+            for i in (0..sigs.len()).step_by(3) {
+                prop_assert!(lsh.remove(i as u64));
+            }
+            let live: Vec<usize> = (0..sigs.len()).filter(|i| i % 3 != 0).collect();
+            prop_assert_eq!(lsh.len(), live.len());
+            for q in &sigs {
+                let expected: Vec<u64> = live
+                    .iter()
+                    .filter(|&&i| {
+                        (0..bands).any(|b| q[b * rows..(b + 1) * rows] == sigs[i][b * rows..(b + 1) * rows])
+                    })
+                    .map(|&i| i as u64)
+                    .collect();
+                prop_assert_eq!(lsh.query(q).expect("long enough"), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn short_signatures_are_refused() {
+        let banding = Banding::new(4, 8).expect("valid");
+        assert_eq!(banding.check(16), Err(BandingError::SignatureTooShort { needed: 32, len: 16 }));
+        let mut lsh = MinHashLsh::new(banding);
+        assert!(lsh.insert(1, &[0; 16]).is_err());
+        assert!(lsh.is_empty());
+        assert_eq!(Banding::new(0, 3), Err(BandingError::Zero));
+    }
+
+    #[test]
+    fn reinsert_replaces() {
+        let banding = Banding::new(2, 2).expect("valid");
+        let mut lsh = MinHashLsh::new(banding);
+        lsh.insert(7, &[1, 2, 3, 4]).expect("ok");
+        lsh.insert(7, &[5, 6, 7, 8]).expect("ok");
+        assert_eq!(lsh.len(), 1);
+        assert!(lsh.query(&[1, 2, 3, 4]).expect("ok").is_empty());
+        assert_eq!(lsh.query(&[5, 6, 0, 0]).expect("ok"), vec![7]);
+    }
+}
