@@ -11,7 +11,12 @@ pub struct SparseVector {
 impl SparseVector {
     /// Builds a vector from features in any order; weights of equal hashes are summed.
     pub fn from_features(features: &[Feature]) -> SparseVector {
-        let mut entries: Vec<(u64, f64)> = features.iter().map(|f| (f.hash, f.weight)).collect();
+        SparseVector::from_entries(features.iter().map(|f| (f.hash, f.weight)).collect())
+    }
+
+    /// Builds a vector from `(hash, weight)` pairs in any order; weights of equal hashes are
+    /// summed.
+    pub fn from_entries(mut entries: Vec<(u64, f64)>) -> SparseVector {
         entries.sort_unstable_by_key(|e| e.0);
         entries.dedup_by(|later, first| {
             if later.0 == first.0 {

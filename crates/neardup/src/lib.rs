@@ -20,12 +20,17 @@
 #![deny(missing_docs)]
 
 mod compare;
+mod dedup;
 mod error;
 mod idf;
 mod pipeline;
 mod spec;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
+pub use dedup::{
+    Cluster, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexManifest, Keep, Method,
+    Pair, Verification, INDEX_FORMAT_VERSION,
+};
 pub use error::BuildError;
 pub use idf::IdfBuilder;
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};

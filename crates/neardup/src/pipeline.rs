@@ -152,6 +152,11 @@ impl Pipeline {
         &self.minhasher
     }
 
+    /// The SimHasher.
+    pub fn simhasher(&self) -> &SimHasher {
+        &self.simhasher
+    }
+
     fn idf_table(&self) -> &IdfTable {
         self.idf.get_or_init(|| {
             bundled_idf(self.spec.hash).expect("the bundled idf table is valid (tested)")
