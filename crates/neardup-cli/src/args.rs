@@ -91,7 +91,7 @@ pub struct PipelineArgs {
     /// Keep only some characters before anything else: all, han (Han ideographs only),
     /// alnum (letters, digits, whitespace).
     #[arg(long, value_enum, value_name = "WHICH")]
-    pub keep: Option<KeepArg>,
+    pub keep_chars: Option<KeepArg>,
 
     /// Do not apply Unicode NFKC normalization (full-width to half-width and the like).
     #[arg(long)]
@@ -275,7 +275,7 @@ impl PipelineArgs {
                 }
             };
         }
-        if let Some(k) = self.keep {
+        if let Some(k) = self.keep_chars {
             spec.normalize.keep = match k {
                 KeepArg::All => KeepFilter::All,
                 KeepArg::Han => KeepFilter::Han,

@@ -16,8 +16,14 @@ use crate::args::InputArgs;
 /// One input.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A file (plain text: one document; with --jsonl: one per line).
+    /// A file (plain text: one document; with --jsonl: one per line). `.gz` and `.zst` files
+    /// are decompressed.
     File(PathBuf),
+    /// A file that is always one plain-text document (found in a directory given to `dedup`).
+    Plain(PathBuf),
+    /// Standard input copied to a temporary file (so that `dedup` can read it twice); it is
+    /// named `<stdin>` in messages.
+    Spooled(PathBuf),
     /// Standard input, written `-`.
     Stdin,
     /// A document given on the command line; the number is its 1-based position.
@@ -35,10 +41,10 @@ impl Source {
         sources
     }
 
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         match self {
-            Source::File(p) => p.display().to_string(),
-            Source::Stdin => "<stdin>".to_string(),
+            Source::File(p) | Source::Plain(p) => p.display().to_string(),
+            Source::Stdin | Source::Spooled(_) => "<stdin>".to_string(),
             Source::Text(_, i) => format!("--text #{i}"),
         }
     }
@@ -78,6 +84,8 @@ pub struct Record {
     pub body: Body,
     /// Invalid UTF-8 sequences replaced under --lossy.
     pub replaced: usize,
+    /// Its 1-based line in a JSONL source (0 for a whole-file document).
+    pub line: u64,
 }
 
 /// A record that could not be read, and where.
@@ -112,39 +120,62 @@ pub fn read_all(
                     id: Value::String(name.clone()),
                     body: Body::Text(text.clone()),
                     replaced: 0,
+                    line: 0,
                 },
                 &name,
                 opts,
             )),
-            Source::File(path) => match File::open(path) {
-                Ok(file) => read_one(
-                    BufReader::with_capacity(1 << 16, file),
-                    &name,
-                    Some(path),
-                    opts,
-                    &mut visit,
-                ),
+            Source::File(path) | Source::Spooled(path) => match open(path) {
+                Ok(reader) => read_one(reader, &name, Some(path), opts.jsonl, opts, &mut visit),
                 Err(e) => visit(Err(InputError {
                     place: name,
                     message: e.to_string(),
                     fatal_for_source: true,
                 })),
             },
-            Source::Stdin => read_one(io::stdin().lock(), &name, None, opts, &mut visit),
+            Source::Plain(path) => match File::open(path) {
+                Ok(file) => {
+                    read_one(BufReader::new(file), &name, Some(path), false, opts, &mut visit)
+                }
+                Err(e) => visit(Err(InputError {
+                    place: name,
+                    message: e.to_string(),
+                    fatal_for_source: true,
+                })),
+            },
+            Source::Stdin => {
+                read_one(io::stdin().lock(), &name, None, opts.jsonl, opts, &mut visit)
+            }
         };
         result?;
     }
     ControlFlow::Continue(())
 }
 
+/// Opens a file for reading, decompressing `.gz` (gzip, multi-member) and `.zst` (Zstandard)
+/// by extension.
+pub fn open(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
+    let file = File::open(path)?;
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    Ok(match ext {
+        "gz" => Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file)),
+        )),
+        "zst" | "zstd" => Box::new(BufReader::with_capacity(1 << 16, zstd::Decoder::new(file)?)),
+        _ => Box::new(BufReader::with_capacity(1 << 16, file)),
+    })
+}
+
 fn read_one<R: BufRead>(
     reader: R,
     name: &str,
     path: Option<&Path>,
+    jsonl: bool,
     opts: &InputArgs,
     visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    if opts.jsonl {
+    if jsonl {
         read_jsonl(reader, name, opts, visit)
     } else {
         let id = match path {
@@ -180,7 +211,7 @@ fn read_plain<R: Read>(
         });
     }
     let (text, replaced) = decode(bytes, name, 0, opts)?;
-    Ok(Record { id, body: Body::Text(text), replaced })
+    Ok(Record { id, body: Body::Text(text), replaced, line: 0 })
 }
 
 /// UTF-8 from bytes; `base` is the bytes' offset in the file, for the error message.
@@ -344,7 +375,7 @@ fn parse_record(
             }
         },
     };
-    check_size(Record { id, body, replaced }, place, opts)
+    check_size(Record { id, body, replaced, line: number as u64 }, place, opts)
 }
 
 fn kind(v: &Value) -> &'static str {

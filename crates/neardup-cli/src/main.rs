@@ -30,6 +30,8 @@ enum Command {
     /// Compare two documents: SimHash distance, estimated and exact Jaccard, cosine, edit
     /// similarity.
     Compare(cmd::compare::CompareArgs),
+    /// Deduplicate a corpus: near-duplicate clusters, verified pairs, and the kept records.
+    Dedup(cmd::dedup::DedupArgs),
     /// Inverse document frequencies.
     #[command(subcommand)]
     Idf(cmd::idf::IdfCommand),
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Fingerprint(args) => cmd::fingerprint::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::Dedup(args) => cmd::dedup::run(args),
         Command::Idf(command) => cmd::idf::run(command),
         Command::Params(args) => cmd::params::run(args),
         Command::Presets => cmd::presets(),
@@ -102,4 +105,15 @@ fn main() -> ExitCode {
 
 fn stdout_closed() -> bool {
     cmd::STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks the definitions (unique names, valid defaults) of every subcommand.
+    #[test]
+    fn cli_definitions_are_valid() {
+        super::Cli::command().debug_assert();
+    }
 }

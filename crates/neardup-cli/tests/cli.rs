@@ -577,3 +577,228 @@ fn yanyiwu_profile_reproduces_every_inline_golden_vector_through_the_cli() {
         assert_eq!(words, expected_words, "{}", v["id"]);
     }
 }
+
+// ---- dedup ----------------------------------------------------------------------------------
+
+fn read_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("output file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+/// A small JSONL corpus: two near-duplicate pairs (English and Chinese), one exact copy, an
+/// empty document and an unrelated one; lines carry extra fields and odd spacing that must be
+/// copied byte for byte.
+fn dedup_corpus(dir: &Path) -> (PathBuf, Vec<String>) {
+    let en_a = std::fs::read_to_string(example("en/report_a.txt")).expect("example");
+    let en_b = std::fs::read_to_string(example("en/report_b.txt")).expect("example");
+    let zh_a = std::fs::read_to_string(example("zh/news_a.txt")).expect("example");
+    let zh_b = std::fs::read_to_string(example("zh/news_b.txt")).expect("example");
+    let other = std::fs::read_to_string(example("en/other.txt")).expect("example");
+    let line = |id: &str, text: &str| {
+        format!("{{\"id\": \"{id}\",  \"lang\":\"x\", \"text\": {}}}", serde_json::json!(text))
+    };
+    let lines = vec![
+        line("en-a", &en_a),
+        line("zh-a", &zh_a),
+        line("empty", ""),
+        line("en-b", &en_b),
+        line("other", &other),
+        line("zh-b", &zh_b),
+        line("en-a-copy", &en_a),
+    ];
+    let path = dir.join("corpus.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write corpus");
+    (path, lines)
+}
+
+#[test]
+fn dedup_writes_kept_records_byte_for_byte_and_every_output() {
+    let dir = tempdir("dedup-outputs");
+    let (corpus, lines) = dedup_corpus(&dir);
+    let out = |name: &str| dir.join(name).display().to_string();
+    let o = run(&[
+        "dedup",
+        &corpus.display().to_string(),
+        "--output",
+        &out("kept.jsonl"),
+        "--dropped",
+        &out("dropped.jsonl"),
+        "--clusters",
+        &out("clusters.jsonl"),
+        "--pairs",
+        &out("pairs.jsonl"),
+        "--assignments",
+        &out("assign.jsonl"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "stdout must stay empty");
+    let kept = std::fs::read_to_string(dir.join("kept.jsonl")).expect("kept");
+    let want: Vec<&str> = [0, 1, 2, 4].iter().map(|&i| lines[i].as_str()).collect();
+    assert_eq!(kept, want.join("\n") + "\n");
+    let dropped = std::fs::read_to_string(dir.join("dropped.jsonl")).expect("dropped");
+    assert_eq!(dropped, [lines[3].as_str(), &lines[5], &lines[6]].join("\n") + "\n");
+
+    let clusters = read_lines(&dir.join("clusters.jsonl"));
+    assert_eq!(clusters.len(), 2, "{clusters:?}");
+    assert_eq!(clusters[0]["cluster"], serde_json::json!(["en-a", "en-b", "en-a-copy"]));
+    assert_eq!(clusters[0]["keep"], "en-a");
+    assert_eq!(clusters[0]["size"], 3);
+    assert_eq!(clusters[1]["cluster"], serde_json::json!(["zh-a", "zh-b"]));
+    let s = clusters[1]["similarity"].as_f64().expect("number");
+    assert!((0.8..1.0).contains(&s), "{s}");
+
+    let pairs = read_lines(&dir.join("pairs.jsonl"));
+    assert!(pairs.iter().all(|p| p["similarity"].as_f64().expect("number") >= 0.8));
+    assert!(pairs
+        .iter()
+        .any(|p| p["a"] == "en-a" && p["b"] == "en-a-copy" && p["similarity"] == 1.0));
+
+    let assign = read_lines(&dir.join("assign.jsonl"));
+    assert_eq!(assign.len(), 7);
+    assert_eq!(
+        assign[2],
+        serde_json::json!({"id": "empty", "cluster": null, "size": 1, "kept": true})
+    );
+    assert_eq!(assign[3]["kept"], false);
+    assert_eq!(assign[3]["size"], 3);
+
+    let err = stderr(&o);
+    assert!(
+        err.contains("7 documents") && err.contains("2 clusters") && err.contains("3 dropped"),
+        "{err}"
+    );
+    assert!(err.contains("1 empty") && err.contains("peak memory"), "{err}");
+}
+
+#[test]
+fn dedup_keep_rule_simhash_and_compressed_input() {
+    let dir = tempdir("dedup-simhash");
+    let (corpus, lines) = dedup_corpus(&dir);
+    // The same corpus gzip-compressed (the real gzip format, written by flate2's encoder).
+    let gz = dir.join("corpus.jsonl.gz");
+    {
+        let bytes = std::fs::read(&corpus).expect("corpus");
+        let file = std::fs::File::create(&gz).expect("create");
+        let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        enc.write_all(&bytes).expect("compress");
+        enc.finish().expect("finish");
+    }
+    let kept = dir.join("kept.jsonl");
+    let o = run(&[
+        "dedup",
+        &gz.display().to_string(),
+        "--hamming",
+        "10",
+        "--keep",
+        "longest",
+        "--quiet",
+        "--output",
+        &kept.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "--quiet: {}", stderr(&o));
+    let text = std::fs::read_to_string(&kept).expect("kept");
+    // Exact copies have distance 0, so en-a and en-a-copy are together; the longest text of
+    // their cluster is kept, ties to the first.
+    assert!(text.lines().any(|l| l == lines[4]), "unrelated kept");
+    assert!(text.lines().any(|l| l == lines[2]), "empty kept");
+    assert!(!text.lines().any(|l| l == lines[6]), "a copy is never kept over its original");
+}
+
+#[test]
+fn dedup_bad_lines_stop_or_are_skipped_and_duplicate_ids_reported() {
+    let dir = tempdir("dedup-bad");
+    let path = dir.join("bad.jsonl");
+    std::fs::write(
+        &path,
+        "{\"id\": 1, \"text\": \"alpha beta gamma delta epsilon zeta eta\"}\n\
+         {\"id\": 2, \"text\": \"alpha beta gamma delta epsilon zeta eta\"\n\
+         {\"id\": 1, \"body\": \"no text field\"}\n\
+         {\"id\": 1, \"text\": \"something else entirely here and now\"}\n",
+    )
+    .expect("write");
+    let kept = dir.join("kept.jsonl");
+    let p = path.display().to_string();
+    let k = kept.display().to_string();
+    let o = run(&["dedup", &p, "--output", &k]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("bad.jsonl:2") && err.contains("--skip-bad"), "{err}");
+    assert!(!kept.exists(), "no partial output");
+
+    let o = run(&["dedup", &p, "--output", &k, "--skip-bad"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("bad.jsonl:2") && err.contains("bad.jsonl:3"), "{err}");
+    assert!(err.contains("skipped 2 bad record(s)"), "{err}");
+    assert!(err.contains("1 duplicate id(s)") && err.contains("e.g. 1"), "{err}");
+    let text = std::fs::read_to_string(&kept).expect("kept");
+    assert_eq!(text.lines().count(), 2, "both good records, kept apart: {text}");
+}
+
+#[test]
+fn dedup_incremental_against_a_saved_index() {
+    let dir = tempdir("dedup-incremental");
+    let (corpus, lines) = dedup_corpus(&dir);
+    let index = dir.join("index");
+    let i = index.display().to_string();
+    let o = run(&["dedup", &corpus.display().to_string(), "--save-index", &i, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(index.join("manifest.json").exists() && index.join("docs.bin").exists());
+
+    // Today's batch on stdin: a copy of a seen page and a new page.
+    let batch = format!(
+        "{}\n{}\n",
+        lines[5].replace("\"zh-b\"", "\"zh-b-again\""),
+        "{\"id\": \"new\", \"text\": \"brand new words about trains, stations and timetables\"}"
+    );
+    let kept = dir.join("kept.jsonl");
+    let clusters = dir.join("clusters.jsonl");
+    let mut child = bin()
+        .args(["dedup", "-", "--against", &i, "--output"])
+        .arg(&kept)
+        .arg("--clusters")
+        .arg(&clusters)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(batch.as_bytes()).expect("write");
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&kept).expect("kept");
+    assert_eq!(text.lines().collect::<Vec<_>>(), vec![batch.lines().nth(1).expect("line")]);
+    let c = read_lines(&clusters);
+    assert_eq!(c.len(), 1);
+    // Old pairs are not searched again: the cluster is the new copy and what it duplicates.
+    assert_eq!(c[0]["cluster"], serde_json::json!(["zh-b", "zh-b-again"]));
+    assert_eq!(c[0]["keep"], "zh-b", "a seen document is the keeper");
+    assert!(stderr(&o).contains("against an index of 7 documents"), "{}", stderr(&o));
+
+    // Another pipeline is refused, naming the mismatch.
+    let o = run(&["dedup", &corpus.display().to_string(), "--against", &i, "--preset", "en-web"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("pipeline"), "{}", stderr(&o));
+}
+
+#[test]
+fn dedup_usage_errors_exit_2() {
+    for args in [
+        vec!["dedup"],
+        vec!["dedup", "/nonexistent/corpus.jsonl"],
+        vec!["dedup", "x.jsonl", "--keep", "oldest"],
+        vec!["dedup", "x.jsonl", "--bands", "4"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    let dir = tempdir("dedup-usage");
+    let (corpus, _) = dedup_corpus(&dir);
+    let o = run(&["dedup", &corpus.display().to_string(), "--threshold", "1.5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("threshold"), "{}", stderr(&o));
+}

@@ -340,6 +340,11 @@ impl<'p> Dedup<'p> {
         self.docs.is_empty()
     }
 
+    /// The sketch of the document at `position`.
+    pub fn document(&self, position: usize) -> &DocSketch {
+        &self.docs[position]
+    }
+
     /// The number of documents that came from a loaded index (positions `0..seen`).
     pub fn seen(&self) -> usize {
         self.seen

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compare;
+pub mod dedup;
 pub mod fingerprint;
 pub mod idf;
 pub mod params;
