@@ -99,7 +99,7 @@ impl Banding {
             };
             out.push(key);
         }
-        assert_eq!(out.len() % self.bands, 0, "signature shorter than bands * rows");
+        assert!(out.len().is_multiple_of(self.bands), "signature shorter than bands * rows");
     }
 
     /// The `bands` keys of `signature`.
@@ -117,7 +117,7 @@ impl Banding {
 /// only in the first band where its keys agree, so no global set of seen pairs is needed. A run
 /// of `m` equal keys costs `m^2 / 2` comparisons: callers should merge exact duplicates first.
 pub fn candidate_pairs(keys: &[u64], bands: usize) -> Vec<(u32, u32)> {
-    assert!(bands > 0 && keys.len() % bands == 0, "keys must hold `bands` keys per document");
+    assert!(bands > 0 && keys.len().is_multiple_of(bands), "keys must hold `bands` keys per document");
     let n = keys.len() / bands;
     let mut out = Vec::new();
     let mut column: Vec<(u64, u32)> = Vec::with_capacity(n);
@@ -131,10 +131,11 @@ pub fn candidate_pairs(keys: &[u64], bands: usize) -> Vec<(u32, u32)> {
             while end < n && column[end].0 == column[start].0 {
                 end += 1;
             }
-            for x in start..end {
-                let a = column[x].1 as usize;
-                for y in x + 1..end {
-                    let b = column[y].1 as usize;
+            let run = &column[start..end];
+            for (x, &(_, a)) in run.iter().enumerate() {
+                let a = a as usize;
+                for &(_, b) in &run[x + 1..] {
+                    let b = b as usize;
                     let earlier = (0..band).any(|e| keys[a * bands + e] == keys[b * bands + e]);
                     if !earlier {
                         out.push((a.min(b) as u32, a.max(b) as u32));

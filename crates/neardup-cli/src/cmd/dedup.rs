@@ -108,7 +108,7 @@ pub struct DedupArgs {
     #[arg(long, value_enum, default_value = "first", value_name = "RULE")]
     keep: KeepArg,
 
-    /// Write the kept records here.
+    /// Write the kept records here (`-`: standard output, as for every output below).
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
 
@@ -488,15 +488,8 @@ fn copy_records(
     kept: &[bool],
     args: &DedupArgs,
 ) -> Result<(), Failure> {
-    let create = |path: &Option<PathBuf>| -> Result<Option<BufWriter<File>>, Failure> {
-        path.as_ref()
-            .map(|p| {
-                File::create(p)
-                    .map(|f| BufWriter::with_capacity(1 << 20, f))
-                    .with_context(|| format!("{}: cannot create", p.display()))
-                    .map_err(Failure::Runtime)
-            })
-            .transpose()
+    let create = |path: &Option<PathBuf>| -> Result<Option<Box<dyn Write>>, Failure> {
+        path.as_deref().map(create_output).transpose()
     };
     let mut out_kept = create(&args.output)?;
     let mut out_dropped = create(&args.dropped)?;
@@ -569,6 +562,17 @@ fn copy_records(
     Ok(())
 }
 
+/// An output file, or standard output for `-`.
+fn create_output(path: &Path) -> Result<Box<dyn Write>, Failure> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout())));
+    }
+    let f = File::create(path)
+        .with_context(|| format!("{}: cannot create", path.display()))
+        .map_err(Failure::Runtime)?;
+    Ok(Box::new(BufWriter::with_capacity(1 << 20, f)))
+}
+
 struct Writer<'a> {
     ids: &'a [String],
     outcome: &'a DedupOutcome,
@@ -576,11 +580,8 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn file(path: &Path) -> Result<BufWriter<File>, Failure> {
-        let f = File::create(path)
-            .with_context(|| format!("{}: cannot create", path.display()))
-            .map_err(Failure::Runtime)?;
-        Ok(BufWriter::with_capacity(1 << 20, f))
+    fn file(path: &Path) -> Result<Box<dyn Write>, Failure> {
+        create_output(path)
     }
 
     fn finish(path: &Path, result: io::Result<()>) -> Result<(), Failure> {
