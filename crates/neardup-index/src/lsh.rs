@@ -117,7 +117,10 @@ impl Banding {
 /// only in the first band where its keys agree, so no global set of seen pairs is needed. A run
 /// of `m` equal keys costs `m^2 / 2` comparisons: callers should merge exact duplicates first.
 pub fn candidate_pairs(keys: &[u64], bands: usize) -> Vec<(u32, u32)> {
-    assert!(bands > 0 && keys.len().is_multiple_of(bands), "keys must hold `bands` keys per document");
+    assert!(
+        bands > 0 && keys.len().is_multiple_of(bands),
+        "keys must hold `bands` keys per document"
+    );
     let n = keys.len() / bands;
     let mut out = Vec::new();
     let mut column: Vec<(u64, u32)> = Vec::with_capacity(n);

@@ -29,7 +29,7 @@ mod spec;
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
     Cluster, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexManifest, Keep, Method,
-    Pair, Verification, INDEX_FORMAT_VERSION,
+    Pair, Verification, INDEX_FORMAT_VERSION, RECALL_WEIGHTS,
 };
 pub use error::BuildError;
 pub use idf::IdfBuilder;
