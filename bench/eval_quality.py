@@ -101,6 +101,7 @@ def build(lang, docs, dups, seed):
     base = [tokenize(t) for t in texts[:docs]]
     vocab = [tok for toks in base for tok in toks]
     corpus = list(base)
+    print(f"{lang}: {len(base)} real documents (of {len(texts)} available)", file=sys.stderr)
     for _ in range(dups):
         src = corpus[rng.randrange(len(base))]
         rate = rng.choice(RATES)
@@ -247,7 +248,8 @@ def main():
             for i, toks in enumerate(corpus):
                 f.write(json.dumps({"id": i, "tokens": toks}, ensure_ascii=False) + "\n")
         truth = ground_truth(sets, THRESHOLDS)
-        print(f"\n### {lang}: {len(corpus)} documents ({args.docs} real, {args.dups} planted, "
+        print(f"\n### {lang}: {len(corpus)} documents ({len(corpus) - args.dups} real, "
+              f"{args.dups} planted, "
               f"edit rates {RATES}), true pairs "
               + ", ".join(f"{t}: {len(truth[t])}" for t in THRESHOLDS)
               + f" ({time.perf_counter() - t0:.0f} s to build)\n")
