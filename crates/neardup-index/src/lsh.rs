@@ -194,6 +194,16 @@ impl MinHashLsh {
     pub fn insert(&mut self, id: u64, signature: &[u32]) -> Result<(), BandingError> {
         self.banding.check(signature.len())?;
         let keys = self.banding.keys(signature).into_boxed_slice();
+        self.insert_keys(id, keys);
+        Ok(())
+    }
+
+    /// Stores precomputed band keys ([`Banding::keys`]) under `id`, replacing what `id` held.
+    ///
+    /// # Panics
+    /// If `keys` does not hold one key per band.
+    pub fn insert_keys(&mut self, id: u64, keys: Box<[u64]>) {
+        assert_eq!(keys.len(), self.banding.bands, "one key per band");
         self.remove(id);
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -207,7 +217,6 @@ impl MinHashLsh {
         }
         self.slots[slot as usize] = Some((id, keys));
         self.slot_of.insert(id, slot);
-        Ok(())
     }
 
     /// Removes `id`; returns whether it was stored.
@@ -231,9 +240,13 @@ impl MinHashLsh {
     /// The ids of every stored document that shares a band with `signature`, sorted.
     pub fn query(&self, signature: &[u32]) -> Result<Vec<u64>, BandingError> {
         self.banding.check(signature.len())?;
-        let keys = self.banding.keys(signature);
+        Ok(self.query_keys(&self.banding.keys(signature)))
+    }
+
+    /// The ids of every stored document that shares one of the band `keys`, sorted.
+    pub fn query_keys(&self, keys: &[u64]) -> Vec<u64> {
         let mut out: Vec<u64> = Vec::new();
-        for (table, key) in self.tables.iter().zip(&keys) {
+        for (table, key) in self.tables.iter().zip(keys) {
             if let Some(list) = table.get(key) {
                 out.extend(
                     list.iter().map(|&s| self.slots[s as usize].as_ref().expect("listed").0),
@@ -242,7 +255,7 @@ impl MinHashLsh {
         }
         out.sort_unstable();
         out.dedup();
-        Ok(out)
+        out
     }
 }
 

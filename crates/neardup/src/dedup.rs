@@ -37,6 +37,18 @@ pub enum Method {
     MinHash,
     /// SimHash fingerprints in permuted tables, for a Hamming distance.
     SimHash,
+    /// Both: a candidate from either index (verified by Jaccard by default).
+    Both,
+}
+
+impl Method {
+    fn uses_minhash(self) -> bool {
+        self != Method::SimHash
+    }
+
+    fn uses_simhash(self) -> bool {
+        self != Method::MinHash
+    }
 }
 
 /// How a candidate pair is confirmed.
@@ -59,7 +71,7 @@ impl Verification {
     /// The default for a method.
     pub fn default_for(method: Method) -> Verification {
         match method {
-            Method::MinHash => Verification::Jaccard,
+            Method::MinHash | Method::Both => Verification::Jaccard,
             Method::SimHash => Verification::Hamming,
         }
     }
@@ -68,7 +80,7 @@ impl Verification {
     fn is_set_based(self, method: Method) -> bool {
         match self {
             Verification::Jaccard => true,
-            Verification::Estimate => method == Method::MinHash,
+            Verification::Estimate => method.uses_minhash(),
             Verification::Cosine | Verification::Hamming => false,
         }
     }
@@ -209,6 +221,81 @@ pub struct DocSketch {
     simhash: u128,
 }
 
+impl DocSketch {
+    /// The LSH band keys (MinHash method).
+    pub fn band_keys(&self) -> &[u64] {
+        &self.keys
+    }
+
+    /// The SimHash value (SimHash method or Hamming verification; 0 otherwise).
+    pub fn simhash_value(&self) -> u128 {
+        self.simhash
+    }
+
+    /// The sketch as bytes (the record layout of `docs.bin`, without the id), for stores.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + 8 * (self.features.len() + self.keys.len()));
+        self.write_to(&mut out).expect("writing to a Vec cannot fail");
+        out
+    }
+
+    /// Reads what [`DocSketch::to_bytes`] wrote.
+    pub fn from_bytes(bytes: &[u8]) -> Result<DocSketch, String> {
+        let mut r = Reader { bytes, pos: 0 };
+        let doc = DocSketch::read_from(&mut r)?;
+        if r.pos != bytes.len() {
+            return Err(format!("{} unexpected bytes at offset {}", bytes.len() - r.pos, r.pos));
+        }
+        Ok(doc)
+    }
+
+    fn write_to<W: Write>(&self, out: &mut W) -> io::Result<()> {
+        let d = self;
+        out.write_all(&d.len.to_le_bytes())?;
+        out.write_all(&[u8::from(d.empty)])?;
+        out.write_all(&d.exact.to_le_bytes())?;
+        out.write_all(&d.simhash.to_le_bytes())?;
+        out.write_all(&(d.features.len() as u32).to_le_bytes())?;
+        for h in d.features.iter() {
+            out.write_all(&h.to_le_bytes())?;
+        }
+        out.write_all(&(d.vector.len() as u32).to_le_bytes())?;
+        for (h, w) in d.vector.entries() {
+            out.write_all(&h.to_le_bytes())?;
+            out.write_all(&w.to_le_bytes())?;
+        }
+        out.write_all(&(d.signature.len() as u32).to_le_bytes())?;
+        for v in d.signature.iter() {
+            out.write_all(&v.to_le_bytes())?;
+        }
+        out.write_all(&(d.keys.len() as u32).to_le_bytes())?;
+        for k in d.keys.iter() {
+            out.write_all(&k.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn read_from(r: &mut Reader<'_>) -> Result<DocSketch, String> {
+        let len = r.u64()?;
+        let empty = r.take(1)?[0] != 0;
+        let exact = r.u128()?;
+        let simhash = r.u128()?;
+        let n = r.u32()? as usize;
+        let features = (0..n).map(|_| r.u64()).collect::<Result<Box<[u64]>, _>>()?;
+        let n = r.u32()? as usize;
+        let vector = SparseVector::from_entries(
+            (0..n)
+                .map(|_| Ok((r.u64()?, f64::from_bits(r.u64()?))))
+                .collect::<Result<Vec<(u64, f64)>, String>>()?,
+        );
+        let n = r.u32()? as usize;
+        let signature = (0..n).map(|_| r.u32()).collect::<Result<Box<[u32]>, _>>()?;
+        let n = r.u32()? as usize;
+        let keys = (0..n).map(|_| r.u64()).collect::<Result<Box<[u64]>, _>>()?;
+        Ok(DocSketch { len, empty, exact, features, vector, signature, keys, simhash })
+    }
+}
+
 /// A verified pair, by document position.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pair {
@@ -250,11 +337,60 @@ pub struct DedupOutcome {
 
 /// The banding, verification and widths a run uses, resolved from a config and a pipeline.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Plan {
-    method: Method,
-    verification: Verification,
-    banding: Option<Banding>,
-    bits: u32,
+pub(crate) struct Plan {
+    pub(crate) method: Method,
+    pub(crate) verification: Verification,
+    pub(crate) banding: Option<Banding>,
+    pub(crate) bits: u32,
+}
+
+impl Plan {
+    /// Validates `config` against `pipeline` and resolves its defaults.
+    pub(crate) fn resolve(pipeline: &Pipeline, config: &DedupConfig) -> Result<Plan, DedupError> {
+        let invalid = |message: String| Err(DedupError::InvalidConfig { message });
+        if !(config.threshold > 0.0 && config.threshold <= 1.0) {
+            return invalid(format!("threshold {} is not in (0, 1]", config.threshold));
+        }
+        let bits = pipeline.simhash_bits().get();
+        if config.hamming >= bits {
+            return invalid(format!(
+                "Hamming distance {} must be below the SimHash width {bits}",
+                config.hamming
+            ));
+        }
+        if config.method.uses_simhash() {
+            // The permuted tables need k + 1 blocks, at most 16 (C(16, k) tables at most).
+            neardup_index::HammingIndex::new(bits, config.hamming).map_err(|e| {
+                DedupError::InvalidConfig { message: format!("--hamming {}: {e}", config.hamming) }
+            })?;
+        }
+        let verification = config.verification.unwrap_or(Verification::default_for(config.method));
+        let num_perm = pipeline.spec().minhash.num_perm;
+        let banding = match config.method {
+            Method::SimHash => None,
+            Method::MinHash | Method::Both => {
+                let (bands, rows) = match config.banding {
+                    Some(br) => br,
+                    None => {
+                        let weights = config.weights.unwrap_or(match verification {
+                            Verification::Estimate => (0.5, 0.5),
+                            _ => RECALL_WEIGHTS,
+                        });
+                        let p = optimal_params(config.threshold, num_perm, weights)
+                            .map_err(|e| DedupError::InvalidConfig { message: e.to_string() })?;
+                        (p.bands, p.rows)
+                    }
+                };
+                let banding = Banding::new(bands, rows)
+                    .map_err(|e| DedupError::InvalidConfig { message: e.to_string() })?;
+                banding.check(num_perm).map_err(|e| DedupError::InvalidConfig {
+                    message: format!("{e} (num_perm {num_perm})"),
+                })?;
+                Some(banding)
+            }
+        };
+        Ok(Plan { method: config.method, verification, banding, bits })
+    }
 }
 
 /// A deduplication run: documents are added (sketched in parallel by the caller), then
@@ -292,43 +428,7 @@ pub struct Dedup<'p> {
 impl<'p> Dedup<'p> {
     /// A run over documents fingerprinted by `pipeline`.
     pub fn new(pipeline: &'p Pipeline, config: DedupConfig) -> Result<Dedup<'p>, DedupError> {
-        let invalid = |message: String| Err(DedupError::InvalidConfig { message });
-        if !(config.threshold > 0.0 && config.threshold <= 1.0) {
-            return invalid(format!("threshold {} is not in (0, 1]", config.threshold));
-        }
-        let bits = pipeline.simhash_bits().get();
-        if config.hamming >= bits {
-            return invalid(format!(
-                "Hamming distance {} must be below the SimHash width {bits}",
-                config.hamming
-            ));
-        }
-        let verification = config.verification.unwrap_or(Verification::default_for(config.method));
-        let num_perm = pipeline.spec().minhash.num_perm;
-        let banding = match config.method {
-            Method::SimHash => None,
-            Method::MinHash => {
-                let (bands, rows) = match config.banding {
-                    Some(br) => br,
-                    None => {
-                        let weights = config.weights.unwrap_or(match verification {
-                            Verification::Estimate => (0.5, 0.5),
-                            _ => RECALL_WEIGHTS,
-                        });
-                        let p = optimal_params(config.threshold, num_perm, weights)
-                            .map_err(|e| DedupError::InvalidConfig { message: e.to_string() })?;
-                        (p.bands, p.rows)
-                    }
-                };
-                let banding = Banding::new(bands, rows)
-                    .map_err(|e| DedupError::InvalidConfig { message: e.to_string() })?;
-                banding.check(num_perm).map_err(|e| DedupError::InvalidConfig {
-                    message: format!("{e} (num_perm {num_perm})"),
-                })?;
-                Some(banding)
-            }
-        };
-        let plan = Plan { method: config.method, verification, banding, bits };
+        let plan = Plan::resolve(pipeline, &config)?;
         Ok(Dedup { pipeline, config, plan, docs: Vec::new(), seen: 0 })
     }
 
@@ -365,57 +465,7 @@ impl<'p> Dedup<'p> {
     /// Sketches one document of `len` bytes. Thread-safe: call it from many threads, each with
     /// its own scratch, then [`Dedup::push`] the results in input order.
     pub fn sketch(&self, doc: Document<'_>, len: usize, scratch: &mut Scratch) -> DocSketch {
-        let plan = &self.plan;
-        let features = self.pipeline.features(doc, scratch);
-        let needs_simhash =
-            plan.method == Method::SimHash || plan.verification == Verification::Hamming;
-        let simhash =
-            if needs_simhash { self.pipeline.simhasher().fingerprint(features).value() } else { 0 };
-        let weighted = !plan.verification.is_set_based(plan.method);
-        let vector = if weighted || plan.verification == Verification::Cosine {
-            SparseVector::from_features(features)
-        } else {
-            SparseVector::default()
-        };
-        let mut distinct: Vec<u64> = features.iter().map(|f| f.hash).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let empty = distinct.is_empty();
-        let exact = if weighted {
-            let mut bytes = Vec::with_capacity(vector.len() * 16);
-            for (h, w) in vector.entries() {
-                bytes.extend_from_slice(&h.to_le_bytes());
-                bytes.extend_from_slice(&w.to_bits().to_le_bytes());
-            }
-            xxhash_rust::xxh3::xxh3_128(&bytes)
-        } else {
-            let bytes: Vec<u8> = distinct.iter().flat_map(|h| h.to_le_bytes()).collect();
-            xxhash_rust::xxh3::xxh3_128(&bytes)
-        };
-        let (signature, keys) = match plan.method {
-            Method::MinHash if !empty => {
-                let sig = self.pipeline.minhasher().sketch_hashes(&distinct);
-                let keys = plan
-                    .banding
-                    .map(|b| b.keys(sig.values()))
-                    .unwrap_or_default()
-                    .into_boxed_slice();
-                let keep_sig = plan.verification == Verification::Estimate;
-                (if keep_sig { sig.values().into() } else { Box::default() }, keys)
-            }
-            _ => (Box::default(), Box::default()),
-        };
-        let features = if plan.verification == Verification::Jaccard {
-            distinct.into_boxed_slice()
-        } else {
-            Box::default()
-        };
-        let vector = if plan.verification == Verification::Cosine {
-            vector
-        } else {
-            SparseVector::default()
-        };
-        DocSketch { len: len as u64, empty, exact, features, vector, signature, keys, simhash }
+        sketch_with(self.pipeline, &self.plan, doc, len, scratch)
     }
 
     /// Adds a document; returns its position.
@@ -457,24 +507,28 @@ impl<'p> Dedup<'p> {
         reps.sort_unstable();
 
         // Candidates among representatives, as positions into `reps`.
-        let candidates: Vec<(u32, u32)> = match self.plan.method {
-            Method::MinHash => {
-                let bands = self.plan.banding.map_or(1, |b| b.bands());
-                let mut keys = Vec::with_capacity(reps.len() * bands);
-                for &r in &reps {
-                    keys.extend_from_slice(&self.docs[r as usize].keys);
-                }
-                candidate_pairs(&keys, bands)
+        let mut candidates: Vec<(u32, u32)> = Vec::new();
+        if self.plan.method.uses_minhash() {
+            let bands = self.plan.banding.map_or(1, |b| b.bands());
+            let mut keys = Vec::with_capacity(reps.len() * bands);
+            for &r in &reps {
+                keys.extend_from_slice(&self.docs[r as usize].keys);
             }
-            Method::SimHash => {
-                let fps: Vec<u128> = reps.iter().map(|&r| self.docs[r as usize].simhash).collect();
+            candidates = candidate_pairs(&keys, bands);
+        }
+        if self.plan.method.uses_simhash() {
+            let fps: Vec<u128> = reps.iter().map(|&r| self.docs[r as usize].simhash).collect();
+            candidates.extend(
                 hamming_pairs(self.plan.bits, self.config.hamming, &fps)
                     .expect("widths and distances are validated in Dedup::new")
                     .into_iter()
-                    .map(|(x, y, _)| (x, y))
-                    .collect()
+                    .map(|(x, y, _)| (x, y)),
+            );
+            if self.plan.method == Method::Both {
+                candidates.sort_unstable();
+                candidates.dedup();
             }
-        };
+        }
         let seen = self.seen as u32;
         let to_check: Vec<(u32, u32)> = candidates
             .into_iter()
@@ -498,38 +552,7 @@ impl<'p> Dedup<'p> {
     /// The similarity of a candidate pair if it passes verification.
     fn similarity(&self, a: u32, b: u32) -> Option<f64> {
         let (da, db) = (&self.docs[a as usize], &self.docs[b as usize]);
-        let threshold = self.config.threshold;
-        let hamming_similarity = || {
-            let d = (da.simhash ^ db.simhash).count_ones();
-            (d <= self.config.hamming).then(|| 1.0 - f64::from(d) / f64::from(self.plan.bits))
-        };
-        // Guard against the rounding of a similarity that equals the threshold exactly
-        // (4/5 computed as 0.7999999999999999).
-        let passes = |s: f64| s >= threshold - 1e-12;
-        match self.plan.verification {
-            Verification::Jaccard => {
-                let s = jaccard_sorted(&da.features, &db.features);
-                passes(s).then_some(s)
-            }
-            Verification::Cosine => {
-                let s = cosine(&da.vector, &db.vector);
-                passes(s).then_some(s)
-            }
-            Verification::Hamming => hamming_similarity(),
-            Verification::Estimate => match self.plan.method {
-                Method::SimHash => hamming_similarity(),
-                Method::MinHash => {
-                    let equal = da
-                        .signature
-                        .iter()
-                        .zip(db.signature.iter())
-                        .filter(|(x, y)| x == y)
-                        .count();
-                    let s = equal as f64 / da.signature.len().max(1) as f64;
-                    passes(s).then_some(s)
-                }
-            },
-        }
+        verify(&self.plan, self.config.threshold, self.config.hamming, da, db)
     }
 
     fn cluster(
@@ -590,6 +613,100 @@ impl<'p> Dedup<'p> {
             Keep::Longest => *members.iter().rev().max_by_key(|m| len(m)).unwrap_or(&first),
             Keep::Shortest => *members.iter().min_by_key(|m| len(m)).unwrap_or(&first),
         }
+    }
+}
+
+/// Sketches one document for `plan`: only what its method and verification need.
+pub(crate) fn sketch_with(
+    pipeline: &Pipeline,
+    plan: &Plan,
+    doc: Document<'_>,
+    len: usize,
+    scratch: &mut Scratch,
+) -> DocSketch {
+    let features = pipeline.features(doc, scratch);
+    let needs_simhash = plan.method.uses_simhash() || plan.verification == Verification::Hamming;
+    let simhash =
+        if needs_simhash { pipeline.simhasher().fingerprint(features).value() } else { 0 };
+    let weighted = !plan.verification.is_set_based(plan.method);
+    let vector = if weighted || plan.verification == Verification::Cosine {
+        SparseVector::from_features(features)
+    } else {
+        SparseVector::default()
+    };
+    let mut distinct: Vec<u64> = features.iter().map(|f| f.hash).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let empty = distinct.is_empty();
+    let exact = if weighted {
+        let mut bytes = Vec::with_capacity(vector.len() * 16);
+        for (h, w) in vector.entries() {
+            bytes.extend_from_slice(&h.to_le_bytes());
+            bytes.extend_from_slice(&w.to_bits().to_le_bytes());
+        }
+        xxhash_rust::xxh3::xxh3_128(&bytes)
+    } else {
+        let bytes: Vec<u8> = distinct.iter().flat_map(|h| h.to_le_bytes()).collect();
+        xxhash_rust::xxh3::xxh3_128(&bytes)
+    };
+    let (signature, keys) = match plan.method {
+        Method::MinHash | Method::Both if !empty => {
+            let sig = pipeline.minhasher().sketch_hashes(&distinct);
+            let keys =
+                plan.banding.map(|b| b.keys(sig.values())).unwrap_or_default().into_boxed_slice();
+            let keep_sig = plan.verification == Verification::Estimate;
+            (if keep_sig { sig.values().into() } else { Box::default() }, keys)
+        }
+        _ => (Box::default(), Box::default()),
+    };
+    let features = if plan.verification == Verification::Jaccard {
+        distinct.into_boxed_slice()
+    } else {
+        Box::default()
+    };
+    let vector =
+        if plan.verification == Verification::Cosine { vector } else { SparseVector::default() };
+    DocSketch { len: len as u64, empty, exact, features, vector, signature, keys, simhash }
+}
+
+/// The similarity of two documents if they pass `plan`'s verification at `threshold` (or
+/// within `hamming` bits). Empty documents match nothing.
+pub(crate) fn verify(
+    plan: &Plan,
+    threshold: f64,
+    hamming: u32,
+    da: &DocSketch,
+    db: &DocSketch,
+) -> Option<f64> {
+    if da.empty || db.empty {
+        return None;
+    }
+    let hamming_similarity = || {
+        let d = (da.simhash ^ db.simhash).count_ones();
+        (d <= hamming).then(|| 1.0 - f64::from(d) / f64::from(plan.bits))
+    };
+    // Guard against the rounding of a similarity that equals the threshold exactly
+    // (4/5 computed as 0.7999999999999999).
+    let passes = |s: f64| s >= threshold - 1e-12;
+    match plan.verification {
+        Verification::Jaccard => {
+            let s = jaccard_sorted(&da.features, &db.features);
+            passes(s).then_some(s)
+        }
+        Verification::Cosine => {
+            let s = cosine(&da.vector, &db.vector);
+            passes(s).then_some(s)
+        }
+        Verification::Hamming => hamming_similarity(),
+        Verification::Estimate => match plan.method {
+            Method::SimHash => hamming_similarity(),
+            Method::MinHash | Method::Both => {
+                let equal =
+                    da.signature.iter().zip(db.signature.iter()).filter(|(x, y)| x == y).count();
+                let s = equal as f64 / da.signature.len().max(1) as f64;
+                passes(s).then_some(s)
+            }
+        },
     }
 }
 
@@ -800,27 +917,7 @@ fn write_docs<W: Write>(out: &mut W, docs: &[DocSketch], ids: &[String]) -> io::
     for (d, id) in docs.iter().zip(ids) {
         out.write_all(&(id.len() as u32).to_le_bytes())?;
         out.write_all(id.as_bytes())?;
-        out.write_all(&d.len.to_le_bytes())?;
-        out.write_all(&[u8::from(d.empty)])?;
-        out.write_all(&d.exact.to_le_bytes())?;
-        out.write_all(&d.simhash.to_le_bytes())?;
-        out.write_all(&(d.features.len() as u32).to_le_bytes())?;
-        for h in d.features.iter() {
-            out.write_all(&h.to_le_bytes())?;
-        }
-        out.write_all(&(d.vector.len() as u32).to_le_bytes())?;
-        for (h, w) in d.vector.entries() {
-            out.write_all(&h.to_le_bytes())?;
-            out.write_all(&w.to_le_bytes())?;
-        }
-        out.write_all(&(d.signature.len() as u32).to_le_bytes())?;
-        for v in d.signature.iter() {
-            out.write_all(&v.to_le_bytes())?;
-        }
-        out.write_all(&(d.keys.len() as u32).to_le_bytes())?;
-        for k in d.keys.iter() {
-            out.write_all(&k.to_le_bytes())?;
-        }
+        d.write_to(out)?;
     }
     Ok(())
 }
@@ -848,24 +945,9 @@ fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), String> {
         let at = r.pos;
         let id = String::from_utf8(r.take(id_len)?.to_vec())
             .map_err(|_| format!("invalid UTF-8 in an id at byte offset {at}"))?;
-        let len = r.u64()?;
-        let empty = r.take(1)?[0] != 0;
-        let exact = r.u128()?;
-        let simhash = r.u128()?;
-        let n = r.u32()? as usize;
-        let features = (0..n).map(|_| r.u64()).collect::<Result<Box<[u64]>, _>>()?;
-        let n = r.u32()? as usize;
-        let vector = SparseVector::from_entries(
-            (0..n)
-                .map(|_| Ok((r.u64()?, f64::from_bits(r.u64()?))))
-                .collect::<Result<Vec<(u64, f64)>, String>>()?,
-        );
-        let n = r.u32()? as usize;
-        let signature = (0..n).map(|_| r.u32()).collect::<Result<Box<[u32]>, _>>()?;
-        let n = r.u32()? as usize;
-        let keys = (0..n).map(|_| r.u64()).collect::<Result<Box<[u64]>, _>>()?;
+        let doc = DocSketch::read_from(&mut r)?;
         ids.push(id);
-        docs.push(DocSketch { len, empty, exact, features, vector, signature, keys, simhash });
+        docs.push(doc);
     }
     if r.pos != body.len() {
         return Err(format!("{} unexpected bytes at offset {}", body.len() - r.pos, r.pos));
@@ -1139,6 +1221,8 @@ mod tests {
             DedupConfig { threshold: 0.0, ..DedupConfig::default() },
             DedupConfig { threshold: 1.5, ..DedupConfig::default() },
             DedupConfig { method: Method::SimHash, hamming: 64, ..DedupConfig::default() },
+            DedupConfig { method: Method::SimHash, hamming: 20, ..DedupConfig::default() },
+            DedupConfig { method: Method::Both, hamming: 16, ..DedupConfig::default() },
             DedupConfig { banding: Some((20, 20)), ..DedupConfig::default() },
         ] {
             assert!(Dedup::new(&p, config).is_err());

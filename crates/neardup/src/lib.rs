@@ -21,6 +21,7 @@
 
 mod compare;
 mod dedup;
+mod engine;
 mod error;
 mod idf;
 mod pipeline;
@@ -31,6 +32,7 @@ pub use dedup::{
     Cluster, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexManifest, Keep, Method,
     Pair, Verification, INDEX_FORMAT_VERSION, RECALL_WEIGHTS,
 };
+pub use engine::{Engine, Hit};
 pub use error::BuildError;
 pub use idf::IdfBuilder;
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};

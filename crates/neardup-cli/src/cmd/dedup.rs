@@ -76,7 +76,8 @@ pub struct DedupArgs {
     #[arg(value_name = "INPUT", required = true)]
     inputs: Vec<PathBuf>,
 
-    /// Candidate search: minhash (LSH bands, Jaccard threshold) or simhash (Hamming distance).
+    /// Candidate search: minhash (LSH bands, Jaccard threshold), simhash (Hamming distance), or
+    /// both (a candidate from either).
     #[arg(long, value_enum, value_name = "METHOD")]
     method: Option<MethodArg>,
 
@@ -157,6 +158,7 @@ pub struct DedupArgs {
 enum MethodArg {
     Minhash,
     Simhash,
+    Both,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -345,9 +347,15 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             outcome.clusters.len(),
             new - dropped
         );
-        let how = match dedup.banding() {
-            Some((b, r)) => format!("minhash, {b} bands x {r} rows"),
-            None => format!("simhash, Hamming <= {}", config.hamming),
+        let how = match (config.method, dedup.banding()) {
+            (Method::MinHash, Some((b, r))) => format!("minhash, {b} bands x {r} rows"),
+            (Method::Both, Some((b, r))) => {
+                format!(
+                    "minhash ({b} bands x {r} rows) and simhash (Hamming <= {})",
+                    config.hamming
+                )
+            }
+            _ => format!("simhash, Hamming <= {}", config.hamming),
         };
         let _ = writeln!(
             err,
@@ -392,6 +400,7 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     let method = match (args.method, args.hamming) {
         (Some(MethodArg::Minhash), _) => Method::MinHash,
         (Some(MethodArg::Simhash), _) | (None, Some(_)) => Method::SimHash,
+        (Some(MethodArg::Both), _) => Method::Both,
         (None, None) => Method::MinHash,
     };
     let verification = args.verify.map(|v| match v {

@@ -1,0 +1,230 @@
+//! A live collection: documents inserted, removed and searched one at a time (the service's
+//! core), with the same sketches and exact verification as [`crate::Dedup`].
+
+use std::sync::Arc;
+
+use neardup_index::{HammingIndex, MinHashLsh};
+use rustc_hash::FxHashMap;
+
+use crate::dedup::{sketch_with, verify, Plan};
+use crate::{DedupConfig, DedupError, DocSketch, Document, Method, Pipeline, Scratch};
+
+/// A search result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The document's key.
+    pub key: u64,
+    /// Its similarity under the engine's verification.
+    pub similarity: f64,
+}
+
+/// An in-memory index of documents keyed by `u64`, searched with exact verification.
+///
+/// ```
+/// use std::sync::Arc;
+/// use neardup::{DedupConfig, Document, Engine, Pipeline, PipelineSpec, Scratch};
+///
+/// let pipeline = Arc::new(Pipeline::new(PipelineSpec::default())?);
+/// let mut engine = Engine::new(pipeline, DedupConfig { threshold: 0.5, ..DedupConfig::default() })?;
+/// let mut scratch = Scratch::default();
+/// let text = "the quick brown fox jumps over the lazy dog near the river bank";
+/// let sketch = engine.sketch(Document::Text(text), text.len(), &mut scratch);
+/// engine.insert(7, sketch);
+/// let query = engine.sketch(Document::Text(&format!("{text}!")), text.len() + 1, &mut scratch);
+/// let hits = engine.search(&query, None, 10);
+/// assert_eq!(hits[0].key, 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Engine {
+    pipeline: Arc<Pipeline>,
+    config: DedupConfig,
+    plan: Plan,
+    lsh: Option<MinHashLsh>,
+    hamming: Option<HammingIndex>,
+    docs: FxHashMap<u64, DocSketch>,
+}
+
+impl Engine {
+    /// An empty engine.
+    pub fn new(pipeline: Arc<Pipeline>, config: DedupConfig) -> Result<Engine, DedupError> {
+        let plan = Plan::resolve(&pipeline, &config)?;
+        let lsh = plan.banding.map(MinHashLsh::new);
+        let hamming = match plan.method {
+            Method::SimHash | Method::Both => Some(
+                HammingIndex::new(plan.bits, config.hamming)
+                    .map_err(|e| DedupError::InvalidConfig { message: e.to_string() })?,
+            ),
+            Method::MinHash => None,
+        };
+        Ok(Engine { pipeline, config, plan, lsh, hamming, docs: FxHashMap::default() })
+    }
+
+    /// The pipeline.
+    pub fn pipeline(&self) -> &Arc<Pipeline> {
+        &self.pipeline
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DedupConfig {
+        &self.config
+    }
+
+    /// The LSH `(bands, rows)` (MinHash only).
+    pub fn banding(&self) -> Option<(usize, usize)> {
+        self.plan.banding.map(|b| (b.bands(), b.rows()))
+    }
+
+    /// The verification in use.
+    pub fn verification(&self) -> crate::Verification {
+        self.plan.verification
+    }
+
+    /// Documents stored.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// True when nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Sketches a document (thread-safe).
+    pub fn sketch(&self, doc: Document<'_>, len: usize, scratch: &mut Scratch) -> DocSketch {
+        sketch_with(&self.pipeline, &self.plan, doc, len, scratch)
+    }
+
+    /// The stored sketch of `key`.
+    pub fn get(&self, key: u64) -> Option<&DocSketch> {
+        self.docs.get(&key)
+    }
+
+    /// Stores `sketch` under `key`, replacing what `key` held. Empty documents are stored but
+    /// never indexed: they match nothing.
+    pub fn insert(&mut self, key: u64, sketch: DocSketch) {
+        self.remove(key);
+        if !sketch.empty {
+            if let Some(lsh) = &mut self.lsh {
+                lsh.insert_keys(key, sketch.band_keys().into());
+            }
+            if let Some(h) = &mut self.hamming {
+                h.insert(key, sketch.simhash_value());
+            }
+        }
+        self.docs.insert(key, sketch);
+    }
+
+    /// Removes `key`; returns whether it was stored.
+    pub fn remove(&mut self, key: u64) -> bool {
+        if self.docs.remove(&key).is_none() {
+            return false;
+        }
+        if let Some(lsh) = &mut self.lsh {
+            lsh.remove(key);
+        }
+        if let Some(h) = &mut self.hamming {
+            h.remove(key);
+        }
+        true
+    }
+
+    /// The stored documents similar to `query` (verified at `threshold`, or the configured
+    /// one), most similar first (ties by key), at most `top_k`.
+    pub fn search(&self, query: &DocSketch, threshold: Option<f64>, top_k: usize) -> Vec<Hit> {
+        if query.empty {
+            return Vec::new();
+        }
+        let mut candidates: Vec<u64> = Vec::new();
+        if let Some(lsh) = &self.lsh {
+            candidates.extend(lsh.query_keys(query.band_keys()));
+        }
+        if let Some(h) = &self.hamming {
+            candidates.extend(h.query(query.simhash_value()).into_iter().map(|(k, _)| k));
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let threshold = threshold.unwrap_or(self.config.threshold);
+        let mut hits: Vec<Hit> = candidates
+            .into_iter()
+            .filter_map(|key| {
+                let doc = self.docs.get(&key)?;
+                let similarity = verify(&self.plan, threshold, self.config.hamming, query, doc)?;
+                Some(Hit { key, similarity })
+            })
+            .collect();
+        hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
+        hits.truncate(top_k);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PipelineSpec;
+    use proptest::prelude::*;
+
+    fn words() -> impl Strategy<Value = Vec<String>> {
+        let word = prop::sample::select(vec!["a", "b", "c", "d", "e", "f", "g", "h"]);
+        prop::collection::vec(prop::collection::vec(word, 0..12).prop_map(|w| w.join(" ")), 1..30)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// With SimHash candidates (exact) and Hamming verification, search returns exactly the
+        /// stored documents within k bits, after inserts, replacements and removals.
+        #[test]
+        fn simhash_search_equals_brute_force(texts in words(), k in 0u32..8) {
+            let p = Arc::new(Pipeline::new(PipelineSpec::preset("shingles").expect("preset"))
+                .expect("valid"));
+            let config = DedupConfig { method: Method::SimHash, hamming: k, ..DedupConfig::default() };
+            let mut e = Engine::new(p, config).expect("valid");
+            let mut s = Scratch::default();
+            let sketches: Vec<DocSketch> =
+                texts.iter().map(|t| e.sketch(Document::Text(t), t.len(), &mut s)).collect();
+            for (i, sk) in sketches.iter().enumerate() {
+                e.insert(i as u64 % 20, sk.clone());
+            }
+            e.remove(3);
+            for q in &sketches {
+                let mut want: Vec<u64> = (0..20u64)
+                    .filter(|key| {
+                        e.get(*key).is_some_and(|d| {
+                            !d.empty && !q.empty
+                                && (d.simhash_value() ^ q.simhash_value()).count_ones() <= k
+                        })
+                    })
+                    .collect();
+                want.sort_unstable();
+                let mut got: Vec<u64> = e.search(q, None, usize::MAX).iter().map(|h| h.key).collect();
+                got.sort_unstable();
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    #[test]
+    fn minhash_search_verifies_and_orders() {
+        let p = Arc::new(Pipeline::new(PipelineSpec::default()).expect("valid"));
+        let mut e = Engine::new(p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+            .expect("valid");
+        let mut s = Scratch::default();
+        let base = "one two three four five six seven eight nine ten eleven twelve thirteen";
+        let texts = [base.to_string(), format!("{base} fourteen"), "x y z w v u t".to_string()];
+        for (i, t) in texts.iter().enumerate() {
+            let sk = e.sketch(Document::Text(t), t.len(), &mut s);
+            e.insert(i as u64, sk);
+        }
+        let q = e.sketch(Document::Text(base), base.len(), &mut s);
+        let hits = e.search(&q, None, 10);
+        assert_eq!(hits.iter().map(|h| h.key).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(hits[0].similarity, 1.0);
+        assert!(e.search(&q, Some(0.95), 10).len() == 1);
+        assert!(e.remove(0));
+        assert_eq!(e.search(&q, None, 10)[0].key, 1);
+        let empty = e.sketch(Document::Text(""), 0, &mut s);
+        assert!(e.search(&empty, None, 10).is_empty());
+    }
+}
