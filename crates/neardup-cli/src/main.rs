@@ -39,6 +39,9 @@ enum Command {
     Params(cmd::params::ParamsArgs),
     /// List the pipeline presets.
     Presets,
+    /// Serve collections over HTTP: similar-text search and near-duplicate checks on an
+    /// embedded store.
+    Serve(cmd::serve::ServeArgs),
     /// Print the pipeline spec that the given options resolve to, as JSON (for --spec).
     Spec(cmd::SpecArgs),
 }
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Params(args) => cmd::params::run(args),
         Command::Presets => cmd::presets(),
         Command::Spec(args) => cmd::spec(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

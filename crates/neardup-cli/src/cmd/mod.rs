@@ -6,6 +6,7 @@ pub mod fingerprint;
 pub mod idf;
 pub mod params;
 pub mod profile;
+pub mod serve;
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

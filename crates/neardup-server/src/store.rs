@@ -1,0 +1,113 @@
+//! The embedded store (redb): collection settings and documents, and their byte layouts.
+//!
+//! Tables: `meta` (`store_format` -> version), `collections` (name -> settings as JSON) and one
+//! `docs/NAME` table per collection (id -> record). A record is the document's sketch (what the
+//! index is rebuilt from at start), its metadata (JSON) and, if the collection keeps them, its
+//! text. Every write is one redb transaction committed with immediate durability (fsync), so an
+//! acknowledged write survives a crash and a batch is all or nothing.
+
+use neardup::{DocSketch, Method, PipelineSpec};
+use redb::{ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+/// Version of the store layout; a store of another version is refused at start.
+pub const STORE_FORMAT: u32 = 1;
+
+pub const META: TableDefinition<'static, &str, u32> = TableDefinition::new("meta");
+pub const COLLECTIONS: TableDefinition<'static, &str, &str> = TableDefinition::new("collections");
+
+/// The table of one collection's documents.
+pub fn docs_table(name: &str) -> String {
+    format!("docs/{name}")
+}
+
+pub fn docs_def(table: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
+    TableDefinition::new(table)
+}
+
+/// A collection's settings, as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CollectionInfo {
+    pub name: String,
+    pub spec: PipelineSpec,
+    pub method: Method,
+    pub threshold: f64,
+    pub hamming: u32,
+    pub store_text: bool,
+    /// `Pipeline::id()` when the collection was created: a build whose pipeline gives another id
+    /// (another fingerprint format) must not serve it.
+    pub pipeline_id: String,
+}
+
+/// A stored document.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub sketch: DocSketch,
+    pub metadata: serde_json::Value,
+    pub text: Option<String>,
+}
+
+impl Record {
+    pub fn encode(&self) -> Vec<u8> {
+        let sketch = self.sketch.to_bytes();
+        let meta = serde_json::to_vec(&self.metadata).expect("JSON values serialize");
+        let mut out = Vec::with_capacity(16 + sketch.len() + meta.len());
+        out.extend_from_slice(&(sketch.len() as u32).to_le_bytes());
+        out.extend_from_slice(&sketch);
+        out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+        out.extend_from_slice(&meta);
+        match &self.text {
+            Some(t) => {
+                out.push(1);
+                out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                out.extend_from_slice(t.as_bytes());
+            }
+            None => out.push(0),
+        }
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Record, String> {
+        let mut pos = 0usize;
+        let mut take = |n: usize| -> Result<&[u8], String> {
+            let end = pos.checked_add(n).filter(|&e| e <= bytes.len());
+            let end = end.ok_or_else(|| format!("record truncated at byte {pos}"))?;
+            let out = &bytes[pos..end];
+            pos = end;
+            Ok(out)
+        };
+        let len = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize;
+        let n = len(take(4)?);
+        let sketch = DocSketch::from_bytes(take(n)?)?;
+        let n = len(take(4)?);
+        let metadata = serde_json::from_slice(take(n)?).map_err(|e| e.to_string())?;
+        let text = match take(1)?[0] {
+            0 => None,
+            _ => {
+                let n = len(take(4)?);
+                Some(String::from_utf8(take(n)?.to_vec()).map_err(|e| e.to_string())?)
+            }
+        };
+        Ok(Record { sketch, metadata, text })
+    }
+}
+
+/// Reads every document of a table, calling `visit(id, record)`.
+pub fn for_each_doc(
+    txn: &redb::ReadTransaction,
+    table: &str,
+    mut visit: impl FnMut(&str, Record) -> Result<(), String>,
+) -> Result<(), String> {
+    let t = match txn.open_table(docs_def(table)) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    for item in t.iter().map_err(|e| e.to_string())? {
+        let (k, v) = item.map_err(|e| e.to_string())?;
+        let record =
+            Record::decode(v.value()).map_err(|e| format!("document {:?}: {e}", k.value()))?;
+        visit(k.value(), record)?;
+    }
+    Ok(())
+}
