@@ -331,7 +331,8 @@ fn spec_mismatch_is_refused() {
 }
 
 /// Streams inserts, kills the server with SIGKILL at a random moment, restarts it: every
-/// acknowledged document is there and found by search, and the store opens cleanly. 20 rounds.
+/// acknowledged document is there and found by search, and the store opens cleanly. 20 rounds
+/// (`NEARDUP_CRASH_ROUNDS` sets another number: `bench/crash_serve.sh` runs 200).
 #[test]
 fn crash_recovery_keeps_every_acknowledged_write() {
     let dir = tempdir("crash");
@@ -351,7 +352,9 @@ fn crash_recovery_keeps_every_acknowledged_write() {
         assert_eq!(s.json("PUT", "/v1/collections/crawl", json!({})).0, 201);
     }
     let mut acknowledged: Vec<(String, String)> = Vec::new();
-    for round in 0..20 {
+    let rounds: usize =
+        std::env::var("NEARDUP_CRASH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    for round in 0..rounds {
         let mut s = Server::start(&dir, &[]);
         let base = s.base.clone();
         let stop = Arc::new(AtomicBool::new(false));
