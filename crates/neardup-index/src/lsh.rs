@@ -16,6 +16,7 @@
 use std::fmt;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// How a signature is cut into bands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +157,9 @@ pub fn candidate_pairs(keys: &[u64], bands: usize) -> Vec<(u32, u32)> {
 #[derive(Debug, Clone)]
 pub struct MinHashLsh {
     banding: Banding,
-    tables: Vec<FxHashMap<u64, Vec<u32>>>,
+    /// Band key -> slots. Most keys belong to one document, so the list is inline up to two
+    /// slots: no allocation per key (16 keys per document at the default banding).
+    tables: Vec<FxHashMap<u64, SmallVec<[u32; 2]>>>,
     /// Slot -> (id, band keys); None when free.
     slots: Vec<Option<(u64, Box<[u64]>)>>,
     free: Vec<u32>,

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch};
+use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -405,12 +406,12 @@ async fn insert_docs(
     let c2 = c.clone();
     let records: Vec<(String, Record)> = blocking(move || {
         let live = live(&c2)?.read().expect("live lock");
-        let mut scratch = Scratch::default();
         let store_text = c2.info.store_text;
+        // Sketch the batch on every core (rayon), in order.
         Ok(docs
-            .into_iter()
-            .map(|(id, body, metadata)| {
-                let sketch = live.engine.sketch(body.document(), body.len(), &mut scratch);
+            .into_par_iter()
+            .map_init(Scratch::default, |scratch, (id, body, metadata)| {
+                let sketch = live.engine.sketch(body.document(), body.len(), scratch);
                 let text = store_text.then(|| body.text());
                 (id, Record { sketch, metadata, text })
             })

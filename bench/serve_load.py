@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Load test of `neardup serve` with wrk, and the same workload on datasketch MinHashLSH + Redis.
+
+1. Starts `neardup serve` (release build) on a fresh data directory on loopback.
+2. Batch inserts --docs documents of ~1 KB (the corpus of bench/dedup_1m.py: English, 10%
+   near-duplicates) in batches of 1,000 from 2 client threads: documents/s.
+3. `search` with wrk (2 threads, 32 connections, --seconds): each request a random stored
+   document with one word changed. Requests/s and latency percentiles.
+4. `check` with wrk: each request a new id, half of them near-duplicates of stored documents
+   (not inserted), half new pages (inserted, durable before the reply).
+5. The peer: datasketch 2.0 MinHashLSH(threshold 0.8, 128) with Redis storage (Debian's
+   redis-server, started here on a private port), --peer-docs documents inserted with an
+   insertion session, then queries from 2 Python threads for --seconds.
+
+Usage: bash bench/run_serve_load.sh [--docs 1000000] [--seconds 20] [--peer-docs 50000]
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data"
+PORT = 7790
+REDIS_PORT = 7791
+
+
+def corpus_lines(n):
+    path = DATA / "en_dedup_1000000.jsonl"
+    if not path.exists():
+        sys.path.insert(0, str(ROOT / "bench"))
+        import dedup_1m
+        DATA.mkdir(parents=True, exist_ok=True)
+        dedup_1m.make_corpus(path, 1_000_000)
+    out = []
+    with open(path, "rb") as f:
+        for line in f:
+            out.append(line.rstrip(b"\n"))
+            if len(out) >= n:
+                break
+    return out
+
+
+def request(conn, method, path, body=None):
+    conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        raise RuntimeError(f"{method} {path}: {r.status} {data[:300]!r}")
+    return json.loads(data)
+
+
+def wrk(lua, seconds, url):
+    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", "-s", lua, url],
+                         capture_output=True, text=True, check=True).stdout
+    rps = float(next(l for l in out.splitlines() if l.startswith("Requests/sec")).split()[1])
+    lat = {}
+    for l in out.splitlines():
+        parts = l.split()
+        if len(parts) == 2 and parts[0] in ("50%", "90%", "99%"):
+            v = parts[1]
+            ms = float(v[:-2]) if v.endswith("ms") else float(v[:-2]) / 1000 if v.endswith("us") else float(v[:-1]) * 1000
+            lat[parts[0]] = ms
+    errors = [l.strip() for l in out.splitlines() if "Non-2xx" in l or "Socket errors" in l]
+    return rps, lat, errors, out
+
+
+def lua_bodies(path, bodies, route):
+    """A wrk script that posts a random body of `bodies` (written one per line to a file)."""
+    body_file = path.with_suffix(".bodies")
+    body_file.write_text("\n".join(bodies) + "\n")
+    path.write_text(f"""
+local bodies = {{}}
+for line in io.lines("{body_file}") do bodies[#bodies + 1] = line end
+local counter = 0
+request = function()
+  counter = counter + 1
+  local body = bodies[math.random(#bodies)]
+  body = string.gsub(body, "__ID__", tostring(math.random(1, 2000000000)) .. "-" .. counter)
+  return wrk.format("POST", "{route}", {{["Content-Type"] = "application/json"}}, body)
+end
+""")
+    return str(path)
+
+
+def edit(text, rng):
+    words = text.split()
+    i = rng.randrange(len(words))
+    words[i] = "zzz" + words[i]
+    return " ".join(words)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--peer-docs", type=int, default=50_000)
+    ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--clients", type=int, default=2, help="concurrent batch-insert clients")
+    args = ap.parse_args()
+    rng = random.Random(5)
+    lines = corpus_lines(args.docs)
+    print(f"{len(lines)} documents, {sum(map(len, lines)) / 1e6:.0f} MB of JSONL; {os.cpu_count()} cores")
+
+    data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
+    binary = ROOT / "target" / "release" / "neardup"
+    server = subprocess.Popen([str(binary), "serve", "--data-dir", str(data_dir),
+                               "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)],
+                              stderr=subprocess.PIPE, text=True)
+    for line in server.stderr:
+        if "listening on" in line:
+            break
+    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    results = []
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
+        request(conn, "PUT", "/v1/collections/load", b"{}")
+
+        # 1. batch inserts
+        batches = [b'{"docs":[' + b",".join(lines[i:i + 1000]) + b"]}" for i in range(0, len(lines), 1000)]
+        todo = list(range(len(batches)))
+        lock = threading.Lock()
+
+        def insert_worker():
+            c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    i = todo.pop()
+                request(c, "POST", "/v1/collections/load/docs", batches[i])
+
+        t = time.perf_counter()
+        workers = [threading.Thread(target=insert_worker) for _ in range(args.clients)]
+        [w.start() for w in workers]
+        [w.join() for w in workers]
+        insert_s = time.perf_counter() - t
+        stored = request(conn, "GET", "/v1/collections/load")["documents"]
+        rss = int(next(l for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS")).split()[1]) / 1024
+        results.append((f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{len(lines) / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB"))
+        del batches
+
+        # 2. search
+        sample = [json.loads(lines[rng.randrange(len(lines))])["text"] for _ in range(2000)]
+        bodies = [json.dumps({"text": edit(t, rng), "top_k": 10}) for t in sample]
+        lua = lua_bodies(DATA / "search.lua", bodies, "/v1/collections/load/search")
+        rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
+        hits = sum(1 for b in bodies[:200] if request(conn, "POST", "/v1/collections/load/search", b.encode())["hits"])
+        results.append(("neardup search (wrk -t2 -c32)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", f"{hits}/200 queries found their source; {'; '.join(errors) or 'no errors'}"))
+
+        # 3. check: half near-duplicates, half new pages
+        new_pages = [" ".join(rng.sample(t.split(), len(t.split()))) for t in sample[:1000]]
+        bodies = [json.dumps({"id": "__ID__", "text": edit(t, rng)}) for t in sample[1000:]] + \
+                 [json.dumps({"id": "__ID__", "text": t}) for t in new_pages]
+        lua = lua_bodies(DATA / "check.lua", bodies, "/v1/collections/load/check")
+        rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
+        results.append(("neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", "; ".join(errors) or "no errors"))
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    if not args.no_peer:
+        results += peer(lines[:args.peer_docs], args.seconds, rng)
+
+    print("\n| workload | throughput | latency | notes |")
+    print("|---|---:|---|---|")
+    for r in results:
+        print("| " + " | ".join(r) + " |")
+
+
+def peer(lines, seconds, rng):
+    from datasketch import MinHash, MinHashLSH
+    redis_dir = Path(tempfile.mkdtemp(prefix="neardup-redis-"))
+    redis = subprocess.Popen(["redis-server", "--port", str(REDIS_PORT), "--dir", str(redis_dir),
+                              "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"],
+                             stdout=subprocess.DEVNULL)
+    time.sleep(1)
+    out = []
+    try:
+        def sig(text):
+            words = text.lower().split()
+            m = MinHash(num_perm=128)
+            m.update_batch([" ".join(words[i:i + 5]).encode() for i in range(max(1, len(words) - 4))])
+            return m
+
+        lsh = MinHashLSH(threshold=0.8, num_perm=128, storage_config={
+            "type": "redis", "basename": b"load", "redis": {"host": "127.0.0.1", "port": REDIS_PORT}})
+        docs = [json.loads(l) for l in lines]
+        t = time.perf_counter()
+        with lsh.insertion_session(buffer_size=1000) as s:
+            for d in docs:
+                s.insert(str(d["id"]), sig(d["text"]), check_duplication=False)
+        insert_s = time.perf_counter() - t
+        out.append((f"datasketch MinHashLSH + Redis insertion session ({len(docs):,} docs)", f"{len(docs) / insert_s:,.0f} docs/s", "", "MinHash(128) of word 5-shingles included"))
+
+        queries = [edit(docs[rng.randrange(len(docs))]["text"], rng) for _ in range(2000)]
+        lat, stop = [], time.perf_counter() + seconds
+
+        def q():
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                lsh.query(sig(queries[rng.randrange(len(queries))]))
+                lat.append(time.perf_counter() - t0)
+
+        ths = [threading.Thread(target=q) for _ in range(2)]
+        t = time.perf_counter()
+        [x.start() for x in ths]
+        [x.join() for x in ths]
+        el = time.perf_counter() - t
+        lat.sort()
+        p = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))] * 1000
+        out.append(("datasketch MinHashLSH + Redis query (2 Python threads)", f"{len(lat) / el:,.0f} req/s", f"p50 {p(0.5):.2f} / p90 {p(0.9):.2f} / p99 {p(0.99):.2f} ms", "in-process calls, no HTTP; candidates only, no verification"))
+    finally:
+        redis.terminate()
+        redis.wait()
+        shutil.rmtree(redis_dir, ignore_errors=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()
