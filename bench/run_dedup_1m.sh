@@ -3,9 +3,6 @@
 # bench/dedup_1m.py. Options pass through, e.g. `bash bench/run_dedup_1m.sh --docs 100000`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x bench/.venv/bin/python ]; then
-  python3 -m venv bench/.venv
-fi
-bench/.venv/bin/pip install -q "datasketch==2.0.0" "rensa==0.5.0" "simhash==2.1.2" "jieba==0.42.1"
+. bench/setup.sh
 cargo build -q --release -p neardup-cli
 exec bench/.venv/bin/python bench/dedup_1m.py "$@"

@@ -8,9 +8,6 @@ cd "$(dirname "$0")/.."
 if ! command -v wrk >/dev/null || ! command -v redis-server >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk redis-server >/dev/null
 fi
-if [ ! -x bench/.venv/bin/python ]; then
-  python3 -m venv bench/.venv
-fi
-bench/.venv/bin/pip install -q "datasketch==2.0.0" "rensa==0.5.0" "simhash==2.1.2" "jieba==0.42.1" "redis==5.2.1"
+. bench/setup.sh
 cargo build -q --release -p neardup-cli
 exec bench/.venv/bin/python bench/serve_load.py "$@"

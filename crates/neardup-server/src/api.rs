@@ -232,14 +232,11 @@ struct CreateRequest {
     store_text: bool,
 }
 
-async fn create_collection(
-    State(state): State<Shared>,
-    Path(name): Path<String>,
-    body: Result<Bytes, BytesRejection>,
-) -> ApiResult {
-    check_name(&name)?;
-    let req: CreateRequest = parse(body)?;
-    let spec = match (&req.preset, req.spec) {
+/// The pipeline spec of a request: a preset name or a spec object (never both). A spec may name
+/// files (stop words, idf); over HTTP that would read outside the data directory, so such a spec
+/// is refused.
+fn resolve_spec(preset: Option<String>, spec: Option<Value>) -> Result<PipelineSpec, ApiError> {
+    let spec = match (preset, spec) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad("invalid_field", "give preset or spec, not both"))
         }
@@ -248,14 +245,23 @@ async fn create_collection(
         (preset, None) => PipelineSpec::preset(preset.as_deref().unwrap_or("default"))
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?,
     };
-    // A spec may name files (stop words, idf); over HTTP that would read outside the data
-    // directory, so it is refused.
     if spec.stop_words.file.is_some() || matches!(spec.idf, neardup::IdfSource::File { .. }) {
         return Err(ApiError::bad(
             "invalid_field",
             "spec: files (stop_words.file, idf) cannot be named over HTTP",
         ));
     }
+    Ok(spec)
+}
+
+async fn create_collection(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    check_name(&name)?;
+    let req: CreateRequest = parse(body)?;
+    let spec = resolve_spec(req.preset, req.spec)?;
     let pipeline =
         Pipeline::new(spec.clone()).map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
     let info = CollectionInfo {
@@ -691,18 +697,7 @@ async fn compare(State(state): State<Shared>, body: Result<Bytes, BytesRejection
             ));
         }
     }
-    let spec = match (req.preset, req.spec) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::bad("invalid_field", "give preset or spec, not both"))
-        }
-        (_, Some(spec)) => serde_json::from_value::<PipelineSpec>(spec)
-            .map_err(|e| ApiError::bad("invalid_field", format!("spec: {e}")))?,
-        (preset, None) => PipelineSpec::preset(preset.as_deref().unwrap_or("default"))
-            .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?,
-    };
-    if spec.stop_words.file.is_some() || matches!(spec.idf, neardup::IdfSource::File { .. }) {
-        return Err(ApiError::bad("invalid_field", "spec: files cannot be named over HTTP"));
-    }
+    let spec = resolve_spec(req.preset, req.spec)?;
     blocking(move || {
         let pipeline =
             Pipeline::new(spec).map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
