@@ -105,6 +105,8 @@ def main():
     ap.add_argument("--peer-docs", type=int, default=50_000)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--clients", type=int, default=2, help="concurrent batch-insert clients")
+    ap.add_argument("--collection", default="{}",
+                    help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
     args = ap.parse_args()
     rng = random.Random(5)
     lines = corpus_lines(args.docs)
@@ -122,7 +124,8 @@ def main():
     results = []
     try:
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
-        request(conn, "PUT", "/v1/collections/load", b"{}")
+        request(conn, "PUT", "/v1/collections/load", args.collection.encode())
+        print(f"collection: {args.collection}")
 
         # 1. batch inserts
         batches = [b'{"docs":[' + b",".join(lines[i:i + 1000]) + b"]}" for i in range(0, len(lines), 1000)]

@@ -12,15 +12,17 @@ use crate::Failure;
 /// Options of `neardup serve`.
 #[derive(Debug, Args)]
 #[command(after_help = "Routes (JSON; errors are {\"error\": {\"code\", \"message\"}}):
-  PUT    /v1/collections/NAME            create: {\"preset\" | \"spec\", \"method\": minhash|simhash|both,
-                                         \"threshold\": 0.8, \"hamming\": 3, \"store_text\": false}
-  GET    /v1/collections[/NAME]          list; describe (size, spec, index parameters)
+  PUT    /v1/collections/NAME          create: {\"preset\" | \"spec\", \"method\": minhash|simhash|both,
+                                       \"threshold\": 0.8, \"hamming\": 3, \"store_text\": false}
+  GET    /v1/collections[/NAME]        list; describe (size, spec, index parameters)
   DELETE /v1/collections/NAME
-  POST   /v1/collections/NAME/docs       {\"docs\": [{\"id\", \"text\" | \"tokens\", \"metadata\"}]}, atomic
-  GET    /v1/collections/NAME/docs/ID    metadata, fingerprints, text if stored;  DELETE removes
-  POST   /v1/collections/NAME/search     {\"text\", \"top_k\", \"threshold\"} -> {\"hits\": [{\"id\", \"similarity\", \"metadata\"}]}
-  POST   /v1/collections/NAME/check      {\"id\", \"text\", \"insert\": true} -> {\"duplicate\", \"matches\", \"inserted\"}
-  POST   /v1/compare                     {\"a\", \"b\", \"preset\"} -> the measures of `neardup compare --json`
+  POST   /v1/collections/NAME/docs     {\"docs\": [{\"id\", \"text\" | \"tokens\", \"metadata\"}]}, atomic
+  GET    /v1/collections/NAME/docs/ID  metadata, fingerprints, text if stored; DELETE removes
+  POST   /v1/collections/NAME/search   {\"text\", \"top_k\", \"threshold\"}
+                                       -> {\"hits\": [{\"id\", \"similarity\", \"metadata\"}]}
+  POST   /v1/collections/NAME/check    {\"id\", \"text\", \"insert\": true}
+                                       -> {\"duplicate\", \"matches\", \"inserted\"}
+  POST   /v1/compare                   {\"a\", \"b\", \"preset\"} -> as `neardup compare --json`
   GET    /v1/health, /metrics (Prometheus), /v1/openapi.json
 
 Similarities are exact (Jaccard of feature sets by default), as in `neardup dedup`. A write is
