@@ -250,26 +250,25 @@ impl DocSketch {
     }
 
     fn write_to<W: Write>(&self, out: &mut W) -> io::Result<()> {
-        let d = self;
-        out.write_all(&d.len.to_le_bytes())?;
-        out.write_all(&[u8::from(d.empty)])?;
-        out.write_all(&d.exact.to_le_bytes())?;
-        out.write_all(&d.simhash.to_le_bytes())?;
-        out.write_all(&(d.features.len() as u32).to_le_bytes())?;
-        for h in d.features.iter() {
+        out.write_all(&self.len.to_le_bytes())?;
+        out.write_all(&[u8::from(self.empty)])?;
+        out.write_all(&self.exact.to_le_bytes())?;
+        out.write_all(&self.simhash.to_le_bytes())?;
+        out.write_all(&(self.features.len() as u32).to_le_bytes())?;
+        for h in self.features.iter() {
             out.write_all(&h.to_le_bytes())?;
         }
-        out.write_all(&(d.vector.len() as u32).to_le_bytes())?;
-        for (h, w) in d.vector.entries() {
+        out.write_all(&(self.vector.len() as u32).to_le_bytes())?;
+        for (h, w) in self.vector.entries() {
             out.write_all(&h.to_le_bytes())?;
             out.write_all(&w.to_le_bytes())?;
         }
-        out.write_all(&(d.signature.len() as u32).to_le_bytes())?;
-        for v in d.signature.iter() {
+        out.write_all(&(self.signature.len() as u32).to_le_bytes())?;
+        for v in self.signature.iter() {
             out.write_all(&v.to_le_bytes())?;
         }
-        out.write_all(&(d.keys.len() as u32).to_le_bytes())?;
-        for k in d.keys.iter() {
+        out.write_all(&(self.keys.len() as u32).to_le_bytes())?;
+        for k in self.keys.iter() {
             out.write_all(&k.to_le_bytes())?;
         }
         Ok(())

@@ -213,8 +213,8 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     };
     let seen = ids.len();
 
-    let spool = Spool::default();
-    let sources = sources(&args.inputs, &spool)?;
+    let mut spool = Spool::default();
+    let sources = sources(&args.inputs, &mut spool)?;
     let progress = Progress::new(args.quiet);
     let mut places: Vec<Place> = Vec::new();
     let mut id_hashes: HashSet<u64> = HashSet::new();
@@ -437,15 +437,15 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     })
 }
 
-/// A temporary copy of standard input, removed when dropped.
+/// Temporary copies of standard input, removed when dropped.
 #[derive(Debug, Default)]
 struct Spool {
-    path: std::cell::RefCell<Option<PathBuf>>,
+    paths: Vec<PathBuf>,
 }
 
 impl Drop for Spool {
     fn drop(&mut self) {
-        if let Some(p) = self.path.borrow().as_ref() {
+        for p in &self.paths {
             let _ = fs::remove_file(p);
         }
     }
@@ -453,7 +453,7 @@ impl Drop for Spool {
 
 /// The sources in order: files as given, directories expanded to their files (sorted, as
 /// plain-text documents), `-` copied to a temporary file.
-fn sources(inputs: &[PathBuf], spool: &Spool) -> Result<Vec<Source>, Failure> {
+fn sources(inputs: &[PathBuf], spool: &mut Spool) -> Result<Vec<Source>, Failure> {
     let mut out = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
@@ -464,7 +464,7 @@ fn sources(inputs: &[PathBuf], spool: &Spool) -> Result<Vec<Source>, Failure> {
             ));
             let mut file = File::create(&path).with_context(|| path.display().to_string())?;
             io::copy(&mut io::stdin().lock(), &mut file).context("copying standard input")?;
-            *spool.path.borrow_mut() = Some(path.clone());
+            spool.paths.push(path.clone());
             out.push(Source::Spooled(path));
         } else if input.is_dir() {
             let mut files = Vec::new();
@@ -500,15 +500,7 @@ fn copy_records(
     kept: &[bool],
     args: &DedupArgs,
 ) -> Result<(), Failure> {
-    let create = |path: &Option<PathBuf>| -> Result<Option<Box<dyn Write>>, Failure> {
-        path.as_deref().map(create_output).transpose()
-    };
-    let mut out_kept = create(&args.output)?;
-    let mut out_dropped = create(&args.dropped)?;
-    let write_err = |p: &Option<PathBuf>| {
-        let name = p.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-        move |e: io::Error| Failure::Runtime(anyhow!("{name}: {e}"))
-    };
+    let mut outputs = RecordOutputs::create(args)?;
     let mut next = 0usize; // the next document, in input order
     for (s, source) in sources.iter().enumerate() {
         if next >= places.len() {
@@ -517,19 +509,13 @@ fn copy_records(
         if places[next].source as usize != s {
             continue;
         }
-        let target = |keep: bool| if keep { 0 } else { 1 };
         match source {
             Source::Plain(path) => {
                 let text = fs::read(path).with_context(|| path.display().to_string())?;
                 let text = String::from_utf8_lossy(&text);
                 let line = serde_json::json!({"id": path.display().to_string(), "text": text});
-                let which = target(kept[next]);
-                let out = if which == 0 { out_kept.as_mut() } else { out_dropped.as_mut() };
-                if let Some(out) = out {
-                    let p = if which == 0 { &args.output } else { &args.dropped };
-                    serde_json::to_writer(&mut *out, &line).map_err(anyhow::Error::from)?;
-                    out.write_all(b"\n").map_err(write_err(p))?;
-                }
+                let line = serde_json::to_vec(&line).map_err(anyhow::Error::from)?;
+                outputs.write(kept[next], &line)?;
                 next += 1;
             }
             Source::File(path) | Source::Spooled(path) => {
@@ -548,30 +534,61 @@ fn copy_records(
                         )));
                     }
                     number += 1;
-                    if number != places[next].line {
-                        continue;
+                    if number == places[next].line {
+                        outputs.write(kept[next], &line)?;
+                        next += 1;
                     }
-                    let which = target(kept[next]);
-                    let out = if which == 0 { out_kept.as_mut() } else { out_dropped.as_mut() };
-                    if let Some(out) = out {
-                        let p = if which == 0 { &args.output } else { &args.dropped };
-                        out.write_all(&line).map_err(write_err(p))?;
-                        if line.last() != Some(&b'\n') {
-                            out.write_all(b"\n").map_err(write_err(p))?;
-                        }
-                    }
-                    next += 1;
                 }
             }
             Source::Stdin | Source::Text(..) => unreachable!("dedup spools stdin, takes no --text"),
         }
     }
-    for (out, path) in [(out_kept, &args.output), (out_dropped, &args.dropped)] {
-        if let Some(mut out) = out {
-            out.flush().map_err(write_err(path))?;
-        }
+    outputs.flush()
+}
+
+/// An optional output and the path it was opened from (for error messages).
+type Sink<'a> = (Option<Box<dyn Write>>, &'a Option<PathBuf>);
+
+/// `--output` and `--dropped`: each record goes to one of them (or nowhere), newline-ended.
+struct RecordOutputs<'a> {
+    /// Kept records, then dropped ones.
+    sinks: [Sink<'a>; 2],
+}
+
+impl<'a> RecordOutputs<'a> {
+    fn create(args: &'a DedupArgs) -> Result<RecordOutputs<'a>, Failure> {
+        let open = |p: &Option<PathBuf>| p.as_deref().map(create_output).transpose();
+        Ok(RecordOutputs {
+            sinks: [(open(&args.output)?, &args.output), (open(&args.dropped)?, &args.dropped)],
+        })
     }
-    Ok(())
+
+    fn write(&mut self, keep: bool, record: &[u8]) -> Result<(), Failure> {
+        let (out, path) = &mut self.sinks[usize::from(!keep)];
+        let Some(out) = out else { return Ok(()) };
+        let result = out.write_all(record).and_then(|()| {
+            if record.last() == Some(&b'\n') {
+                Ok(())
+            } else {
+                out.write_all(b"\n")
+            }
+        });
+        result.map_err(|e| output_failure(path, e))
+    }
+
+    fn flush(self) -> Result<(), Failure> {
+        for (out, path) in self.sinks {
+            if let Some(mut out) = out {
+                out.flush().map_err(|e| output_failure(path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn output_failure(path: &Option<PathBuf>, e: io::Error) -> Failure {
+    let name = path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    Failure::Runtime(anyhow!("{name}: {e}"))
 }
 
 /// An output file, or standard output for `-`.
