@@ -20,6 +20,11 @@ pub enum SketchError {
     },
     /// A MinHash configuration asked for zero hash values.
     ZeroPermutations,
+    /// A MinHash configuration asked for more hash values than [`crate::MAX_NUM_PERM`].
+    TooManyPermutations {
+        /// The number asked for.
+        num_perm: usize,
+    },
     /// LSH parameters could not be chosen from these arguments.
     InvalidLsh {
         /// What is wrong.
@@ -42,6 +47,9 @@ impl fmt::Display for SketchError {
                 write!(f, "cannot compare a MinHash of {left} values with one of {right} values")
             }
             SketchError::ZeroPermutations => write!(f, "num_perm must be at least 1"),
+            SketchError::TooManyPermutations { num_perm } => {
+                write!(f, "num_perm {num_perm} is above the limit of {}", crate::MAX_NUM_PERM)
+            }
             SketchError::InvalidLsh { message } => write!(f, "{message}"),
             SketchError::BadHex { text } => {
                 write!(f, "{text:?} is not a hexadecimal fingerprint of 8, 16 or 32 digits")

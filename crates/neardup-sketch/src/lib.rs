@@ -32,8 +32,8 @@ mod weights;
 
 pub use error::SketchError;
 pub use hash::{fmix64, jenkins64, murmur3_x64_128, splitmix64, Feature, FeatureHasher};
-pub use lsh::{optimal_params, LshParams};
-pub use minhash::{Densification, MinHash, MinHashScheme, MinHasher};
+pub use lsh::{optimal_params, params_for_recall, LshParams};
+pub use minhash::{Densification, MinHash, MinHashScheme, MinHasher, MAX_NUM_PERM};
 pub use simhash::{SimHash, SimHashBits, SimHasher};
 pub use similarity::{cosine, jaccard_sorted, weighted_jaccard, SparseVector};
 pub use weights::{IdfError, IdfTable};

@@ -52,6 +52,9 @@ pub fn optimal_params(
     if num_perm < 2 {
         return Err(SketchError::InvalidLsh { message: "num_perm must be at least 2".into() });
     }
+    if num_perm > crate::MAX_NUM_PERM {
+        return Err(SketchError::TooManyPermutations { num_perm });
+    }
     let (wf, wn) = weights;
     if !(0.0..=1.0).contains(&wf) || !(0.0..=1.0).contains(&wn) || wf + wn != 1.0 {
         return Err(SketchError::InvalidLsh {
@@ -74,6 +77,70 @@ pub fn optimal_params(
         }
     }
     Ok(best.expect("num_perm >= 2 gives at least one point").1)
+}
+
+/// The cheapest `(bands, rows)` under which a pair of Jaccard similarity exactly `threshold`
+/// becomes a candidate with probability at least `recall`.
+///
+/// For each `r`, the fewest bands that reach the target are `b = ⌈ln(1 - R) / ln(1 - tʳ)⌉`
+/// (more bands only add candidates); among the `(b, r)` with `b · r <= num_perm`, the one with
+/// the smallest false-positive area `∫₀ᵗ 1 - (1 - sʳ)ᵇ ds` wins (ties to fewer values). Pairs
+/// above the threshold collide more often still, so the recall over all true pairs is at least
+/// `recall`. Under exact verification a false candidate costs one check and a missed one a
+/// missed duplicate, which is why this, not datasketch's weighted error, picks dedup's banding.
+pub fn params_for_recall(
+    threshold: f64,
+    num_perm: usize,
+    recall: f64,
+) -> Result<LshParams, SketchError> {
+    if !(threshold > 0.0 && threshold <= 1.0) {
+        return Err(SketchError::InvalidLsh {
+            message: format!("threshold {threshold} is not in (0, 1]"),
+        });
+    }
+    if !(recall > 0.0 && recall < 1.0) {
+        return Err(SketchError::InvalidLsh {
+            message: format!("recall {recall} is not in (0, 1)"),
+        });
+    }
+    if num_perm == 0 {
+        return Err(SketchError::ZeroPermutations);
+    }
+    if num_perm > crate::MAX_NUM_PERM {
+        return Err(SketchError::TooManyPermutations { num_perm });
+    }
+    let mut best: Option<LshParams> = None;
+    for r in 1..=num_perm {
+        let tr = threshold.powi(r as i32);
+        let b = if tr >= 1.0 {
+            1
+        } else {
+            let need = ((1.0 - recall).ln() / (1.0 - tr).ln()).ceil();
+            if !need.is_finite() || need > num_perm as f64 {
+                continue;
+            }
+            (need as usize).max(1)
+        };
+        if b * r > num_perm {
+            continue;
+        }
+        let (bi, ri) = (b as i32, r as i32);
+        let fp = integrate(|s| 1.0 - (1.0 - s.powi(ri)).powi(bi), 0.0, threshold);
+        let fnn = integrate(|s| (1.0 - s.powi(ri)).powi(bi), threshold, 1.0);
+        let better = best.as_ref().is_none_or(|p| {
+            fp < p.false_positive - 1e-15
+                || (fp <= p.false_positive + 1e-15 && b * r < p.bands * p.rows)
+        });
+        if better {
+            best = Some(LshParams { bands: b, rows: r, false_positive: fp, false_negative: fnn });
+        }
+    }
+    best.ok_or_else(|| SketchError::InvalidLsh {
+        message: format!(
+            "no banding of {num_perm} values reaches recall {recall} at threshold {threshold}; \
+             raise num_perm or lower the recall"
+        ),
+    })
 }
 
 /// Adaptive Gauss-Kronrod (7, 15) quadrature of `f` over `[a, b]`.
@@ -165,6 +232,22 @@ mod tests {
         // datasketch's docs: threshold 0.9, 128 permutations -> 5 bands of 25 rows.
         let p = optimal_params(0.9, 128, (0.5, 0.5)).expect("valid");
         assert_eq!((p.bands, p.rows), (5, 25));
+    }
+
+    #[test]
+    fn recall_target_is_met_at_least_cost() {
+        for &(t, r) in &[(0.5, 0.99), (0.7, 0.99), (0.8, 0.95), (0.8, 0.99), (0.9, 0.999)] {
+            let p = params_for_recall(t, 128, r).expect("reachable");
+            assert!(p.collision_probability(t) >= r, "{t} {r}: {p:?}");
+            assert!(p.bands * p.rows <= 128);
+            // One band fewer misses the target: no band is wasted.
+            let fewer = LshParams { bands: p.bands - 1, ..p };
+            assert!(p.bands == 1 || fewer.collision_probability(t) < r, "{t} {r}: {p:?}");
+        }
+        let p = params_for_recall(0.8, 128, 0.99).expect("reachable");
+        assert_eq!((p.bands, p.rows), (16, 6));
+        assert!(params_for_recall(0.8, 128, 1.0).is_err());
+        assert!(params_for_recall(0.99, 4, 0.999_999).is_err());
     }
 
     #[test]

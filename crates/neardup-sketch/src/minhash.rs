@@ -47,6 +47,12 @@ pub enum MinHashScheme {
     },
 }
 
+/// The largest `num_perm` accepted anywhere (signatures, LSH parameters, profiles). Signatures
+/// past a few hundred values buy little accuracy (the standard error of an estimate is
+/// `sqrt(J(1 - J) / num_perm)`) and cost time per feature and memory per document; the bound
+/// keeps one request or one option from holding a core or the memory without limit.
+pub const MAX_NUM_PERM: usize = 1024;
+
 /// A MinHash signature: `num_perm` 32-bit values.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -114,7 +120,7 @@ pub struct MinHasher {
 }
 
 impl MinHasher {
-    /// A MinHasher; `num_perm` must be at least 1.
+    /// A MinHasher; `num_perm` must be in `1..=`[`MAX_NUM_PERM`].
     pub fn new(
         num_perm: usize,
         seed: u64,
@@ -122,6 +128,9 @@ impl MinHasher {
     ) -> Result<MinHasher, SketchError> {
         if num_perm == 0 {
             return Err(SketchError::ZeroPermutations);
+        }
+        if num_perm > MAX_NUM_PERM {
+            return Err(SketchError::TooManyPermutations { num_perm });
         }
         let (mut a, mut b) = (Vec::new(), Vec::new());
         if scheme == MinHashScheme::Permutations {
@@ -188,10 +197,31 @@ impl MinHasher {
         }
     }
 
-    /// Permutation minima, four permutations per pass over the hashes: the running minima stay in
-    /// registers and the four multiply chains are independent, which is about twice as fast as
-    /// updating the whole signature per hash. `min` commutes with the clamp, so it is applied
-    /// once at the end.
+    /// The first `n` values of the signature of `hashes` (all of them when `n >= num_perm`).
+    /// With [`MinHashScheme::Permutations`] each value comes from its own hash function, so
+    /// only those `n` are computed: LSH banding with `b x r < num_perm` reads no more. With
+    /// one-permutation hashing the buckets depend on `num_perm`, so the whole signature is
+    /// computed and cut.
+    pub fn sketch_hashes_prefix(&self, hashes: &[u64], n: usize) -> MinHash {
+        let n = n.min(self.num_perm);
+        match self.scheme {
+            MinHashScheme::Permutations => {
+                let mut values = vec![EMPTY; n];
+                self.permutations_into(&mut values, hashes);
+                MinHash { values }
+            }
+            MinHashScheme::OnePermutation { .. } => {
+                let mut m = self.sketch(hashes.iter().copied());
+                m.values.truncate(n);
+                m
+            }
+        }
+    }
+
+    /// Permutation minima of the first `values.len()` hash functions, four permutations per
+    /// pass over the hashes: the running minima stay in registers and the four multiply chains
+    /// are independent, which is about twice as fast as updating the whole signature per hash.
+    /// `min` commutes with the clamp, so it is applied once at the end.
     fn permutations_into(&self, values: &mut [u32], hashes: &[u64]) {
         if hashes.is_empty() {
             return;
@@ -363,6 +393,24 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A prefix is the start of the whole signature, for both schemes.
+        #[test]
+        fn prefix_is_the_start_of_the_signature(
+            hashes in prop::collection::vec(any::<u64>(), 0..50),
+            n in 0usize..70,
+            oph in any::<bool>(),
+        ) {
+            let scheme = if oph {
+                MinHashScheme::OnePermutation { densification: Densification::Optimal }
+            } else {
+                MinHashScheme::Permutations
+            };
+            let m = MinHasher::new(64, 7, scheme).expect("valid");
+            let whole = m.sketch_hashes(&hashes);
+            let prefix = m.sketch_hashes_prefix(&hashes, n);
+            prop_assert_eq!(prefix.values(), &whole.values()[..n.min(64)]);
+        }
 
         /// The estimate is within 4 standard errors sqrt(J (1 - J) / k) of the exact Jaccard
         /// (with a floor of 1/k, one slot, for J near 0 or 1).

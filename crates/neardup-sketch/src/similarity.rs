@@ -77,7 +77,7 @@ fn merge_walk(a: &[(u64, f64)], b: &[(u64, f64)], mut visit: impl FnMut(f64, f64
 
 /// The Jaccard similarity `|A ∩ B| / |A ∪ B|` of two sets given as sorted, deduplicated slices.
 /// Two empty sets have similarity 0: an empty document is a near-duplicate of nothing.
-pub fn jaccard_sorted(a: &[u64], b: &[u64]) -> f64 {
+pub fn jaccard_sorted<T: Ord>(a: &[T], b: &[T]) -> f64 {
     let (mut i, mut j, mut inter) = (0, 0, 0usize);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -140,7 +140,7 @@ mod tests {
     #[test]
     fn jaccard_basics() {
         assert_eq!(jaccard_sorted(&[1, 2, 3], &[2, 3, 4]), 0.5);
-        assert_eq!(jaccard_sorted(&[], &[]), 0.0);
+        assert_eq!(jaccard_sorted::<u64>(&[], &[]), 0.0);
         assert_eq!(jaccard_sorted(&[1], &[]), 0.0);
         assert_eq!(jaccard_sorted(&[5, 9], &[5, 9]), 1.0);
     }

@@ -37,7 +37,7 @@ pub mod zh;
 pub use featurize::{FeatureKind, Featurizer};
 pub use normalize::{KeepFilter, NormalizeConfig, Normalizer};
 pub use pipeline::{PunctuationPolicy, TextConfig, TextPipeline, TextScratch};
-pub use script::{is_han, Script};
+pub use script::{is_han, is_unspaced, Script};
 pub use segment::{
     segment_text, CharSegmenter, Segmenter, SegmenterKind, Token, TokenKind, UnicodeWordSegmenter,
     WhitespaceSegmenter,

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
-use crate::is_han;
+use crate::{is_han, is_unspaced};
 
 /// Which characters survive normalization.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,7 +34,10 @@ pub struct NormalizeConfig {
     pub nfkc: bool,
     /// Fold case (Unicode lowercase mapping).
     pub case_fold: bool,
-    /// Replace every run of whitespace with one space and trim both ends.
+    /// Replace every run of whitespace with one space and trim both ends; a run next to a
+    /// character of a script written without spaces (Han, kana, CJK punctuation: see
+    /// [`crate::is_unspaced`]) is removed, so a line break inside a Chinese sentence changes
+    /// nothing.
     pub collapse_whitespace: bool,
     /// Which characters to keep.
     pub keep: KeepFilter,
@@ -68,8 +71,10 @@ impl Normalizer {
         self.normalize_with(text, self.config.collapse_whitespace)
     }
 
-    /// Normalizes `text` but collapses whitespace only if `collapse` is set (and configured).
-    /// Token features never see whitespace, so the pipeline skips that pass for them.
+    /// Normalizes `text` but collapses whitespace only if `collapse` is set (and configured),
+    /// or if the text is not ASCII. Token features never see whitespace, so the pipeline skips
+    /// that pass for ASCII text; other text may hold whitespace inside a Chinese word (a line
+    /// break in `共识算\n法`) that segmentation must not see.
     pub(crate) fn normalize_with<'a>(&self, text: &'a str, collapse: bool) -> Cow<'a, str> {
         let c = &self.config;
         let mut out = if text.is_ascii() {
@@ -90,7 +95,7 @@ impl Normalizer {
                 out = retain(out, |ch| ch.is_alphanumeric() || ch.is_whitespace())
             }
         }
-        if c.collapse_whitespace && collapse {
+        if c.collapse_whitespace && (collapse || !out.is_ascii()) {
             out = collapse_whitespace(out);
         }
         out
@@ -273,56 +278,61 @@ fn collapse_whitespace(text: Cow<'_, str>) -> Cow<'_, str> {
         }
         out.clear();
     }
+    let mut last: Option<char> = None;
     for word in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
+        if let Some(last) = last {
+            let first = word.chars().next().expect("words are not empty");
+            if !is_unspaced(last) && !is_unspaced(first) {
+                out.push(' ');
+            }
         }
         out.push_str(word);
+        last = word.chars().next_back();
     }
     Cow::Owned(out)
 }
 
-/// True if `text` has leading, trailing, repeated or non-space whitespace. Scans bytes: the only
-/// non-ASCII whitespace characters start with bytes C2, E1, E2 or E3.
+/// True if collapsing would change `text`: it has leading, trailing, repeated or non-space
+/// whitespace, or a space next to a character of an unspaced script ([`is_unspaced`]). Scans
+/// bytes: the only non-ASCII whitespace characters start with bytes C2, E1, E2 or E3, and a
+/// single space needs its two neighbours decoded only when it is found.
 fn needs_collapse(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let mut prev_space = true; // a leading space needs trimming
     let mut pos = 0;
     while pos < bytes.len() {
         // Skip ahead to the next byte that may start whitespace; the skipped bytes are neither
         // whitespace nor (being continuation bytes or other characters) spaces.
-        match bytes[pos..].iter().position(|&b| b <= b' ' || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3))
-        {
-            None => return false,
-            Some(0) => {}
-            Some(skip) => {
-                prev_space = false;
-                pos += skip;
-            }
-        }
+        let Some(skip) =
+            bytes[pos..].iter().position(|&b| b <= b' ' || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3))
+        else {
+            return false;
+        };
+        pos += skip;
         let b = bytes[pos];
         if b == b' ' {
-            if prev_space {
+            if pos == 0 || pos + 1 == bytes.len() {
+                return true; // leading or trailing
+            }
+            let next = text[pos + 1..].chars().next().expect("not at the end");
+            let prev = text[..pos].chars().next_back().expect("not at the start");
+            if next.is_whitespace() || is_unspaced(prev) || is_unspaced(next) {
                 return true;
             }
-            prev_space = true;
             pos += 1;
         } else if b < 0x80 {
             if b.is_ascii_whitespace() || b == 0x0b {
                 return true;
             }
-            prev_space = false;
             pos += 1;
         } else {
             let ch = text[pos..].chars().next().expect("char boundary");
             if ch.is_whitespace() {
                 return true;
             }
-            prev_space = false;
             pos += ch.len_utf8();
         }
     }
-    prev_space && !text.is_empty()
+    false
 }
 
 #[cfg(test)]
@@ -346,7 +356,8 @@ mod tests {
     fn borrows_when_unchanged() {
         let n = Normalizer::new(NormalizeConfig::default());
         assert!(matches!(n.normalize("already clean text"), Cow::Borrowed(_)));
-        assert!(matches!(n.normalize("中文文本 没有变化"), Cow::Borrowed(_)));
+        assert!(matches!(n.normalize("中文文本没有变化, ok"), Cow::Borrowed(_)));
+        assert!(matches!(n.normalize("中文文本 有变化"), Cow::Owned(_)));
         assert!(matches!(n.normalize("Capital"), Cow::Owned(_)));
     }
 
@@ -358,7 +369,7 @@ mod tests {
             keep: KeepFilter::Alphanumeric,
             ..Default::default()
         });
-        assert_eq!(alnum.normalize("Hello, world! 你好。"), "hello world 你好");
+        assert_eq!(alnum.normalize("Hello, world! 你好。"), "hello world你好");
     }
 
     /// The definition: NFKC of the whole text, then per-character case folding.
@@ -389,6 +400,31 @@ mod tests {
             assert_eq!(reference(&s), s, "{ch:?}");
             assert_eq!(is_nfkc_quick(s.chars()), IsNormalized::Yes, "{ch:?}");
             assert_eq!(unicode_normalization::char::canonical_combining_class(ch), 0);
+        }
+    }
+
+    /// Whitespace next to Han characters, kana and CJK punctuation carries no meaning: texts
+    /// that differ only in line breaks and spaces there normalize alike (issue: Chinese
+    /// defaults saw line breaks).
+    #[test]
+    fn whitespace_next_to_unspaced_scripts_is_removed() {
+        assert_eq!(
+            norm("石城古岸頭，一望思悠悠。\n幾許六朝事，不禁江水流。"),
+            norm("石城古岸頭，一望思悠悠。幾許六朝事，不禁江水流。")
+        );
+        assert_eq!(norm("共识 算\r\n法 是"), "共识算法是");
+        assert_eq!(norm("使用 Rust 语言, hello  world 。"), "使用rust语言, hello world。");
+        assert_eq!(norm("カタ カナ"), "カタカナ");
+        assert_eq!(norm("한국어 문장"), "한국어 문장");
+        assert_eq!(norm("中 文"), "中文");
+    }
+
+    proptest::proptest! {
+        /// The byte scan agrees with collapsing: it reports a change exactly when there is one.
+        #[test]
+        fn needs_collapse_agrees_with_collapse(text in "[a-c \n\t\u{4e00}-\u{4e03}\u{3002}\u{ac00}\u{a0}\u{3000}]{0,16}") {
+            let collapsed = collapse_whitespace(Cow::Borrowed(text.as_str())).into_owned();
+            proptest::prop_assert_eq!(needs_collapse(&text), collapsed != text);
         }
     }
 

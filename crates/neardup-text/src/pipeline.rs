@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    FeatureKind, Featurizer, NormalizeConfig, Normalizer, Segmenter, SegmenterKind, StopWords,
-    Token, TokenKind,
+    is_unspaced, FeatureKind, Featurizer, NormalizeConfig, Normalizer, Segmenter, SegmenterKind,
+    StopWords, Token, TokenKind,
 };
 
 /// What happens to tokens with no letter or digit (punctuation, symbols, emoji).
@@ -122,7 +122,11 @@ impl TextPipeline {
             if normalized.is_empty() {
                 continue;
             }
-            if !joined.is_empty() {
+            // Tokens are joined by one space, except next to a character of a script written
+            // without spaces, as the normalizer collapses whitespace in text.
+            let unspaced = joined.chars().next_back().is_some_and(is_unspaced)
+                || normalized.chars().next().is_some_and(is_unspaced);
+            if !joined.is_empty() && !unspaced {
                 joined.push(' ');
             }
             let start = joined.len();

@@ -15,6 +15,22 @@ pub fn is_han(c: char) -> bool {
         | '\u{30000}'..='\u{323AF}')
 }
 
+/// True for characters of scripts written without spaces between words, whose neighbouring
+/// whitespace carries no meaning (a line break inside a Chinese sentence, a space a converter
+/// put between two characters): Han ideographs, kana, CJK punctuation and symbols
+/// (U+3000..U+303F), CJK compatibility forms (U+FE30..U+FE4F) and the half- and full-width forms
+/// (U+FF00..U+FFEF). Hangul is not here: Korean separates words with spaces.
+#[inline]
+pub fn is_unspaced(c: char) -> bool {
+    is_han(c)
+        || matches!(c,
+            '\u{3000}'..='\u{303F}'
+            | '\u{3040}'..='\u{30FF}'
+            | '\u{31F0}'..='\u{31FF}'
+            | '\u{FE30}'..='\u{FE4F}'
+            | '\u{FF00}'..='\u{FFEF}')
+}
+
 /// The dominant writing style of a document, used by `auto` features.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Script {
