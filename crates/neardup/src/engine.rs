@@ -75,6 +75,11 @@ impl Engine {
         self.plan.banding.map(|b| (b.bands(), b.rows()))
     }
 
+    /// The probability that a pair exactly at the threshold becomes a candidate (MinHash).
+    pub fn candidate_probability(&self) -> Option<f64> {
+        self.plan.candidate_probability
+    }
+
     /// The verification in use.
     pub fn verification(&self) -> crate::Verification {
         self.plan.verification

@@ -51,14 +51,16 @@ impl fmt::Display for BuildError {
                 let names: Vec<&str> = crate::PRESETS.iter().map(|p| p.name).collect();
                 write!(f, "unknown preset {name:?}: expected one of {}", names.join(", "))
             }
-            BuildError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            // The source is returned by `source()`, not repeated here (anyhow's `{:#}` and
+            // other chain printers would print it twice).
+            BuildError::Io { path, .. } => write!(f, "cannot read {}", path.display()),
             BuildError::InvalidUtf8 { path, offset } => {
                 write!(f, "{}: invalid UTF-8 at byte offset {offset}", path.display())
             }
-            BuildError::Idf { path: Some(path), source } => {
-                write!(f, "{}: {source}", path.display())
+            BuildError::Idf { path: Some(path), .. } => {
+                write!(f, "{}: not a valid idf file", path.display())
             }
-            BuildError::Idf { path: None, source } => write!(f, "bundled idf table: {source}"),
+            BuildError::Idf { path: None, .. } => write!(f, "the bundled idf table is not valid"),
             BuildError::InvalidSpec { field, message } => write!(f, "{field}: {message}"),
             BuildError::Sketch(e) => write!(f, "{e}"),
         }
@@ -70,7 +72,8 @@ impl std::error::Error for BuildError {
         match self {
             BuildError::Io { source, .. } => Some(source),
             BuildError::Idf { source, .. } => Some(source),
-            BuildError::Sketch(e) => Some(e),
+            // Transparent: its message is this error's message.
+            BuildError::Sketch(e) => e.source(),
             _ => None,
         }
     }

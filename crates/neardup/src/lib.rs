@@ -29,15 +29,16 @@ mod spec;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
-    Cluster, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexManifest, Keep, Method,
-    Pair, Verification, INDEX_FORMAT_VERSION, RECALL_WEIGHTS,
+    Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexManifest, Keep,
+    Method, Pair, Pairs, Verification, DEFAULT_RECALL, INDEX_FORMAT_VERSION,
 };
 pub use engine::{Engine, Hit};
 pub use error::BuildError;
 pub use idf::IdfBuilder;
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
 pub use spec::{
-    IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION, PRESETS,
+    IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
+    MAX_NGRAM, MAX_TOP_N, PRESETS,
 };
 
 // The README's Rust example is compiled and run as a doctest.

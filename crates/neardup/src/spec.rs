@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use neardup_sketch::{FeatureHasher, MinHashScheme, SimHashBits};
+use neardup_sketch::{FeatureHasher, MinHashScheme, SimHashBits, MAX_NUM_PERM};
 use neardup_text::{
     BuiltinStopWords, FeatureKind, KeepFilter, NormalizeConfig, PunctuationPolicy, SegmenterKind,
 };
@@ -12,7 +12,17 @@ use crate::BuildError;
 
 /// Version of the fingerprint format: hash seeds, algorithms and spec semantics. It is part of
 /// every spec id, so fingerprints made by an incompatible build are never mixed silently.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// Version 2: whitespace next to Han characters, kana and CJK punctuation is removed by
+/// `collapse_whitespace` (and before segmentation), so Chinese text that differs only in line
+/// breaks has the same features.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The largest shingle or character n-gram size.
+pub const MAX_NGRAM: usize = 64;
+
+/// The largest keyword count (`top_n`).
+pub const MAX_TOP_N: usize = 10_000;
 
 /// How feature occurrences are weighted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -227,26 +237,36 @@ impl PipelineSpec {
             .ok_or_else(|| BuildError::UnknownPreset { name: name.to_string() })
     }
 
-    /// Checks values that the types alone do not rule out.
+    /// Checks values that the types alone do not rule out, and the upper bounds of every size
+    /// ([`MAX_NGRAM`], [`MAX_TOP_N`], [`MAX_NUM_PERM`]).
     pub fn validate(&self) -> Result<(), BuildError> {
-        let size = match self.features {
+        let invalid =
+            |field: &'static str, message: String| Err(BuildError::InvalidSpec { field, message });
+        match self.features {
             FeatureKind::Auto { n }
             | FeatureKind::WordShingles { n }
-            | FeatureKind::CharNgrams { n } => n,
-            FeatureKind::Keywords { top_n } => top_n,
-            _ => 1,
-        };
-        if size == 0 {
-            return Err(BuildError::InvalidSpec {
-                field: "features",
-                message: "shingle, n-gram and keyword counts must be at least 1".into(),
-            });
+            | FeatureKind::CharNgrams { n }
+                if !(1..=MAX_NGRAM).contains(&n) =>
+            {
+                return invalid(
+                    "features.n",
+                    format!("shingle and n-gram sizes must be in 1..={MAX_NGRAM}, not {n}"),
+                );
+            }
+            FeatureKind::Keywords { top_n } if !(1..=MAX_TOP_N).contains(&top_n) => {
+                return invalid(
+                    "features.top_n",
+                    format!("keyword counts must be in 1..={MAX_TOP_N}, not {top_n}"),
+                );
+            }
+            _ => {}
         }
-        if self.minhash.num_perm == 0 {
-            return Err(BuildError::InvalidSpec {
-                field: "minhash.num_perm",
-                message: "must be at least 1".into(),
-            });
+        let num_perm = self.minhash.num_perm;
+        if !(1..=MAX_NUM_PERM).contains(&num_perm) {
+            return invalid(
+                "minhash.num_perm",
+                format!("must be in 1..={MAX_NUM_PERM}, not {num_perm}"),
+            );
         }
         Ok(())
     }

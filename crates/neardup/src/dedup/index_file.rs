@@ -1,0 +1,242 @@
+//! The saved index: `manifest.json` (readable, checked on load) and `docs.bin` (the sketches).
+//!
+//! `docs.bin`: magic `NDUPDOCS`, format version u32, count u64, then per document its id (u32
+//! length, UTF-8) and its [`DocSketch`] record, little-endian; an xxh3-64 of everything before
+//! it closes the file. Each file is written to a temporary file beside it, synced and renamed,
+//! so a crash or a failure leaves the previous index as it was and no temporary file behind.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::sketch::Reader;
+use super::{Dedup, DedupError, DocSketch, Method, Verification};
+use crate::FORMAT_VERSION;
+
+/// Version of the on-disk index layout. Version 2: 32-bit feature hashes, and the pipeline
+/// format of neardup 0.2 (whitespace next to Han characters is ignored).
+pub const INDEX_FORMAT_VERSION: u32 = 2;
+const DOCS_MAGIC: &[u8; 8] = b"NDUPDOCS";
+
+/// The readable part of a saved index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexManifest {
+    /// Always `"neardup-index"`.
+    pub format: String,
+    /// [`INDEX_FORMAT_VERSION`].
+    pub version: u32,
+    /// The fingerprint format ([`FORMAT_VERSION`]) of the pipeline that built it.
+    pub pipeline_format: u32,
+    /// The pipeline id ([`crate::Pipeline::id`]).
+    pub pipeline_id: String,
+    /// The pipeline spec, for people reading the manifest.
+    pub spec: serde_json::Value,
+    /// The candidate method.
+    pub method: Method,
+    /// The verification.
+    pub verification: Verification,
+    /// LSH bands and rows (MinHash).
+    pub banding: Option<(usize, usize)>,
+    /// SimHash width.
+    pub bits: u32,
+    /// Documents stored.
+    pub documents: u64,
+}
+
+impl<'p> Dedup<'p> {
+    fn manifest(&self) -> IndexManifest {
+        IndexManifest {
+            format: "neardup-index".into(),
+            version: INDEX_FORMAT_VERSION,
+            pipeline_format: FORMAT_VERSION,
+            pipeline_id: self.pipeline.id().to_string(),
+            spec: serde_json::to_value(self.pipeline.spec()).unwrap_or(serde_json::Value::Null),
+            method: self.plan.method,
+            verification: self.plan.verification,
+            banding: self.banding(),
+            bits: self.plan.bits,
+            documents: self.docs.len() as u64,
+        }
+    }
+
+    /// Writes every document with its id to `dir` (created if needed). Each file is written to a
+    /// temporary file beside it, synced and renamed, so a crash or an error leaves the previous
+    /// index intact and no temporary file behind.
+    pub fn save(&self, dir: &Path, ids: &[String]) -> Result<(), DedupError> {
+        assert_eq!(ids.len(), self.docs.len(), "one id per document");
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        write_atomically(&dir.join("docs.bin"), |out| {
+            let mut out = HashingWriter::new(out);
+            write_docs(&mut out, &self.docs, ids)?;
+            let sum = out.hasher.digest();
+            out.inner.write_all(&sum.to_le_bytes())
+        })?;
+        let text = serde_json::to_string_pretty(&self.manifest()).expect("manifest serializes");
+        write_atomically(&dir.join("manifest.json"), |out| out.write_all(text.as_bytes()))
+    }
+
+    /// Loads a saved index as the documents already seen; returns their ids. Refuses an index
+    /// made with another pipeline, method, verification, banding or width, or by a build with
+    /// another index format (saying to rebuild it).
+    pub fn load(&mut self, dir: &Path) -> Result<Vec<String>, DedupError> {
+        assert!(self.docs.is_empty(), "load an index before adding documents");
+        let manifest_path = dir.join("manifest.json");
+        let text = fs::read_to_string(&manifest_path).map_err(io_err(&manifest_path))?;
+        let corrupt = |path: &Path, message: String| DedupError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        };
+        // The format and version first, so that an older layout gets "rebuild", not a parse
+        // error about a field it did not have.
+        let raw: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| corrupt(&manifest_path, e.to_string()))?;
+        if raw.get("format").and_then(|f| f.as_str()) != Some("neardup-index") {
+            return Err(corrupt(&manifest_path, "no \"format\": \"neardup-index\"".into()));
+        }
+        let version = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        if version != u64::from(INDEX_FORMAT_VERSION) {
+            return Err(DedupError::OldFormat {
+                path: dir.to_path_buf(),
+                found: version,
+                current: INDEX_FORMAT_VERSION,
+            });
+        }
+        let manifest: IndexManifest =
+            serde_json::from_str(&text).map_err(|e| corrupt(&manifest_path, e.to_string()))?;
+        let now = self.manifest();
+        let check = |field: &'static str, index: String, current: String| {
+            if index == current {
+                Ok(())
+            } else {
+                Err(DedupError::Mismatch { field, index, current })
+            }
+        };
+        check("pipeline", manifest.pipeline_id.clone(), now.pipeline_id.clone())?;
+        check("method", manifest.method.name().into(), now.method.name().into())?;
+        check("verification", manifest.verification.name().into(), now.verification.name().into())?;
+        let banding = |b: Option<(usize, usize)>| match b {
+            Some((b, r)) => format!("{b} bands x {r} rows"),
+            None => "no bands".into(),
+        };
+        check("banding", banding(manifest.banding), banding(now.banding))?;
+        check("SimHash width", format!("{} bits", manifest.bits), format!("{} bits", now.bits))?;
+
+        let docs_path = dir.join("docs.bin");
+        let mut bytes = Vec::new();
+        File::open(&docs_path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(io_err(&docs_path))?;
+        let (docs, ids) = read_docs(&bytes).map_err(|message| corrupt(&docs_path, message))?;
+        if docs.len() as u64 != manifest.documents {
+            return Err(corrupt(
+                &docs_path,
+                format!("{} documents, the manifest says {}", docs.len(), manifest.documents),
+            ));
+        }
+        self.docs = docs;
+        self.seen = self.docs.len();
+        Ok(ids)
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> DedupError {
+    let path = path.to_path_buf();
+    move |source| DedupError::Io { path, source }
+}
+
+/// Writes `path` through `write` into a temporary file in the same directory, syncs it and
+/// renames it over `path`. On any error the temporary file is removed and `path` is untouched.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+) -> Result<(), DedupError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io_err(path))?;
+    {
+        let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
+        write(&mut out).map_err(io_err(path))?;
+        out.flush().map_err(io_err(path))?;
+    }
+    tmp.as_file().sync_all().map_err(io_err(path))?;
+    tmp.persist(path).map_err(|e| io_err(path)(e.error))?;
+    Ok(())
+}
+
+/// A writer that hashes what passes through it (xxh3-64), for the trailing checksum.
+struct HashingWriter<W: Write> {
+    inner: W,
+    hasher: xxhash_rust::xxh3::Xxh3,
+}
+
+impl<W: Write> HashingWriter<W> {
+    fn new(inner: W) -> Self {
+        HashingWriter { inner, hasher: xxhash_rust::xxh3::Xxh3::new() }
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `docs.bin` without its checksum.
+fn write_docs<W: Write>(out: &mut W, docs: &[DocSketch], ids: &[String]) -> io::Result<()> {
+    out.write_all(DOCS_MAGIC)?;
+    out.write_all(&INDEX_FORMAT_VERSION.to_le_bytes())?;
+    out.write_all(&(docs.len() as u64).to_le_bytes())?;
+    for (d, id) in docs.iter().zip(ids) {
+        out.write_all(&(id.len() as u32).to_le_bytes())?;
+        out.write_all(id.as_bytes())?;
+        d.write_to(out)?;
+    }
+    Ok(())
+}
+
+/// Reads what [`write_docs`] wrote; the error says what is wrong and at which byte offset.
+pub(crate) fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), String> {
+    if bytes.len() < 28 || &bytes[..8] != DOCS_MAGIC {
+        return Err("missing the docs.bin header".into());
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    let expected = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
+    if xxhash_rust::xxh3::xxh3_64(body) != expected {
+        return Err("checksum mismatch (the file is truncated or damaged)".into());
+    }
+    let mut r = Reader { bytes: body, pos: 8 };
+    let version = r.u32()?;
+    if version != INDEX_FORMAT_VERSION {
+        return Err(format!("format version {version}, this build reads {INDEX_FORMAT_VERSION}"));
+    }
+    let count = r.u64()?;
+    // Every record takes at least 57 bytes: a damaged count cannot reserve more than that.
+    let cap = count.min((body.len() / 57) as u64) as usize;
+    let mut docs = Vec::with_capacity(cap);
+    let mut ids = Vec::with_capacity(cap);
+    for _ in 0..count {
+        let id_len = r.u32()? as usize;
+        let at = r.pos;
+        let id = String::from_utf8(r.take(id_len)?.to_vec())
+            .map_err(|_| format!("invalid UTF-8 in an id at byte offset {at}"))?;
+        let doc = DocSketch::read_from(&mut r)?;
+        ids.push(id);
+        docs.push(doc);
+    }
+    if r.pos != body.len() {
+        return Err(format!("{} unexpected bytes at offset {}", body.len() - r.pos, r.pos));
+    }
+    Ok((docs, ids))
+}

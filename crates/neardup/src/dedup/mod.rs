@@ -1,0 +1,680 @@
+//! Corpus deduplication: sketch every document, find candidate pairs, verify them exactly, and
+//! cluster the verified pairs.
+//!
+//! ```text
+//! documents -sketch (parallel)-> DocSketch -exact-duplicate groups-> representatives
+//!   -candidates: LSH bands (minhash) | permuted tables (simhash)-> pairs
+//!   -verify (parallel): Jaccard | cosine | Hamming | MinHash estimate-> edges
+//!   -union-find-> clusters -keeper rule-> kept / dropped
+//! ```
+//!
+//! Documents with the same feature set (or, for weighted measures, the same weighted vector) are
+//! merged before candidate search: they are similar to each other with similarity 1 and to
+//! anything else alike, so only one of them needs to be indexed. This keeps the quadratic cost of
+//! a band shared by thousands of copies (boilerplate pages, repeated posts) out of the search.
+//!
+//! Documents loaded from a saved index ([`Dedup::load`]) take part in candidate search but are
+//! never dropped: a new document in a cluster with an old one is a duplicate of something
+//! already seen.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Document, Pipeline, Scratch};
+
+mod index_file;
+mod plan;
+mod run;
+mod sketch;
+mod union_find;
+
+pub use index_file::{IndexManifest, INDEX_FORMAT_VERSION};
+pub(crate) use plan::Plan;
+pub use run::{Cluster, Copies, DedupOutcome, Pair, Pairs};
+pub use sketch::DocSketch;
+pub(crate) use sketch::{sketch_with, verify};
+
+/// How candidates are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// MinHash signatures in LSH bands, for a Jaccard threshold.
+    MinHash,
+    /// SimHash fingerprints in permuted tables, for a Hamming distance.
+    SimHash,
+    /// Both: a candidate from either index (verified by Jaccard by default).
+    Both,
+}
+
+impl Method {
+    fn uses_minhash(self) -> bool {
+        self != Method::SimHash
+    }
+
+    fn uses_simhash(self) -> bool {
+        self != Method::MinHash
+    }
+
+    /// The name used in options, specs and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::MinHash => "minhash",
+            Method::SimHash => "simhash",
+            Method::Both => "both",
+        }
+    }
+}
+
+/// How a candidate pair is confirmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verification {
+    /// Exact Jaccard similarity of the feature sets `>= threshold` (the default for MinHash).
+    Jaccard,
+    /// Cosine similarity of the weighted feature vectors `>= threshold`.
+    Cosine,
+    /// SimHash Hamming distance `<= hamming` (the default for SimHash); similarity is
+    /// `1 - distance / bits`.
+    Hamming,
+    /// No exact check: the MinHash estimate `>= threshold` (MinHash), or the SimHash distance
+    /// (SimHash). Faster, and approximate.
+    Estimate,
+}
+
+impl Verification {
+    /// The default for a method.
+    pub fn default_for(method: Method) -> Verification {
+        match method {
+            Method::MinHash | Method::Both => Verification::Jaccard,
+            Method::SimHash => Verification::Hamming,
+        }
+    }
+
+    /// The name used in options, specs and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verification::Jaccard => "jaccard",
+            Verification::Cosine => "cosine",
+            Verification::Hamming => "hamming",
+            Verification::Estimate => "estimate",
+        }
+    }
+
+    /// True when identical feature *sets* are interchangeable (weights do not matter).
+    fn is_set_based(self, method: Method) -> bool {
+        match self {
+            Verification::Jaccard => true,
+            Verification::Estimate => method.uses_minhash(),
+            Verification::Cosine | Verification::Hamming => false,
+        }
+    }
+}
+
+/// The default recall target under exact verification: the banding is the cheapest under which
+/// a pair exactly at the threshold becomes a candidate with at least this probability (16
+/// bands of 6 rows at 0.8 with 128 values, 0.992). Exact verification makes a false candidate
+/// cost one check, so recall is bought with candidates.
+pub const DEFAULT_RECALL: f64 = 0.99;
+
+/// Which document of a cluster is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Keep {
+    /// The first in input order.
+    #[default]
+    First,
+    /// The longest (bytes of text); ties go to the first.
+    Longest,
+    /// The shortest; ties go to the first.
+    Shortest,
+}
+
+/// What to deduplicate by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DedupConfig {
+    /// How candidates are found.
+    pub method: Method,
+    /// Similarity threshold for Jaccard, cosine and MinHash estimates, in (0, 1].
+    pub threshold: f64,
+    /// Largest Hamming distance for SimHash.
+    pub hamming: u32,
+    /// How pairs are confirmed; `None` picks [`Verification::default_for`] the method.
+    pub verification: Option<Verification>,
+    /// LSH `(bands, rows)`; `None` chooses them from the threshold as `neardup params` does.
+    pub banding: Option<(usize, usize)>,
+    /// `(false positive, false negative)` weights for choosing the banding as datasketch's
+    /// MinHashLSH does (used when `banding` is `None`).
+    pub weights: Option<(f64, f64)>,
+    /// The probability, in (0, 1), that a pair exactly at the threshold becomes a candidate:
+    /// the banding is the cheapest that reaches it (used when `banding` and `weights` are
+    /// `None`). `None` means [`DEFAULT_RECALL`] under exact verification and datasketch's
+    /// `(0.5, 0.5)` weights under [`Verification::Estimate`].
+    pub recall: Option<f64>,
+    /// Which document of a cluster is kept.
+    pub keep: Keep,
+}
+
+impl Default for DedupConfig {
+    fn default() -> Self {
+        DedupConfig {
+            method: Method::MinHash,
+            threshold: 0.8,
+            hamming: 3,
+            verification: None,
+            banding: None,
+            weights: None,
+            recall: None,
+            keep: Keep::First,
+        }
+    }
+}
+
+/// An error deduplicating.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DedupError {
+    /// The configuration cannot work.
+    InvalidConfig {
+        /// Why.
+        message: String,
+    },
+    /// Reading or writing an index failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: io::Error,
+    },
+    /// A saved index is damaged or not an index.
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A saved index was written by a build with another index format: rebuild it.
+    OldFormat {
+        /// The index directory.
+        path: PathBuf,
+        /// Its format version.
+        found: u64,
+        /// The version this build reads.
+        current: u32,
+    },
+    /// A saved index was built with other settings than the ones asked for.
+    Mismatch {
+        /// The setting.
+        field: &'static str,
+        /// Its value in the index.
+        index: String,
+        /// Its value now.
+        current: String,
+    },
+}
+
+impl fmt::Display for DedupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DedupError::InvalidConfig { message } => write!(f, "{message}"),
+            // The I/O error itself is `source()`.
+            DedupError::Io { path, .. } => write!(f, "index file {}", path.display()),
+            DedupError::Corrupt { path, message } => {
+                write!(f, "{}: not a valid neardup index: {message}", path.display())
+            }
+            DedupError::OldFormat { path, found, current } => write!(
+                f,
+                "{}: the index has format version {found}, this build reads version {current} \
+                 (32-bit feature hashes, and whitespace next to Han characters ignored); \
+                 rebuild it by running dedup over its documents again with --save-index",
+                path.display()
+            ),
+            DedupError::Mismatch { field, index, current } => write!(
+                f,
+                "the index was built with {field} {index}, this run uses {current}; \
+                 use the same settings or build a new index"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DedupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DedupError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A deduplication run: documents are added (sketched in parallel by the caller), then
+/// [`Dedup::run`] finds the clusters.
+///
+/// ```
+/// use neardup::{Dedup, DedupConfig, Document, Pipeline, PipelineSpec, Scratch};
+///
+/// let pipeline = Pipeline::new(PipelineSpec::default())?;
+/// let mut dedup = Dedup::new(&pipeline, DedupConfig { threshold: 0.5, ..DedupConfig::default() })?;
+/// let mut scratch = Scratch::default();
+/// for text in [
+///     "the quick brown fox jumps over the lazy dog near the river bank",
+///     "something else entirely, about neither foxes nor dogs nor rivers",
+///     "the quick brown fox jumps over the lazy dog near the river bank!",
+/// ] {
+///     let sketch = dedup.sketch(Document::Text(text), text.len(), &mut scratch);
+///     dedup.push(sketch);
+/// }
+/// let outcome = dedup.run();
+/// assert_eq!(outcome.kept, vec![true, true, false]);
+/// assert_eq!(outcome.clusters[0].members, vec![0, 2]);
+/// assert_eq!(outcome.pairs().map(|p| (p.a, p.b)).collect::<Vec<_>>(), vec![(0, 2)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Dedup<'p> {
+    pipeline: &'p Pipeline,
+    config: DedupConfig,
+    plan: Plan,
+    docs: Vec<DocSketch>,
+    /// Documents `0..seen` came from a saved index and are never dropped.
+    seen: usize,
+}
+
+impl<'p> Dedup<'p> {
+    /// A run over documents fingerprinted by `pipeline`.
+    pub fn new(pipeline: &'p Pipeline, config: DedupConfig) -> Result<Dedup<'p>, DedupError> {
+        let plan = Plan::resolve(pipeline, &config)?;
+        Ok(Dedup { pipeline, config, plan, docs: Vec::new(), seen: 0 })
+    }
+
+    /// The verification in use.
+    pub fn verification(&self) -> Verification {
+        self.plan.verification
+    }
+
+    /// The LSH `(bands, rows)` in use (MinHash only).
+    pub fn banding(&self) -> Option<(usize, usize)> {
+        self.plan.banding.map(|b| (b.bands(), b.rows()))
+    }
+
+    /// The probability that a pair exactly at the threshold becomes a candidate under the
+    /// banding (MinHash only): `1 - (1 - t^r)^b`.
+    pub fn candidate_probability(&self) -> Option<f64> {
+        self.plan.candidate_probability
+    }
+
+    /// The number of documents added (including those of a loaded index).
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// True when no document was added.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// The sketch of the document at `position`.
+    pub fn document(&self, position: usize) -> &DocSketch {
+        &self.docs[position]
+    }
+
+    /// The number of documents that came from a loaded index (positions `0..seen`).
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// Sketches one document of `len` bytes. Thread-safe: call it from many threads, each with
+    /// its own scratch, then [`Dedup::push`] the results in input order.
+    pub fn sketch(&self, doc: Document<'_>, len: usize, scratch: &mut Scratch) -> DocSketch {
+        sketch_with(self.pipeline, &self.plan, doc, len, scratch)
+    }
+
+    /// Adds a document; returns its position.
+    pub fn push(&mut self, sketch: DocSketch) -> u32 {
+        self.docs.push(sketch);
+        (self.docs.len() - 1) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_find::UnionFind;
+    use super::*;
+    use crate::PipelineSpec;
+    use neardup_sketch::jaccard_sorted;
+    use proptest::prelude::*;
+    use std::fs;
+
+    fn pipeline() -> Pipeline {
+        Pipeline::new(PipelineSpec::preset("shingles").expect("preset")).expect("valid")
+    }
+
+    fn run(p: &Pipeline, config: DedupConfig, texts: &[String]) -> (DedupOutcome, Vec<DocSketch>) {
+        let mut d = Dedup::new(p, config).expect("valid config");
+        let mut scratch = Scratch::default();
+        for t in texts {
+            let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
+            d.push(s);
+        }
+        (d.run(), d.docs.clone())
+    }
+
+    /// Connected components of a graph given as edges, as sorted member lists of size >= 2.
+    fn components(n: usize, edges: &[(u32, u32)]) -> Vec<Vec<u32>> {
+        let mut uf = UnionFind::new(n);
+        for &(a, b) in edges {
+            uf.union(a, b);
+        }
+        let mut groups: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for i in 0..n as u32 {
+            let r = uf.find(i);
+            groups.entry(r).or_default().push(i);
+        }
+        let mut out: Vec<Vec<u32>> = groups.into_values().filter(|g| g.len() >= 2).collect();
+        out.sort();
+        out
+    }
+
+    /// Texts from a small vocabulary, plus edited copies, so that every similarity occurs.
+    fn corpus() -> impl Strategy<Value = Vec<String>> {
+        let word = prop::sample::select(vec![
+            "alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa",
+        ]);
+        let doc = prop::collection::vec(word, 0..14);
+        (
+            prop::collection::vec(doc, 1..12),
+            prop::collection::vec((any::<prop::sample::Index>(), 0usize..4, any::<u8>()), 0..16),
+        )
+            .prop_map(|(docs, edits)| {
+                let mut texts: Vec<Vec<&str>> = docs;
+                for (pick, n, seed) in edits {
+                    let mut t = texts[pick.index(texts.len())].clone();
+                    for e in 0..n {
+                        if !t.is_empty() {
+                            let at = (seed as usize + e * 7) % t.len();
+                            t[at] = "omega";
+                        }
+                    }
+                    texts.push(t);
+                }
+                texts.into_iter().map(|t| t.join(" ")).collect()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// SimHash candidates are exact, so clusters equal the components of the brute-force
+        /// graph of pairs within distance k (empty documents match nothing).
+        #[test]
+        fn simhash_clusters_equal_brute_force(texts in corpus(), k in 0u32..6) {
+            let p = pipeline();
+            let config = DedupConfig { method: Method::SimHash, hamming: k, ..DedupConfig::default() };
+            let (out, docs) = run(&p, config, &texts);
+            let mut edges = Vec::new();
+            for a in 0..docs.len() {
+                for b in a + 1..docs.len() {
+                    let d = (docs[a].simhash ^ docs[b].simhash).count_ones();
+                    if !docs[a].empty && !docs[b].empty && d <= k {
+                        edges.push((a as u32, b as u32));
+                    }
+                }
+            }
+            let got: Vec<Vec<u32>> = out.clusters.iter().map(|c| c.members.clone()).collect();
+            let mut got_sorted = got.clone();
+            got_sorted.sort();
+            prop_assert_eq!(got_sorted, components(docs.len(), &edges));
+            check_keepers(&out);
+        }
+
+        /// MinHash with Jaccard verification: every reported pair is a true pair at the
+        /// threshold, and with one row per band (every shared value is a candidate) nothing
+        /// true is missed.
+        #[test]
+        fn minhash_jaccard_pairs_are_exact(texts in corpus(), t in 1u32..10) {
+            let threshold = f64::from(t) / 10.0;
+            let p = pipeline();
+            let config = DedupConfig { threshold, banding: Some((128, 1)), ..DedupConfig::default() };
+            let (out, docs) = run(&p, config, &texts);
+            let mut truth = Vec::new();
+            for a in 0..docs.len() {
+                for b in a + 1..docs.len() {
+                    let s = jaccard_sorted(&docs[a].features, &docs[b].features);
+                    if s >= threshold - 1e-12 && s > 0.0 {
+                        truth.push((a as u32, b as u32));
+                    }
+                }
+            }
+            // The complete pairs are exactly the true pairs: with one row per band every pair
+            // that shares a value is a candidate, and copies are expanded.
+            let mut got: Vec<(u32, u32)> = out.pairs().map(|p| (p.a, p.b)).collect();
+            got.sort_unstable();
+            prop_assert_eq!(&got, &truth);
+            prop_assert_eq!(out.pair_count(), truth.len() as u64);
+            let mut got: Vec<Vec<u32>> = out.clusters.iter().map(|c| c.members.clone()).collect();
+            got.sort();
+            prop_assert_eq!(got, components(docs.len(), &truth));
+            check_keepers(&out);
+        }
+    }
+
+    fn check_keepers(out: &DedupOutcome) {
+        for (i, c) in out.clusters.iter().enumerate() {
+            assert!(c.members.contains(&c.keep));
+            for &m in &c.members {
+                assert_eq!(out.cluster_of[m as usize], Some(i as u32));
+                assert_eq!(out.kept[m as usize], m == c.keep || m < out.seen());
+            }
+        }
+        for (i, cluster) in out.cluster_of.iter().enumerate() {
+            if cluster.is_none() {
+                assert!(out.kept[i]);
+            }
+        }
+    }
+
+    fn texts(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn keep_rules_break_ties_by_input_order() {
+        let base = "one two three four five six seven eight nine ten eleven twelve";
+        let docs = texts(&[
+            "unrelated words that share nothing with the others at all here",
+            base,
+            &format!("{base} thirteen"),
+            base,
+        ]);
+        let p = pipeline();
+        let keep = |keep: Keep| {
+            let config = DedupConfig { threshold: 0.7, keep, ..DedupConfig::default() };
+            let (out, _) = run(&p, config, &docs);
+            assert_eq!(out.clusters.len(), 1);
+            assert_eq!(out.clusters[0].members, vec![1, 2, 3]);
+            out.clusters[0].keep
+        };
+        assert_eq!(keep(Keep::First), 1);
+        assert_eq!(keep(Keep::Longest), 2);
+        assert_eq!(keep(Keep::Shortest), 1);
+    }
+
+    #[test]
+    fn empty_documents_match_nothing() {
+        let p = pipeline();
+        let (out, _) = run(&p, DedupConfig::default(), &texts(&["", "  ", "...", ""]));
+        assert!(out.clusters.is_empty());
+        assert_eq!(out.kept, vec![true; 4]);
+    }
+
+    #[test]
+    fn pairs_include_every_copy_of_both_groups() {
+        let p = pipeline();
+        let a = "one two three four five six seven eight nine ten eleven twelve";
+        let b = "one two three four five six seven eight nine ten eleven twelve thirteen";
+        let docs = texts(&[a, b, a, "unrelated words here and there", b, a]);
+        let config = DedupConfig { threshold: 0.8, ..DedupConfig::default() };
+        let (out, _) = run(&p, config, &docs);
+        let mut got: Vec<(u32, u32, f64)> =
+            out.pairs().map(|p| (p.a, p.b, (p.similarity * 1e6).round() / 1e6)).collect();
+        got.sort_by_key(|x| (x.0, x.1));
+        // a = {0, 2, 5}, b = {1, 4}: 3 + 1 pairs inside the groups, 3 x 2 between them, at
+        // the Jaccard of 8 and 9 word 5-shingles.
+        let s = (8.0f64 / 9.0 * 1e6).round() / 1e6;
+        let want = vec![
+            (0, 1, s),
+            (0, 2, 1.0),
+            (0, 4, s),
+            (0, 5, 1.0),
+            (1, 2, s),
+            (1, 4, 1.0),
+            (1, 5, s),
+            (2, 4, s),
+            (2, 5, 1.0),
+            (4, 5, s),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(out.pair_count(), 10);
+        // The compact form: one edge, and each copy with its first copy.
+        let mut compact: Vec<(u32, u32)> = out.compact_pairs().map(|p| (p.a, p.b)).collect();
+        compact.sort_unstable();
+        assert_eq!(compact, vec![(0, 1), (0, 2), (0, 5), (1, 4)]);
+        assert_eq!(out.groups().collect::<Vec<_>>(), vec![&[0, 2, 5][..], &[1, 4][..]]);
+        assert_eq!(out.copies_of(3).collect::<Vec<_>>(), vec![3]);
+    }
+
+    /// A group of thousands of copies is stored in linear memory; its pairs are streamed.
+    #[test]
+    fn a_large_group_streams_its_pairs() {
+        let p = pipeline();
+        let t = "the same page copied again and again by every mirror of the site";
+        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let mut scratch = Scratch::default();
+        let sketch = d.sketch(Document::Text(t), t.len(), &mut scratch);
+        for _ in 0..3000 {
+            d.push(sketch.clone());
+        }
+        let out = d.run();
+        assert_eq!(out.edges.len(), 0);
+        assert_eq!(out.pair_count(), 3000 * 2999 / 2);
+        assert_eq!(out.pairs().count() as u64, out.pair_count());
+        assert_eq!(out.clusters.len(), 1);
+    }
+
+    #[test]
+    fn exact_duplicates_are_merged_before_search() {
+        let p = pipeline();
+        let t = "a b c d e f g h i j k l m n o p";
+        let (out, _) = run(&p, DedupConfig::default(), &texts(&[t, t, t, "x y z w v u t s r q"]));
+        assert_eq!(out.exact_duplicates, 2);
+        assert_eq!(out.clusters.len(), 1);
+        assert_eq!(out.clusters[0].members, vec![0, 1, 2]);
+        assert_eq!(out.kept, vec![true, false, false, true]);
+    }
+
+    #[test]
+    fn index_round_trip_and_incremental_run() {
+        let p = pipeline();
+        let dir = std::env::temp_dir().join(format!("neardup-index-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let old = texts(&[
+            "the first stored page talks about rivers and mountains in the north",
+            "a second stored page about cooking rice and noodles at home tonight",
+        ]);
+        let mut d = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+            .expect("valid");
+        let mut scratch = Scratch::default();
+        for t in &old {
+            let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
+            d.push(s);
+        }
+        d.save(&dir, &["a".into(), "b".into()]).expect("saved");
+
+        let mut again = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+            .expect("valid");
+        let ids = again.load(&dir).expect("loaded");
+        assert_eq!(ids, vec!["a", "b"]);
+        assert_eq!(again.docs, d.docs);
+        let new = texts(&[
+            "the first stored page talks about rivers and mountains in the north!",
+            "something never seen before about trains and stations and tickets",
+        ]);
+        for t in &new {
+            let s = again.sketch(Document::Text(t), t.len(), &mut scratch);
+            again.push(s);
+        }
+        let out = again.run();
+        assert_eq!(out.kept, vec![true, true, false, true]);
+        assert_eq!(out.clusters[0].keep, 0);
+
+        // Another threshold chooses another banding: refused, naming the setting.
+        let mut other = Dedup::new(&p, DedupConfig { threshold: 0.9, ..DedupConfig::default() })
+            .expect("valid");
+        let e = other.load(&dir).expect_err("mismatch").to_string();
+        assert!(e.contains("banding"), "{e}");
+        let q = Pipeline::new(PipelineSpec::default()).expect("valid");
+        let mut other = Dedup::new(&q, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+            .expect("valid");
+        let e = other.load(&dir).expect_err("mismatch").to_string();
+        assert!(e.contains("pipeline"), "{e}");
+
+        // A damaged file is refused with a reason.
+        let docs = dir.join("docs.bin");
+        let mut bytes = fs::read(&docs).expect("read");
+        let last = bytes.len() - 20;
+        bytes[last] ^= 1;
+        fs::write(&docs, &bytes).expect("write");
+        let mut broken = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+            .expect("valid");
+        let e = broken.load(&dir).expect_err("corrupt").to_string();
+        assert!(e.contains("checksum"), "{e}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A new copy of an old document matches everything the old one matches, even when both
+    /// ends of that match are old (regression: such candidates were skipped as old-old).
+    #[test]
+    fn a_new_copy_of_an_old_document_gets_its_pairs() {
+        let p = pipeline();
+        let dir = std::env::temp_dir().join(format!("neardup-index-copy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let a = "one two three four five six seven eight nine ten eleven twelve";
+        let b = "one two three four five six seven eight nine ten eleven twelve thirteen";
+        let config = DedupConfig { threshold: 0.8, ..DedupConfig::default() };
+        let mut old = Dedup::new(&p, config.clone()).expect("valid");
+        let mut scratch = Scratch::default();
+        for t in [a, b] {
+            let s = old.sketch(Document::Text(t), t.len(), &mut scratch);
+            old.push(s);
+        }
+        old.save(&dir, &["a".into(), "b".into()]).expect("saved");
+        let mut d = Dedup::new(&p, config).expect("valid");
+        d.load(&dir).expect("loaded");
+        let s = d.sketch(Document::Text(a), a.len(), &mut scratch);
+        d.push(s);
+        let out = d.run();
+        let mut got: Vec<(u32, u32)> = out.pairs().map(|p| (p.a, p.b)).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![(0, 2), (1, 2)]);
+        assert_eq!(out.pair_count(), 2);
+        assert_eq!(out.kept, vec![true, true, false]);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn bad_configs_are_refused() {
+        let p = pipeline();
+        for config in [
+            DedupConfig { threshold: 0.0, ..DedupConfig::default() },
+            DedupConfig { threshold: 1.5, ..DedupConfig::default() },
+            DedupConfig { method: Method::SimHash, hamming: 64, ..DedupConfig::default() },
+            DedupConfig { method: Method::SimHash, hamming: 20, ..DedupConfig::default() },
+            DedupConfig { method: Method::Both, hamming: 16, ..DedupConfig::default() },
+            DedupConfig { banding: Some((20, 20)), ..DedupConfig::default() },
+        ] {
+            assert!(Dedup::new(&p, config).is_err());
+        }
+    }
+}
