@@ -31,20 +31,44 @@ impl Default for MinHashParams {
 }
 
 impl MinHashParams {
-    /// Checks that every count is positive, as Lucene's factory does.
+    /// Checks that every count is positive, as Lucene's factory does, and within bounds: each
+    /// count at most [`MAX_HASH_COUNT`], [`MAX_BUCKET_COUNT`] and [`MAX_HASH_SET_SIZE`], and at
+    /// most [`MAX_TOKENS`] output tokens per document (`hash_count x bucket_count x
+    /// hash_set_size`), so that no option allocates or works without bound.
     pub fn validate(&self) -> Result<(), String> {
-        for (name, v) in [
-            ("hash_count", self.hash_count),
-            ("bucket_count", self.bucket_count),
-            ("hash_set_size", self.hash_set_size),
+        for (name, v, max) in [
+            ("hash_count", self.hash_count, MAX_HASH_COUNT),
+            ("bucket_count", self.bucket_count, MAX_BUCKET_COUNT),
+            ("hash_set_size", self.hash_set_size, MAX_HASH_SET_SIZE),
         ] {
             if v == 0 {
                 return Err(format!("{name} must be greater than 0"));
             }
+            if v > max {
+                return Err(format!("{name} {v} is above the limit of {max}"));
+            }
+        }
+        let tokens = u64::from(self.hash_count)
+            * u64::from(self.bucket_count)
+            * u64::from(self.hash_set_size);
+        if tokens > MAX_TOKENS {
+            return Err(format!(
+                "hash_count x bucket_count x hash_set_size = {tokens} tokens per document, above \
+                 the limit of {MAX_TOKENS}"
+            ));
         }
         Ok(())
     }
 }
+
+/// The largest `hash_count`.
+pub const MAX_HASH_COUNT: u32 = 1024;
+/// The largest `bucket_count`.
+pub const MAX_BUCKET_COUNT: u32 = 65_536;
+/// The largest `hash_set_size`.
+pub const MAX_HASH_SET_SIZE: u32 = 1024;
+/// The most output tokens per document (`hash_count x bucket_count x hash_set_size`).
+pub const MAX_TOKENS: u64 = 1 << 20;
 
 /// A token of the input stream: its code units and end offset (in code units).
 #[derive(Debug, Clone, PartialEq, Eq)]
