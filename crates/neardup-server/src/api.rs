@@ -1,12 +1,14 @@
 //! Routes, request parsing, errors, authentication and metrics.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Path, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -14,13 +16,15 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch};
 use rayon::prelude::*;
+use redb::{Database, ReadableTable};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
-use crate::store::{docs_def, docs_table, CollectionInfo, Record, COLLECTIONS};
-use crate::{build_engine, Collection, Live, State as AppState};
+use crate::store::{docs_def, new_incarnation, CollectionInfo, Record, COLLECTIONS};
+use crate::{build_engine, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
 type Shared = Arc<AppState>;
 
@@ -42,6 +46,20 @@ impl ApiError {
     fn internal(message: impl std::fmt::Display) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message.to_string())
     }
+    fn unavailable(reason: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            format!("{reason}; the store is being reopened, retry later"),
+        )
+    }
+    fn collection_gone(name: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "collection_not_found",
+            format!("no collection {name:?} (it was deleted)"),
+        )
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -55,6 +73,34 @@ type ApiResult = Result<Response, ApiError>;
 
 fn ok(status: StatusCode, body: Value) -> ApiResult {
     Ok((status, Json(body)).into_response())
+}
+
+/// Maps a store error: an I/O error makes the service unhealthy (503 until the store is
+/// reopened); a table that no longer exists means the collection was deleted (404).
+fn store_err(state: &AppState, name: &str, e: impl Into<redb::Error>) -> ApiError {
+    match e.into() {
+        e @ (redb::Error::Io(_) | redb::Error::PreviousIo) => {
+            let reason = format!("storage I/O error: {e}");
+            state.set_unhealthy(reason.clone());
+            ApiError::unavailable(reason)
+        }
+        redb::Error::TableDoesNotExist(_) => ApiError::collection_gone(name),
+        e => ApiError::internal(format!("store: {e}")),
+    }
+}
+
+impl AppState {
+    /// Runs `f` on the store, unless the service is unhealthy (503).
+    fn with_db<T>(&self, f: impl FnOnce(&Database) -> Result<T, ApiError>) -> Result<T, ApiError> {
+        if let Some(reason) = self.unhealthy() {
+            return Err(ApiError::unavailable(reason));
+        }
+        let guard = self.db.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(db) => f(db),
+            None => Err(ApiError::unavailable("the store is closed")),
+        }
+    }
 }
 
 /// Parses a JSON body, saying what is wrong and where.
@@ -77,8 +123,43 @@ fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, 
             serde_json::error::Category::Data => "invalid_field",
             _ => "malformed_json",
         };
-        ApiError::bad(code, format!("{e}"))
+        ApiError::bad(code, friendly(&e.to_string()))
     })
+}
+
+/// serde's messages name Rust types (`struct CreateRequest`); say what the client sent instead.
+fn friendly(message: &str) -> String {
+    let mut m = message.to_string();
+    for (from, to) in [
+        ("expected struct InsertRequest", "expected an object {\"docs\": [...]}"),
+        ("expected struct InDoc", "expected a document object {\"id\", \"text\" | \"tokens\"}"),
+        ("expected struct CreateRequest", "expected an object"),
+        ("expected struct SearchRequest", "expected an object"),
+        ("expected struct CheckRequest", "expected an object"),
+        ("expected struct CompareRequest", "expected an object {\"a\", \"b\"}"),
+        ("expected struct PipelineSpec", "expected a pipeline spec object"),
+        ("expected struct MinHashSpec", "expected an object"),
+        ("expected struct NormalizeConfig", "expected an object"),
+        ("expected struct StopWordsSpec", "expected an object"),
+        ("expected struct ", "expected an object "),
+    ] {
+        m = m.replace(from, to);
+    }
+    m
+}
+
+/// Path parameters, with errors as JSON.
+struct ApiPath<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(t)) => Ok(ApiPath(t)),
+            Err(e) => Err(ApiError::bad("invalid_path", e.body_text())),
+        }
+    }
 }
 
 /// Collection names: letters, digits, `_`, `-`, `.`, not starting with `.`, at most 64 bytes.
@@ -99,7 +180,11 @@ fn check_name(name: &str) -> Result<(), ApiError> {
 
 fn collection(state: &AppState, name: &str) -> Result<Arc<Collection>, ApiError> {
     check_name(name)?;
-    state.collections.read().expect("collections lock").get(name).cloned().ok_or_else(|| {
+    if let Some(reason) = state.unhealthy() {
+        return Err(ApiError::unavailable(reason));
+    }
+    let map = state.collections.read().unwrap_or_else(|p| p.into_inner());
+    map.get(name).cloned().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "collection_not_found",
@@ -118,7 +203,39 @@ fn live(c: &Collection) -> Result<&std::sync::RwLock<Live>, ApiError> {
     })
 }
 
-/// Runs blocking store work off the async workers.
+/// Refuses a write on a collection object that was deleted or replaced (call under its
+/// writer lock).
+fn check_writable(c: &Collection) -> Result<(), ApiError> {
+    match c.retired.load(Ordering::SeqCst) {
+        LIVE => Ok(()),
+        DELETED => Err(ApiError::collection_gone(&c.info.name)),
+        RELOADED => Err(ApiError::unavailable("the store was reopened during the request")),
+        _ => Err(ApiError::internal("unknown collection state")),
+    }
+}
+
+/// In a write transaction: the collection must still be the stored incarnation (a delete may
+/// have committed since the request found it).
+fn check_incarnation(
+    txn: &redb::WriteTransaction,
+    state: &AppState,
+    c: &Collection,
+) -> Result<(), ApiError> {
+    let t = txn.open_table(COLLECTIONS).map_err(|e| store_err(state, &c.info.name, e))?;
+    let stored = t.get(c.info.name.as_str()).map_err(|e| store_err(state, &c.info.name, e))?;
+    let same = stored.is_some_and(|v| {
+        serde_json::from_str::<CollectionInfo>(v.value())
+            .is_ok_and(|i| i.incarnation == c.info.incarnation)
+    });
+    if same {
+        Ok(())
+    } else {
+        Err(ApiError::collection_gone(&c.info.name))
+    }
+}
+
+/// Runs blocking store work off the async workers. A panic in it is an internal error, never
+/// a dropped connection.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
@@ -127,26 +244,30 @@ async fn blocking<T: Send + 'static>(
 
 // ---- documents in requests ---------------------------------------------------------------------
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum DocId {
-    Text(String),
-    Number(serde_json::Number),
-}
-
-impl DocId {
-    fn into_string(self) -> String {
-        match self {
-            DocId::Text(s) => s,
-            DocId::Number(n) => n.to_string(),
+/// A document id: a JSON string, or a number kept as written (`1.10` stays `"1.10"`).
+fn doc_id(raw: &RawValue, what: &str) -> Result<String, ApiError> {
+    let text = raw.get();
+    let id = match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str::<String>(text)
+            .map_err(|e| ApiError::bad("invalid_field", format!("{what}: {e}")))?,
+        Some(b'-' | b'0'..=b'9') => text.to_string(),
+        _ => {
+            return Err(ApiError::bad(
+                "invalid_field",
+                format!("{what}: id must be a string or a number"),
+            ))
         }
+    };
+    if id.is_empty() || id.len() > 512 {
+        return Err(ApiError::bad("invalid_id", format!("{what}: ids must be 1-512 bytes")));
     }
+    Ok(id)
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct InDoc {
-    id: DocId,
+    id: Box<RawValue>,
     text: Option<String>,
     tokens: Option<Vec<String>>,
     #[serde(default)]
@@ -211,13 +332,6 @@ impl Body {
     }
 }
 
-fn check_id(id: &str) -> Result<(), ApiError> {
-    if id.is_empty() || id.len() > 512 {
-        return Err(ApiError::bad("invalid_id", "document ids must be 1-512 bytes"));
-    }
-    Ok(())
-}
-
 // ---- collections -------------------------------------------------------------------------------
 
 #[derive(Debug, Deserialize)]
@@ -228,6 +342,7 @@ struct CreateRequest {
     method: Option<Method>,
     threshold: Option<f64>,
     hamming: Option<u32>,
+    recall: Option<f64>,
     #[serde(default)]
     store_text: bool,
 }
@@ -240,8 +355,9 @@ fn resolve_spec(preset: Option<String>, spec: Option<Value>) -> Result<PipelineS
         (Some(_), Some(_)) => {
             return Err(ApiError::bad("invalid_field", "give preset or spec, not both"))
         }
-        (_, Some(spec)) => serde_json::from_value::<PipelineSpec>(spec)
-            .map_err(|e| ApiError::bad("invalid_field", format!("spec: {e}")))?,
+        (_, Some(spec)) => serde_json::from_value::<PipelineSpec>(spec).map_err(|e| {
+            ApiError::bad("invalid_field", format!("spec: {}", friendly(&e.to_string())))
+        })?,
         (preset, None) => PipelineSpec::preset(preset.as_deref().unwrap_or("default"))
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?,
     };
@@ -251,74 +367,91 @@ fn resolve_spec(preset: Option<String>, spec: Option<Value>) -> Result<PipelineS
             "spec: files (stop_words.file, idf) cannot be named over HTTP",
         ));
     }
+    spec.validate().map_err(|e| ApiError::bad("invalid_field", format!("spec: {e}")))?;
     Ok(spec)
 }
 
 async fn create_collection(
     State(state): State<Shared>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     check_name(&name)?;
     let req: CreateRequest = parse(body)?;
     let spec = resolve_spec(req.preset, req.spec)?;
-    let pipeline =
-        Pipeline::new(spec.clone()).map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
-    let info = CollectionInfo {
-        name: name.clone(),
-        spec,
-        method: req.method.unwrap_or(Method::MinHash),
-        threshold: req.threshold.unwrap_or(0.8),
-        hamming: req.hamming.unwrap_or(3),
-        store_text: req.store_text,
-        pipeline_id: pipeline.id().to_string(),
-    };
-    let engine = build_engine(&info).map_err(|e| ApiError::bad("invalid_field", e))?;
+    let (method, threshold, hamming, recall, store_text) = (
+        req.method.unwrap_or(Method::MinHash),
+        req.threshold.unwrap_or(0.8),
+        req.hamming.unwrap_or(3),
+        req.recall,
+        req.store_text,
+    );
+    // Building the pipeline and the engine validates everything (bounded by the spec's limits).
+    let (info, engine) = blocking(move || {
+        let pipeline = Pipeline::new(spec.clone())
+            .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
+        let info = CollectionInfo {
+            name,
+            incarnation: new_incarnation(),
+            spec,
+            method,
+            threshold,
+            hamming,
+            recall,
+            store_text,
+            pipeline_id: pipeline.id().to_string(),
+        };
+        let engine = build_engine(&info).map_err(|e| ApiError::bad("invalid_field", e))?;
+        Ok((info, engine))
+    })
+    .await?;
     let _admin = state.admin.lock().await;
-    if let Some(existing) = state.collections.read().expect("lock").get(&name) {
-        let same = serde_json::to_value(&existing.info).ok() == serde_json::to_value(&info).ok();
-        return if same {
-            ok(StatusCode::OK, describe(existing))
+    let existing =
+        state.collections.read().unwrap_or_else(|p| p.into_inner()).get(&info.name).cloned();
+    if let Some(existing) = existing {
+        return if existing.info.same_settings(&info) {
+            ok(StatusCode::OK, describe(&existing))
         } else {
             Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "collection_exists",
-                format!("collection {name:?} exists with other settings"),
+                format!("collection {:?} exists with other settings", info.name),
             ))
         };
     }
     let text = serde_json::to_string(&info).map_err(ApiError::internal)?;
-    let st = state.clone();
-    let key = name.clone();
+    let c = Arc::new(Collection::new(info, Ok(std::sync::RwLock::new(Live::new(engine)))));
+    let (st, c2) = (state.clone(), c.clone());
     blocking(move || {
-        let txn = st.db.begin_write().map_err(ApiError::internal)?;
-        {
-            let mut t = txn.open_table(COLLECTIONS).map_err(ApiError::internal)?;
-            t.insert(key.as_str(), text.as_str()).map_err(ApiError::internal)?;
-            txn.open_table(docs_def(&docs_table(&key))).map_err(ApiError::internal)?;
-        }
-        txn.commit().map_err(ApiError::internal)
+        let name = c2.info.name.as_str();
+        st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            {
+                let mut t = txn.open_table(COLLECTIONS).map_err(|e| err(e.into()))?;
+                t.insert(name, text.as_str()).map_err(|e| err(e.into()))?;
+                txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+            }
+            txn.commit().map_err(|e| err(e.into()))
+        })
     })
     .await?;
-    let live = Live { engine, key_of: Default::default(), id_of: Default::default(), next_key: 0 };
-    let c = Arc::new(Collection {
-        table: docs_table(&name),
-        info,
-        live: Ok(std::sync::RwLock::new(live)),
-        writer: tokio::sync::Mutex::new(()),
-    });
-    state.collections.write().expect("lock").insert(name, c.clone());
+    state
+        .collections
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(c.info.name.clone(), c.clone());
     ok(StatusCode::CREATED, describe(&c))
 }
 
 fn describe(c: &Collection) -> Value {
     let (documents, banding, verification, error) = match &c.live {
         Ok(live) => {
-            let live = live.read().expect("live lock");
+            let live = live.read().unwrap_or_else(|p| p.into_inner());
             (
                 Some(live.engine.len()),
-                live.engine.banding(),
-                Some(format!("{:?}", live.engine.verification()).to_lowercase()),
+                live.engine.banding().map(|(b, r)| (b, r, live.engine.candidate_probability())),
+                Some(live.engine.verification().name()),
                 None,
             )
         }
@@ -330,9 +463,10 @@ fn describe(c: &Collection) -> Value {
         "method": c.info.method,
         "threshold": c.info.threshold,
         "hamming": c.info.hamming,
+        "recall": c.info.recall,
         "store_text": c.info.store_text,
         "verification": verification,
-        "lsh": banding.map(|(b, r)| json!({"bands": b, "rows": r})),
+        "lsh": banding.map(|(b, r, p)| json!({"bands": b, "rows": r, "candidate_probability": p})),
         "pipeline_id": c.info.pipeline_id,
         "spec": c.info.spec,
         "error": error,
@@ -340,33 +474,47 @@ fn describe(c: &Collection) -> Value {
 }
 
 async fn list_collections(State(state): State<Shared>) -> ApiResult {
-    let list: Vec<Value> =
-        state.collections.read().expect("lock").values().map(|c| describe(c)).collect();
+    let list: Vec<Value> = state
+        .collections
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .map(|c| describe(c))
+        .collect();
     ok(StatusCode::OK, json!({ "collections": list }))
 }
 
-async fn get_collection(State(state): State<Shared>, Path(name): Path<String>) -> ApiResult {
+async fn get_collection(State(state): State<Shared>, ApiPath(name): ApiPath<String>) -> ApiResult {
     let c = collection(&state, &name)?;
     ok(StatusCode::OK, describe(&c))
 }
 
-async fn delete_collection(State(state): State<Shared>, Path(name): Path<String>) -> ApiResult {
-    let c = collection(&state, &name)?;
+async fn delete_collection(
+    State(state): State<Shared>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult {
     let _admin = state.admin.lock().await;
+    let c = collection(&state, &name)?;
     let _writer = c.writer.lock().await;
-    let st = state.clone();
-    let table = c.table.clone();
+    check_writable(&c)?;
+    let (st, c2) = (state.clone(), c.clone());
     blocking(move || {
-        let txn = st.db.begin_write().map_err(ApiError::internal)?;
-        {
-            let mut t = txn.open_table(COLLECTIONS).map_err(ApiError::internal)?;
-            t.remove(name.as_str()).map_err(ApiError::internal)?;
-        }
-        txn.delete_table(docs_def(&table)).map_err(ApiError::internal)?;
-        txn.commit().map_err(ApiError::internal)
+        let name = c2.info.name.as_str();
+        st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, &st, &c2)?;
+            {
+                let mut t = txn.open_table(COLLECTIONS).map_err(|e| err(e.into()))?;
+                t.remove(name).map_err(|e| err(e.into()))?;
+            }
+            txn.delete_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+            txn.commit().map_err(|e| err(e.into()))
+        })
     })
     .await?;
-    state.collections.write().expect("lock").remove(&c.info.name);
+    c.retired.store(DELETED, Ordering::SeqCst);
+    state.collections.write().unwrap_or_else(|p| p.into_inner()).remove(&c.info.name);
     ok(StatusCode::OK, json!({"deleted": c.info.name}))
 }
 
@@ -380,7 +528,7 @@ struct InsertRequest {
 
 async fn insert_docs(
     State(state): State<Shared>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let c = collection(&state, &name)?;
@@ -397,21 +545,21 @@ async fn insert_docs(
     let mut docs = Vec::with_capacity(req.docs.len());
     let mut seen = std::collections::HashSet::new();
     for (i, d) in req.docs.into_iter().enumerate() {
-        let id = d.id.into_string();
-        check_id(&id)?;
+        let what = format!("docs[{i}]");
+        let id = doc_id(&d.id, &what)?;
         if !seen.insert(id.clone()) {
             return Err(ApiError::bad(
                 "duplicate_id",
-                format!("docs[{i}]: id {id:?} appears twice in the batch"),
+                format!("{what}: id {id:?} appears twice in the batch"),
             ));
         }
-        let body = Body::from_parts(d.text, d.tokens, limits.max_doc_bytes, &format!("docs[{i}]"))?;
+        let body = Body::from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
         docs.push((id, body, d.metadata));
     }
     // Sketch outside every lock.
     let c2 = c.clone();
     let records: Vec<(String, Record)> = blocking(move || {
-        let live = live(&c2)?.read().expect("live lock");
+        let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
         let store_text = c2.info.store_text;
         // Sketch the batch on every core (rayon), in order.
         Ok(docs
@@ -425,22 +573,29 @@ async fn insert_docs(
     })
     .await?;
     let _writer = c.writer.lock().await;
+    check_writable(&c)?;
     let (st, c2) = (state.clone(), c.clone());
     let (inserted, updated) = blocking(move || {
-        let txn = st.db.begin_write().map_err(ApiError::internal)?;
-        let mut updated = 0usize;
-        {
-            let mut t = txn.open_table(docs_def(&c2.table)).map_err(ApiError::internal)?;
-            for (id, record) in &records {
-                let old = t
-                    .insert(id.as_str(), record.encode().as_slice())
-                    .map_err(ApiError::internal)?;
-                updated += usize::from(old.is_some());
+        let name = c2.info.name.as_str();
+        let updated = st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, &st, &c2)?;
+            let mut updated = 0usize;
+            {
+                let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+                for (id, record) in &records {
+                    let old = t
+                        .insert(id.as_str(), record.encode().as_slice())
+                        .map_err(|e| err(e.into()))?;
+                    updated += usize::from(old.is_some());
+                }
             }
-        }
-        txn.commit().map_err(ApiError::internal)?;
+            txn.commit().map_err(|e| err(e.into()))?;
+            Ok(updated)
+        })?;
         // Durable: now visible to searches.
-        let mut live = live(&c2)?.write().expect("live lock");
+        let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
         for (id, record) in records {
             let key = live.key_for(&id);
@@ -454,18 +609,20 @@ async fn insert_docs(
 
 async fn get_doc(
     State(state): State<Shared>,
-    Path((name, id)): Path<(String, String)>,
+    ApiPath((name, id)): ApiPath<(String, String)>,
 ) -> ApiResult {
     let c = collection(&state, &name)?;
     live(&c)?;
-    let st = state.clone();
-    let table = c.table.clone();
-    let key = id.clone();
+    let (st, c2, key) = (state.clone(), c.clone(), id.clone());
     let record = blocking(move || {
-        let txn = st.db.begin_read().map_err(ApiError::internal)?;
-        let t = txn.open_table(docs_def(&table)).map_err(ApiError::internal)?;
-        let v = t.get(key.as_str()).map_err(ApiError::internal)?;
-        v.map(|v| Record::decode(v.value()).map_err(ApiError::internal)).transpose()
+        let name = c2.info.name.as_str();
+        st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_read().map_err(|e| err(e.into()))?;
+            let t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+            let v = t.get(key.as_str()).map_err(|e| err(e.into()))?;
+            v.map(|v| Record::decode(v.value()).map_err(ApiError::internal)).transpose()
+        })
     })
     .await?;
     let Some(record) = record else {
@@ -500,21 +657,28 @@ async fn get_doc(
 
 async fn delete_doc(
     State(state): State<Shared>,
-    Path((name, id)): Path<(String, String)>,
+    ApiPath((name, id)): ApiPath<(String, String)>,
 ) -> ApiResult {
     let c = collection(&state, &name)?;
     live(&c)?;
     let _writer = c.writer.lock().await;
+    check_writable(&c)?;
     let (st, c2, key) = (state.clone(), c.clone(), id.clone());
     let existed = blocking(move || {
-        let txn = st.db.begin_write().map_err(ApiError::internal)?;
-        let existed = {
-            let mut t = txn.open_table(docs_def(&c2.table)).map_err(ApiError::internal)?;
-            let old = t.remove(key.as_str()).map_err(ApiError::internal)?;
-            old.is_some()
-        };
-        txn.commit().map_err(ApiError::internal)?;
-        live(&c2)?.write().expect("live lock").forget(&key);
+        let name = c2.info.name.as_str();
+        let existed = st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, &st, &c2)?;
+            let existed = {
+                let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+                let old = t.remove(key.as_str()).map_err(|e| err(e.into()))?;
+                old.is_some()
+            };
+            txn.commit().map_err(|e| err(e.into()))?;
+            Ok(existed)
+        })?;
+        live(&c2)?.write().unwrap_or_else(|p| p.into_inner()).forget(&key);
         Ok(existed)
     })
     .await?;
@@ -548,24 +712,9 @@ fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
     }
 }
 
-/// Metadata of hits, read in one transaction.
-fn metadata_of(state: &AppState, table: &str, ids: &[String]) -> Result<Vec<Value>, ApiError> {
-    let txn = state.db.begin_read().map_err(ApiError::internal)?;
-    let t = txn.open_table(docs_def(table)).map_err(ApiError::internal)?;
-    ids.iter()
-        .map(|id| {
-            let v = t.get(id.as_str()).map_err(ApiError::internal)?;
-            Ok(match v {
-                Some(v) => Record::decode(v.value()).map_err(ApiError::internal)?.metadata,
-                None => Value::Null,
-            })
-        })
-        .collect()
-}
-
 async fn search(
     State(state): State<Shared>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let c = collection(&state, &name)?;
@@ -576,23 +725,33 @@ async fn search(
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
     let st = state.clone();
     blocking(move || {
-        let (ids, sims) = {
-            let live = live(&c)?.read().expect("live lock");
-            let mut scratch = Scratch::default();
-            let q = live.engine.sketch(body.document(), body.len(), &mut scratch);
-            let hits = live.engine.search(&q, req.threshold, top_k);
-            let ids: Vec<String> = hits.iter().map(|h| live.id_of[&h.key].clone()).collect();
-            let sims: Vec<f64> = hits.iter().map(|h| h.similarity).collect();
-            (ids, sims)
-        };
-        let metas = metadata_of(&st, &c.table, &ids)?;
-        let hits: Vec<Value> = ids
-            .into_iter()
-            .zip(sims)
-            .zip(metas)
-            .map(|((id, s), m)| json!({"id": id, "similarity": s, "metadata": m}))
-            .collect();
-        ok(StatusCode::OK, json!({ "hits": hits }))
+        let name = c.info.name.as_str();
+        st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            // The hits and the snapshot that gives their metadata are taken together, under
+            // the index's read lock: a hit whose delete committed since (and whose removal from
+            // the index waits for that lock) is left out, as the delete is then the earlier.
+            let (hits, txn) = {
+                let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
+                let mut scratch = Scratch::default();
+                let q = live.engine.sketch(body.document(), body.len(), &mut scratch);
+                let hits: Vec<(String, f64)> = live
+                    .engine
+                    .search(&q, req.threshold, top_k)
+                    .into_iter()
+                    .map(|h| (live.id_of[&h.key].clone(), h.similarity))
+                    .collect();
+                (hits, db.begin_read().map_err(|e| err(e.into()))?)
+            };
+            let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+            let mut out = Vec::with_capacity(hits.len());
+            for (id, similarity) in hits {
+                let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? else { continue };
+                let metadata = Record::decode(v.value()).map_err(ApiError::internal)?.metadata;
+                out.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
+            }
+            ok(StatusCode::OK, json!({ "hits": out }))
+        })
     })
     .await
 }
@@ -600,7 +759,7 @@ async fn search(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CheckRequest {
-    id: DocId,
+    id: Box<RawValue>,
     text: Option<String>,
     tokens: Option<Vec<String>>,
     #[serde(default)]
@@ -619,24 +778,24 @@ fn yes() -> bool {
 /// is held from the search to the commit.
 async fn check(
     State(state): State<Shared>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let c = collection(&state, &name)?;
     live(&c)?;
     let req: CheckRequest = parse(body)?;
     check_threshold(req.threshold)?;
-    let id = req.id.into_string();
-    check_id(&id)?;
+    let id = doc_id(&req.id, "id")?;
     let top_k = req.top_k.unwrap_or(10).min(state.limits.max_top_k);
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
     let _writer = c.writer.lock().await;
+    check_writable(&c)?;
     let st = state.clone();
     let c2 = c.clone();
     let (metadata, insert, threshold) = (req.metadata, req.insert, req.threshold);
     blocking(move || {
         let (sketch, matches) = {
-            let live = live(&c2)?.read().expect("live lock");
+            let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
             let mut scratch = Scratch::default();
             let q = live.engine.sketch(body.document(), body.len(), &mut scratch);
             // The document itself (an upsert of the same id) is not its own duplicate.
@@ -656,13 +815,18 @@ async fn check(
         if !duplicate && insert {
             let text = c2.info.store_text.then(|| body.text());
             let record = Record { sketch, metadata, text };
-            let txn = st.db.begin_write().map_err(ApiError::internal)?;
-            {
-                let mut t = txn.open_table(docs_def(&c2.table)).map_err(ApiError::internal)?;
-                t.insert(id.as_str(), record.encode().as_slice()).map_err(ApiError::internal)?;
-            }
-            txn.commit().map_err(ApiError::internal)?;
-            let mut live = live(&c2)?.write().expect("live lock");
+            let name = c2.info.name.as_str();
+            st.with_db(|db| {
+                let err = |e: redb::Error| store_err(&st, name, e);
+                let txn = db.begin_write().map_err(|e| err(e.into()))?;
+                check_incarnation(&txn, &st, &c2)?;
+                {
+                    let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+                    t.insert(id.as_str(), record.encode().as_slice()).map_err(|e| err(e.into()))?;
+                }
+                txn.commit().map_err(|e| err(e.into()))
+            })?;
+            let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
             let key = live.key_for(&id);
             live.engine.insert(key, record.sketch);
             inserted = true;
@@ -693,7 +857,7 @@ async fn compare(State(state): State<Shared>, body: Result<Bytes, BytesRejection
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "document_too_large",
-                format!("{what} is too large"),
+                format!("{what}: {} bytes, the limit is {}", t.len(), state.limits.max_doc_bytes),
             ));
         }
     }
@@ -710,8 +874,16 @@ async fn compare(State(state): State<Shared>, body: Result<Bytes, BytesRejection
 
 // ---- health, metrics, OpenAPI -------------------------------------------------------------------
 
-async fn health() -> ApiResult {
-    ok(StatusCode::OK, json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+async fn health(State(state): State<Shared>) -> Response {
+    let version = env!("CARGO_PKG_VERSION");
+    match state.unhealthy() {
+        None => (StatusCode::OK, Json(json!({"status": "ok", "version": version}))).into_response(),
+        Some(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unhealthy", "reason": reason, "version": version})),
+        )
+            .into_response(),
+    }
 }
 
 /// `(method, route, status)`.
@@ -727,7 +899,7 @@ async fn metrics(State(state): State<Shared>) -> Response {
     let mut out = String::new();
     out.push_str("# HELP neardup_requests_total HTTP requests by route and status.\n");
     out.push_str("# TYPE neardup_requests_total counter\n");
-    let requests = state.metrics.requests.lock().expect("metrics lock").clone();
+    let requests = state.metrics.requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
     for ((method, route, status), (n, _)) in &requests {
         out.push_str(&format!(
             "neardup_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}\n"
@@ -740,11 +912,14 @@ async fn metrics(State(state): State<Shared>) -> Response {
             "neardup_request_seconds_sum{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {secs}\n"
         ));
     }
+    out.push_str("# HELP neardup_healthy 1 when the store is usable, 0 after an I/O error.\n");
+    out.push_str("# TYPE neardup_healthy gauge\n");
+    out.push_str(&format!("neardup_healthy {}\n", u8::from(state.unhealthy().is_none())));
     out.push_str("# HELP neardup_documents Documents stored per collection.\n");
     out.push_str("# TYPE neardup_documents gauge\n");
-    for (name, c) in state.collections.read().expect("lock").iter() {
+    for (name, c) in state.collections.read().unwrap_or_else(|p| p.into_inner()).iter() {
         if let Ok(live) = &c.live {
-            let n = live.read().expect("live lock").engine.len();
+            let n = live.read().unwrap_or_else(|p| p.into_inner()).engine.len();
             out.push_str(&format!("neardup_documents{{collection=\"{name}\"}} {n}\n"));
         }
     }
@@ -760,22 +935,40 @@ async fn track(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
     let response = next.run(req).await;
     let key = (method, route, response.status().as_u16());
-    let mut m = state.metrics.requests.lock().expect("metrics lock");
+    let mut m = state.metrics.requests.lock().unwrap_or_else(|p| p.into_inner());
     let e = m.entry(key).or_insert((0, 0.0));
     e.0 += 1;
     e.1 += started.elapsed().as_secs_f64();
     response
 }
 
-/// Bearer-token check in constant time; `/v1/health` is open.
-async fn authenticate(State(state): State<Shared>, req: Request, next: Next) -> Response {
+/// The token of an `Authorization` header: the scheme `Bearer` in any case, one or more spaces,
+/// the token (RFC 9110: schemes are case-insensitive).
+fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Long URIs are refused with a JSON 414; bearer tokens are checked in constant time;
+/// `/v1/health` and the page at `/` are open.
+async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    let uri_len = req.uri().to_string().len();
+    if uri_len > state.limits.max_uri_bytes {
+        return ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            "uri_too_long",
+            format!("the URI has {uri_len} bytes, the limit is {}", state.limits.max_uri_bytes),
+        )
+        .into_response();
+    }
     if let Some(token) = &state.token {
-        if req.uri().path() != "/v1/health" {
+        let open = matches!(req.uri().path(), "/v1/health" | "/");
+        if !open {
             let given = req
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
+                .and_then(bearer)
                 .unwrap_or("");
             // `ct_eq` compares in time independent of where the bytes differ (lengths differ ->
             // unequal; the length of the token is not a secret worth hiding).
@@ -783,7 +976,7 @@ async fn authenticate(State(state): State<Shared>, req: Request, next: Next) -> 
                 return ApiError::new(
                     StatusCode::UNAUTHORIZED,
                     "unauthorized",
-                    "a valid bearer token is required",
+                    "a valid bearer token is required (Authorization: Bearer TOKEN)",
                 )
                 .into_response();
             }
@@ -793,73 +986,7 @@ async fn authenticate(State(state): State<Shared>, req: Request, next: Next) -> 
 }
 
 async fn openapi() -> Response {
-    Json(openapi_document()).into_response()
-}
-
-fn openapi_document() -> Value {
-    let error = json!({"$ref": "#/components/schemas/Error"});
-    let errors = json!({
-        "400": {"description": "malformed JSON, wrong types, invalid UTF-8, invalid name", "content": {"application/json": {"schema": error}}},
-        "401": {"description": "missing or wrong bearer token"},
-        "404": {"description": "unknown collection or document"},
-        "409": {"description": "spec mismatch or conflicting collection"},
-        "413": {"description": "body, document or batch over the limit"}
-    });
-    let op =
-        |summary: &str| json!({"summary": summary, "responses": {"200": {"description": "OK"}}});
-    let mut paths = serde_json::Map::new();
-    paths.insert("/v1/collections".into(), json!({"get": op("List collections")}));
-    paths.insert(
-        "/v1/collections/{name}".into(),
-        json!({
-            "put": op("Create a collection: {preset | spec, method: minhash|simhash|both, threshold, hamming, store_text}"),
-            "get": op("Describe a collection (size, spec, index parameters)"),
-            "delete": op("Delete a collection"),
-        }),
-    );
-    paths.insert(
-        "/v1/collections/{name}/docs".into(),
-        json!({"post": op("Insert or replace documents, atomically: {docs: [{id, text | tokens, metadata}]}")}),
-    );
-    paths.insert(
-        "/v1/collections/{name}/docs/{id}".into(),
-        json!({"get": op("A document: metadata, fingerprints, text if stored"), "delete": op("Delete a document")}),
-    );
-    paths.insert(
-        "/v1/collections/{name}/search".into(),
-        json!({"post": op("Similar documents: {text | tokens, top_k, threshold} -> {hits: [{id, similarity, metadata}]}")}),
-    );
-    paths.insert(
-        "/v1/collections/{name}/check".into(),
-        json!({"post": op("Near-duplicate of anything stored? If not, insert: {id, text | tokens, metadata, insert} -> {duplicate, matches, inserted}")}),
-    );
-    paths.insert(
-        "/v1/compare".into(),
-        json!({"post": op("Compare two texts: {a, b, preset | spec}")}),
-    );
-    paths.insert("/v1/health".into(), json!({"get": op("Liveness")}));
-    paths.insert("/metrics".into(), json!({"get": op("Prometheus metrics")}));
-    paths.insert("/v1/openapi.json".into(), json!({"get": op("This document")}));
-    for item in paths.values_mut() {
-        for op in item.as_object_mut().into_iter().flat_map(|o| o.values_mut()) {
-            if let Some(r) = op.get_mut("responses").and_then(Value::as_object_mut) {
-                for (k, v) in errors.as_object().into_iter().flatten() {
-                    r.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-    json!({
-        "openapi": "3.0.3",
-        "info": {"title": "neardup", "version": env!("CARGO_PKG_VERSION")},
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
-                "code": {"type": "string"}, "message": {"type": "string"}}}}}}
-        },
-        "security": [{"bearer": []}],
-        "paths": paths,
-    })
+    Json(crate::openapi::document()).into_response()
 }
 
 async fn not_found() -> ApiError {
@@ -894,7 +1021,21 @@ pub fn router(state: Shared) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
         .route_layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER   abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+    }
 }

@@ -6,14 +6,23 @@
 //! memory behind a read-write lock (many readers at once); writers are serialized per collection
 //! by an async mutex, commit to redb first (durable before the reply) and then update the index
 //! under a short write lock. At start the index is rebuilt from the stored sketches.
+//!
+//! Deletes are linearizable with inserts and searches: every write transaction checks that its
+//! collection's incarnation is still the stored one, and a collection object that was deleted
+//! (or replaced by a reload) is marked retired under its writer lock, so no write lands after
+//! a delete. After a storage I/O error (a full disk) the store is closed, the service answers
+//! 503 and `/v1/health` says why, and a background task reopens the store and reloads every
+//! collection until it succeeds.
 
 mod api;
+mod openapi;
 mod store;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use neardup::{DedupConfig, Engine, Pipeline};
@@ -36,6 +45,8 @@ pub struct Limits {
     pub max_batch_docs: usize,
     /// Largest `top_k`.
     pub max_top_k: usize,
+    /// Longest request URI in bytes.
+    pub max_uri_bytes: usize,
 }
 
 impl Default for Limits {
@@ -45,8 +56,19 @@ impl Default for Limits {
             max_doc_bytes: 8 << 20,
             max_batch_docs: 10_000,
             max_top_k: 1_000,
+            max_uri_bytes: 8 << 10,
         }
     }
+}
+
+/// The upper bounds of the configurable limits.
+pub mod bounds {
+    /// The largest `--max-body-bytes`: 1 GiB.
+    pub const MAX_BODY_BYTES: usize = 1 << 30;
+    /// The largest `--max-doc-bytes`: 256 MiB.
+    pub const MAX_DOC_BYTES: usize = 256 << 20;
+    /// The largest `--max-batch-docs`.
+    pub const MAX_BATCH_DOCS: usize = 1_000_000;
 }
 
 /// How to run the service.
@@ -78,8 +100,9 @@ impl fmt::Display for OpenError {
             OpenError::Store(m) => write!(f, "{m}"),
             OpenError::Format { found } => write!(
                 f,
-                "the store has format version {found}, this build reads {STORE_FORMAT}; \
-                 use a matching build"
+                "the store has format version {found}, this build reads {STORE_FORMAT} (32-bit \
+                 feature hashes; whitespace next to Han characters ignored): serve it with the \
+                 build that wrote it, or start a new --data-dir and insert the documents again"
             ),
         }
     }
@@ -97,6 +120,10 @@ struct Live {
 }
 
 impl Live {
+    fn new(engine: Engine) -> Live {
+        Live { engine, key_of: FxHashMap::default(), id_of: FxHashMap::default(), next_key: 0 }
+    }
+
     fn key_for(&mut self, id: &str) -> u64 {
         if let Some(&k) = self.key_of.get(id) {
             return k;
@@ -116,6 +143,11 @@ impl Live {
     }
 }
 
+/// Why a collection object no longer takes writes.
+const LIVE: u8 = 0;
+const DELETED: u8 = 1;
+const RELOADED: u8 = 2;
+
 /// A collection: its settings, its index, and the lock that serializes its writers.
 #[derive(Debug)]
 struct Collection {
@@ -125,18 +157,36 @@ struct Collection {
     /// refuses requests.
     live: Result<RwLock<Live>, String>,
     writer: tokio::sync::Mutex<()>,
+    /// `LIVE`, `DELETED` or `RELOADED`; set under the writer lock.
+    retired: AtomicU8,
+}
+
+impl Collection {
+    fn new(info: CollectionInfo, live: Result<RwLock<Live>, String>) -> Collection {
+        Collection {
+            table: store::docs_table(&info.name, &info.incarnation),
+            info,
+            live,
+            writer: tokio::sync::Mutex::new(()),
+            retired: AtomicU8::new(LIVE),
+        }
+    }
 }
 
 /// The shared state of the service.
 #[derive(Debug)]
 pub struct State {
-    db: Database,
+    /// The store; `None` while it is being reopened after an I/O error.
+    db: RwLock<Option<Database>>,
+    path: PathBuf,
     collections: RwLock<BTreeMap<String, Arc<Collection>>>,
     token: Option<Vec<u8>>,
     limits: Limits,
     metrics: api::Metrics,
     /// Serializes creating and deleting collections.
     admin: tokio::sync::Mutex<()>,
+    /// Why the service is unhealthy (a storage I/O error), until the store is reopened.
+    unhealthy: Mutex<Option<String>>,
 }
 
 /// Opens (or creates) the store in `config.data_dir` and rebuilds every collection's index,
@@ -145,9 +195,24 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| OpenError::Store(format!("{}: {e}", config.data_dir.display())))?;
     let path = config.data_dir.join("neardup.redb");
-    let db = Database::create(&path)
-        .map_err(|e| OpenError::Store(format!("{}: {e}", path.display())))?;
+    let db = open_db(&path)?;
+    let collections = load_collections(&db, &path)?;
+    Ok(Arc::new(State {
+        db: RwLock::new(Some(db)),
+        path,
+        collections: RwLock::new(collections),
+        token: config.token.map(String::into_bytes),
+        limits: config.limits,
+        metrics: api::Metrics::default(),
+        admin: tokio::sync::Mutex::new(()),
+        unhealthy: Mutex::new(None),
+    }))
+}
+
+/// Opens the store file and checks (or writes) its format version.
+fn open_db(path: &Path) -> Result<Database, OpenError> {
     let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
+    let db = Database::create(path).map_err(|e| store_err(&e))?;
     // The layout version: written once, checked on every start.
     let txn = db.begin_write().map_err(|e| store_err(&e))?;
     {
@@ -163,7 +228,15 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         txn.open_table(COLLECTIONS).map_err(|e| store_err(&e))?;
     }
     txn.commit().map_err(|e| store_err(&e))?;
+    Ok(db)
+}
 
+/// Reads every collection's settings and rebuilds its index from the stored sketches.
+fn load_collections(
+    db: &Database,
+    path: &Path,
+) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
+    let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
     let mut collections = BTreeMap::new();
     let read = db.begin_read().map_err(|e| store_err(&e))?;
     let infos: Vec<CollectionInfo> = {
@@ -179,15 +252,10 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
     };
     for info in infos {
         let started = Instant::now();
-        let table = store::docs_table(&info.name);
+        let table = store::docs_table(&info.name, &info.incarnation);
         let live = match build_engine(&info) {
             Ok(engine) => {
-                let mut live = Live {
-                    engine,
-                    key_of: FxHashMap::default(),
-                    id_of: FxHashMap::default(),
-                    next_key: 0,
-                };
+                let mut live = Live::new(engine);
                 let mut n = 0u64;
                 for_each_doc(&read, &table, |id, record| {
                     let key = live.key_for(id);
@@ -211,20 +279,70 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
                 Err(message)
             }
         };
-        collections.insert(
-            info.name.clone(),
-            Arc::new(Collection { info, table, live, writer: tokio::sync::Mutex::new(()) }),
-        );
+        collections.insert(info.name.clone(), Arc::new(Collection::new(info, live)));
     }
-    drop(read);
-    Ok(Arc::new(State {
-        db,
-        collections: RwLock::new(collections),
-        token: config.token.map(String::into_bytes),
-        limits: config.limits,
-        metrics: api::Metrics::default(),
-        admin: tokio::sync::Mutex::new(()),
-    }))
+    Ok(collections)
+}
+
+impl State {
+    /// Why the service is unhealthy, if it is.
+    pub fn unhealthy(&self) -> Option<String> {
+        self.unhealthy.lock().map(|u| u.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    fn set_unhealthy(&self, reason: String) {
+        let mut u = self.unhealthy.lock().unwrap_or_else(|p| p.into_inner());
+        if u.is_none() {
+            eprintln!("neardup serve: unhealthy: {reason}; reopening the store");
+        }
+        *u = Some(reason);
+    }
+
+    /// Reopens the store after an I/O error and reloads every collection from it (memory may
+    /// lack a commit whose acknowledgement failed). Waits for every writer; returns whether the
+    /// service is healthy again.
+    pub async fn recover(self: &Arc<State>) -> bool {
+        if self.unhealthy().is_none() {
+            return true;
+        }
+        let _admin = self.admin.lock().await;
+        let old: Vec<Arc<Collection>> =
+            self.collections.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let mut writers = Vec::with_capacity(old.len());
+        for c in &old {
+            writers.push(c.writer.lock().await);
+        }
+        let (st, retire) = (self.clone(), old.clone());
+        let result = tokio::task::spawn_blocking(move || -> Result<(), String> {
+            let mut db = st.db.write().unwrap_or_else(|p| p.into_inner());
+            *db = None; // close it: redb must be reopened after an I/O error
+            let fresh = open_db(&st.path).map_err(|e| e.to_string())?;
+            let collections = load_collections(&fresh, &st.path).map_err(|e| e.to_string())?;
+            for c in &retire {
+                c.retired.store(RELOADED, Ordering::SeqCst);
+            }
+            *st.collections.write().unwrap_or_else(|p| p.into_inner()) = collections;
+            *db = Some(fresh);
+            Ok(())
+        })
+        .await;
+        drop(writers);
+        match result {
+            Ok(Ok(())) => {
+                *self.unhealthy.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                eprintln!("neardup serve: the store was reopened; healthy again");
+                true
+            }
+            Ok(Err(e)) => {
+                self.set_unhealthy(format!("reopening the store failed: {e}"));
+                false
+            }
+            Err(e) => {
+                self.set_unhealthy(format!("reopening the store failed: {e}"));
+                false
+            }
+        }
+    }
 }
 
 /// The engine for stored settings; an error when this build's pipeline differs from the one
@@ -247,6 +365,7 @@ fn dedup_config(info: &CollectionInfo) -> DedupConfig {
         method: info.method,
         threshold: info.threshold,
         hamming: info.hamming,
+        recall: info.recall,
         ..DedupConfig::default()
     }
 }

@@ -1,24 +1,32 @@
 //! The embedded store (redb): collection settings and documents, and their byte layouts.
 //!
 //! Tables: `meta` (`store_format` -> version), `collections` (name -> settings as JSON) and one
-//! `docs/NAME` table per collection (id -> record). A record is the document's sketch (what the
-//! index is rebuilt from at start), its metadata (JSON) and, if the collection keeps them, its
-//! text. Every write is one redb transaction committed with immediate durability (fsync), so an
-//! acknowledged write survives a crash and a batch is all or nothing.
+//! `docs/NAME/INCARNATION` table per collection (id -> record). The incarnation is a random id
+//! given at creation: a collection deleted and created again under the same name gets a new
+//! table, and every write transaction first checks that its collection's incarnation is still
+//! the one in `collections`, so a write that raced a delete can never land in the table of the
+//! next collection of that name (nor resurrect the deleted one after a restart).
+//!
+//! A record is the document's sketch (what the index is rebuilt from at start), its metadata
+//! (JSON) and, if the collection keeps them, its text. Every write is one redb transaction
+//! committed with immediate durability (fsync), so an acknowledged write survives a crash and a
+//! batch is all or nothing.
 
 use neardup::{DocSketch, Method, PipelineSpec};
 use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-/// Version of the store layout; a store of another version is refused at start.
-pub const STORE_FORMAT: u32 = 1;
+/// Version of the store layout; a store of another version is refused at start. Version 2:
+/// 32-bit feature hashes in sketches, per-incarnation document tables, and the pipelines of
+/// fingerprint format 2.
+pub const STORE_FORMAT: u32 = 2;
 
 pub const META: TableDefinition<'static, &str, u32> = TableDefinition::new("meta");
 pub const COLLECTIONS: TableDefinition<'static, &str, &str> = TableDefinition::new("collections");
 
-/// The table of one collection's documents.
-pub fn docs_table(name: &str) -> String {
-    format!("docs/{name}")
+/// The table of one incarnation of a collection's documents.
+pub fn docs_table(name: &str, incarnation: &str) -> String {
+    format!("docs/{name}/{incarnation}")
 }
 
 pub fn docs_def(table: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
@@ -29,14 +37,32 @@ pub fn docs_def(table: &str) -> TableDefinition<'_, &'static str, &'static [u8]>
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CollectionInfo {
     pub name: String,
+    /// A random id given at creation (hex).
+    pub incarnation: String,
     pub spec: PipelineSpec,
     pub method: Method,
     pub threshold: f64,
     pub hamming: u32,
+    /// The recall target of the LSH banding (MinHash).
+    pub recall: Option<f64>,
     pub store_text: bool,
     /// `Pipeline::id()` when the collection was created: a build whose pipeline gives another id
     /// (another fingerprint format) must not serve it.
     pub pipeline_id: String,
+}
+
+impl CollectionInfo {
+    /// True when `other` asks for the same collection (everything but the incarnation).
+    pub fn same_settings(&self, other: &CollectionInfo) -> bool {
+        let strip = |i: &CollectionInfo| {
+            let mut v = serde_json::to_value(i).ok();
+            if let Some(o) = v.as_mut().and_then(|v| v.as_object_mut()) {
+                o.remove("incarnation");
+            }
+            v
+        };
+        strip(self) == strip(other)
+    }
 }
 
 /// A stored document.
@@ -110,4 +136,16 @@ pub fn for_each_doc(
         visit(k.value(), record)?;
     }
     Ok(())
+}
+
+/// A new random incarnation id: the clock, the process and a counter, hashed.
+pub fn new_incarnation() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed =
+        format!("{nanos}/{}/{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
 }

@@ -1,0 +1,225 @@
+//! The OpenAPI 3.0 description of the service (`GET /v1/openapi.json`), checked by
+//! `openapi-spec-validator` in the Python test suite.
+
+use serde_json::{json, Value};
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+fn ok_response(description: &str, schema: Value) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": schema}}})
+}
+
+fn body(schema: Value) -> Value {
+    json!({"required": true, "content": {"application/json": {"schema": schema}}})
+}
+
+fn path_param(name: &str, description: &str) -> Value {
+    json!({"name": name, "in": "path", "required": true, "description": description,
+           "schema": {"type": "string"}})
+}
+
+/// An operation with its responses: `ok` plus the errors every route can give (and `extra`).
+fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
+    let mut responses = serde_json::Map::new();
+    responses.insert(ok.0.to_string(), ok.1);
+    for (code, description) in [
+        ("400", "malformed JSON, wrong types, invalid UTF-8, invalid name or option"),
+        ("401", "missing or wrong bearer token"),
+        ("413", "body, document or batch over the limit"),
+        ("414", "URI too long"),
+        ("503", "the store had an I/O error and is being reopened"),
+    ]
+    .iter()
+    .chain(extra)
+    {
+        responses.insert(code.to_string(), error_response(description));
+    }
+    json!({"summary": summary, "responses": responses})
+}
+
+fn with(mut operation: Value, key: &str, value: Value) -> Value {
+    operation[key] = value;
+    operation
+}
+
+/// The document.
+pub fn document() -> Value {
+    let name = path_param("name", "collection name: 1-64 of [A-Za-z0-9_.-], not starting with '.'");
+    let id = path_param("id", "document id");
+    let not_found = [("404", "no such collection or document")];
+    let collection_errors = [("404", "no such collection"), ("409", "spec mismatch")];
+    let object = json!({"type": "object"});
+    let text_or_tokens = json!({
+        "text": {"type": "string"},
+        "tokens": {"type": "array", "items": {"type": "string"}}
+    });
+    let doc_schema = json!({
+        "type": "object",
+        "required": ["id"],
+        "properties": {
+            "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
+            "metadata": {}
+        },
+        "additionalProperties": false
+    });
+    let create = json!({
+        "type": "object",
+        "properties": {
+            "preset": {"type": "string"},
+            "spec": {"type": "object"},
+            "method": {"type": "string", "enum": ["minhash", "simhash", "both"]},
+            "threshold": {"type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 1},
+            "hamming": {"type": "integer", "minimum": 0},
+            "recall": {"type": "number", "exclusiveMinimum": true, "minimum": 0,
+                       "exclusiveMaximum": true, "maximum": 1},
+            "store_text": {"type": "boolean"}
+        },
+        "additionalProperties": false
+    });
+    let search = json!({
+        "type": "object",
+        "properties": {
+            "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
+            "top_k": {"type": "integer", "minimum": 0},
+            "threshold": {"type": "number"}
+        },
+        "additionalProperties": false
+    });
+    let check = json!({
+        "type": "object",
+        "required": ["id"],
+        "properties": {
+            "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
+            "metadata": {}, "insert": {"type": "boolean"},
+            "threshold": {"type": "number"}, "top_k": {"type": "integer", "minimum": 0}
+        },
+        "additionalProperties": false
+    });
+    let compare = json!({
+        "type": "object",
+        "required": ["a", "b"],
+        "properties": {
+            "a": {"type": "string"}, "b": {"type": "string"},
+            "preset": {"type": "string"}, "spec": {"type": "object"}
+        },
+        "additionalProperties": false
+    });
+    let hits = json!({"type": "object", "properties": {"hits": {"type": "array", "items": {
+        "type": "object", "properties": {
+            "id": {"type": "string"}, "similarity": {"type": "number"}, "metadata": {}}}}}});
+
+    let mut paths = serde_json::Map::new();
+    paths.insert(
+        "/v1/collections".into(),
+        json!({"get": op("List collections", ("200", ok_response("the collections", object.clone())), &[])}),
+    );
+    paths.insert(
+        "/v1/collections/{name}".into(),
+        json!({
+            "parameters": [name],
+            "put": with(
+                op(
+                    "Create a collection (idempotent with the same settings)",
+                    ("201", ok_response("created", object.clone())),
+                    &[("200", "it exists with the same settings"), ("409", "it exists with other settings")],
+                ),
+                "requestBody",
+                body(create),
+            ),
+            "get": op("Describe a collection (size, spec, index parameters)",
+                      ("200", ok_response("the collection", object.clone())), &not_found),
+            "delete": op("Delete a collection", ("200", ok_response("deleted", object.clone())), &not_found),
+        }),
+    );
+    paths.insert(
+        "/v1/collections/{name}/docs".into(),
+        json!({
+            "parameters": [name],
+            "post": with(
+                op("Insert or replace documents, atomically",
+                   ("200", ok_response("counts", object.clone())), &collection_errors),
+                "requestBody",
+                body(json!({"type": "object", "required": ["docs"],
+                            "properties": {"docs": {"type": "array", "items": doc_schema}},
+                            "additionalProperties": false})),
+            ),
+        }),
+    );
+    paths.insert(
+        "/v1/collections/{name}/docs/{id}".into(),
+        json!({
+            "parameters": [name, id],
+            "get": op("A document: metadata, fingerprints, text if stored",
+                      ("200", ok_response("the document", object.clone())), &not_found),
+            "delete": op("Delete a document", ("200", ok_response("deleted", object.clone())), &not_found),
+        }),
+    );
+    paths.insert(
+        "/v1/collections/{name}/search".into(),
+        json!({
+            "parameters": [name],
+            "post": with(op("Similar documents, most similar first", ("200", ok_response("hits", hits)),
+                            &collection_errors), "requestBody", body(search)),
+        }),
+    );
+    paths.insert(
+        "/v1/collections/{name}/check".into(),
+        json!({
+            "parameters": [name],
+            "post": with(op("Near-duplicate of anything stored? If not, insert it (atomic)",
+                            ("200", ok_response("duplicate, matches, inserted", object.clone())),
+                            &collection_errors), "requestBody", body(check)),
+        }),
+    );
+    paths.insert(
+        "/v1/compare".into(),
+        json!({"post": with(op("Compare two texts, as `neardup compare --json`",
+                               ("200", ok_response("every measure", object.clone())), &[]),
+                            "requestBody", body(compare))}),
+    );
+    paths.insert(
+        "/v1/health".into(),
+        json!({"get": {
+            "summary": "Health: 200 when the store is usable, 503 with the reason after an I/O error",
+            "security": [],
+            "responses": {
+                "200": ok_response("healthy", object.clone()),
+                "503": ok_response("unhealthy, with the reason", object.clone())
+            }
+        }}),
+    );
+    paths.insert(
+        "/metrics".into(),
+        json!({"get": with(op("Prometheus metrics", ("200", json!({"description": "metrics",
+            "content": {"text/plain": {"schema": {"type": "string"}}}})), &[]), "responses", json!({
+                "200": {"description": "metrics", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                "401": error_response("missing or wrong bearer token")
+            }))}),
+    );
+    paths.insert(
+        "/v1/openapi.json".into(),
+        json!({"get": {"summary": "This document",
+                       "responses": {"200": ok_response("the OpenAPI document", object.clone()),
+                                     "401": error_response("missing or wrong bearer token")}}}),
+    );
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "neardup", "version": env!("CARGO_PKG_VERSION"),
+                 "description": "Similar-text search and near-duplicate checks on an embedded store."},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {"Error": {"type": "object", "required": ["error"], "properties": {"error": {
+                "type": "object", "required": ["code", "message"], "properties": {
+                "code": {"type": "string"}, "message": {"type": "string"}}}}}}
+        },
+        "security": [{"bearer": []}],
+        "paths": paths,
+    })
+}
