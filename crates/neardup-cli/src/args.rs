@@ -7,6 +7,32 @@ use neardup::sketch::{Densification, FeatureHasher, MinHashScheme, SimHashBits};
 use neardup::text::{BuiltinStopWords, FeatureKind, KeepFilter, PunctuationPolicy, SegmenterKind};
 use neardup::{IdfSource, PipelineSpec, Weighting};
 
+/// The most worker threads `-j` accepts.
+pub const MAX_THREADS: i64 = 256;
+
+/// The largest `--max-doc-bytes`: 2 GiB.
+pub const MAX_DOC_BYTES: u64 = 2 << 30;
+
+/// Parses `--max-doc-bytes`: 1 to [`MAX_DOC_BYTES`].
+fn doc_bytes(s: &str) -> Result<usize, String> {
+    let n: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if !(1..=MAX_DOC_BYTES).contains(&n) {
+        return Err(format!("must be between 1 and {MAX_DOC_BYTES} (2 GiB)"));
+    }
+    usize::try_from(n).map_err(|e| e.to_string())
+}
+
+/// Sizes the global rayon pool to `-j N` (all cores when not given).
+pub fn thread_pool(threads: Option<u16>) -> Result<(), crate::Failure> {
+    if let Some(n) = threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(n))
+            .build_global()
+            .map_err(anyhow::Error::from)?;
+    }
+    Ok(())
+}
+
 /// Pipeline options. A preset gives the starting spec; every other option overrides one field.
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Pipeline")]
@@ -162,6 +188,49 @@ pub enum KeepArg {
 }
 
 impl PipelineArgs {
+    /// The files these options name (read by the run; outputs may not overwrite them).
+    pub fn files(&self) -> Vec<(String, PathBuf)> {
+        [("--spec", &self.spec), ("--stop-words-file", &self.stop_words_file), ("--idf", &self.idf)]
+            .into_iter()
+            .filter_map(|(what, p)| p.clone().map(|p| (what.to_string(), p)))
+            .collect()
+    }
+
+    /// The pipeline options that were given, by name (for refusing them where they do not
+    /// apply).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let flags = [
+            (self.preset.is_some(), "--preset"),
+            (self.spec.is_some(), "--spec"),
+            (self.segmenter.is_some(), "--segmenter"),
+            (self.features.is_some(), "--features"),
+            (self.ngram.is_some(), "--ngram"),
+            (self.top_n.is_some(), "--top-n"),
+            (self.stop_words.is_some(), "--stop-words"),
+            (self.stop_words_file.is_some(), "--stop-words-file"),
+            (self.no_stop_words, "--no-stop-words"),
+            (self.keep_punct, "--keep-punct"),
+            (self.weights.is_some(), "--weights"),
+            (self.idf.is_some(), "--idf"),
+            (self.hash.is_some(), "--hash"),
+            (self.bits.is_some(), "--bits"),
+            (self.num_perm.is_some(), "--num-perm"),
+            (self.seed.is_some(), "--seed"),
+            (self.minhash_scheme.is_some(), "--minhash-scheme"),
+            (self.keep_chars.is_some(), "--keep-chars"),
+            (self.no_nfkc, "--no-nfkc"),
+            (self.no_case_fold, "--no-case-fold"),
+            (self.no_collapse_whitespace, "--no-collapse-whitespace"),
+        ];
+        for (given, name) in flags {
+            if given {
+                out.push(name);
+            }
+        }
+        out
+    }
+
     /// The spec: the preset (or spec file, or `default_preset` when neither is given), then each
     /// given option.
     pub fn to_spec_from(&self, default_preset: &str) -> anyhow::Result<PipelineSpec> {
@@ -321,7 +390,7 @@ pub struct InputArgs {
     #[arg(long)]
     pub skip_bad: bool,
 
-    /// Reject documents larger than this many bytes.
-    #[arg(long, default_value_t = 256 << 20, value_name = "BYTES")]
+    /// Reject documents larger than this many bytes (at most 2 GiB).
+    #[arg(long, default_value_t = 256 << 20, value_name = "BYTES", value_parser = doc_bytes)]
     pub max_doc_bytes: usize,
 }

@@ -1,15 +1,26 @@
-//! Reading documents: plain text files, JSON Lines, standard input and `--text` strings.
+//! Reading documents: plain text files, JSON Lines, directories, standard input and `--text`
+//! strings.
 //!
 //! Every bad record becomes an [`InputError`] that says where it is (file, line, byte offset),
-//! delivered in order with the good records, so the caller decides whether to stop or skip.
+//! delivered in order with the good records, so the caller decides whether to stop or skip. Its
+//! [`InputErrorKind`] says what may be skipped: a bad record, or a file that cannot be opened, is
+//! skippable (`--skip-bad`); a stream that breaks in the middle (a corrupt or truncated `.gz` or
+//! `.zst`, a read error) never is, because everything after the break would be lost unseen.
+//!
+//! JSONL lines are parsed without building a `serde_json::Value`: the three fields of interest
+//! are found by name and read from borrowed slices of the line, every other field is skipped,
+//! and the id is kept as the JSON text it was written with (`1.10` stays `1.10`).
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use serde_json::Value;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
 use crate::args::InputArgs;
 
@@ -21,9 +32,9 @@ pub enum Source {
     File(PathBuf),
     /// A file that is always one plain-text document (found in a directory given to `dedup`).
     Plain(PathBuf),
-    /// Standard input copied to a temporary file (so that `dedup` can read it twice); it is
-    /// named `<stdin>` in messages.
-    Spooled(PathBuf),
+    /// Standard input copied to an unnamed temporary file (so that `dedup` can read it twice);
+    /// it is named `<stdin>` in messages.
+    Spooled(Arc<File>),
     /// Standard input, written `-`.
     Stdin,
     /// A document given on the command line; the number is its 1-based position.
@@ -46,6 +57,14 @@ impl Source {
             Source::File(p) | Source::Plain(p) => p.display().to_string(),
             Source::Stdin | Source::Spooled(_) => "<stdin>".to_string(),
             Source::Text(_, i) => format!("--text #{i}"),
+        }
+    }
+
+    /// The file behind this source, if it has a name.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Source::File(p) | Source::Plain(p) => Some(p),
+            _ => None,
         }
     }
 }
@@ -78,14 +97,28 @@ impl Body {
 /// A document read from a source.
 #[derive(Debug, Clone)]
 pub struct Record {
-    /// Its id: the JSONL id field as given, or a name made from where it was read.
-    pub id: Value,
+    /// Its id as JSON text: the JSONL id field exactly as written, or a string made from where
+    /// it was read.
+    pub id: Box<RawValue>,
     /// Its content.
     pub body: Body,
     /// Invalid UTF-8 sequences replaced under --lossy.
     pub replaced: usize,
     /// Its 1-based line in a JSONL source (0 for a whole-file document).
     pub line: u64,
+}
+
+/// What kind of failure an [`InputError`] is, which decides whether `--skip-bad` may skip it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputErrorKind {
+    /// One bad record (malformed JSON, a missing or mistyped field, invalid UTF-8, too large);
+    /// the source goes on.
+    Record,
+    /// A file or directory entry that cannot be opened; nothing of it was read.
+    Unreadable,
+    /// The source broke after it was opened (a corrupt or truncated compressed stream, a read
+    /// error): what follows cannot be read, so skipping it would lose records unseen.
+    Stream,
 }
 
 /// A record that could not be read, and where.
@@ -95,14 +128,34 @@ pub struct InputError {
     pub place: String,
     /// What is wrong.
     pub message: String,
-    /// True when the rest of the source cannot be read either (I/O failure).
-    pub fatal_for_source: bool,
+    /// What kind of failure it is.
+    pub kind: InputErrorKind,
+}
+
+impl InputError {
+    /// True when the rest of the source cannot be read either.
+    pub fn fatal_for_source(&self) -> bool {
+        self.kind != InputErrorKind::Record
+    }
+
+    /// True when `--skip-bad` may skip it.
+    pub fn skippable(&self) -> bool {
+        self.kind != InputErrorKind::Stream
+    }
 }
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.place, self.message)
     }
+}
+
+/// What was read of one source: its byte count and an xxh3 digest of every byte (decompressed),
+/// so that a second pass can tell whether it reads the same input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceDigest {
+    pub bytes: u64,
+    pub digest: u64,
 }
 
 /// Reads every source in order, calling `visit` for each record or error. `visit` returns
@@ -113,93 +166,240 @@ pub fn read_all(
     mut visit: impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     for source in sources {
-        let name = source.name();
-        let result = match source {
-            Source::Text(text, _) => visit(check_size(
-                Record {
-                    id: Value::String(name.clone()),
-                    body: Body::Text(text.clone()),
-                    replaced: 0,
-                    line: 0,
-                },
-                &name,
-                opts,
-            )),
-            Source::File(path) | Source::Spooled(path) => match open(path) {
-                Ok(reader) => read_one(reader, &name, Some(path), opts.jsonl, opts, &mut visit),
-                Err(e) => visit(Err(InputError {
-                    place: name,
-                    message: e.to_string(),
-                    fatal_for_source: true,
-                })),
-            },
-            Source::Plain(path) => match File::open(path) {
-                Ok(file) => {
-                    read_one(BufReader::new(file), &name, Some(path), false, opts, &mut visit)
-                }
-                Err(e) => visit(Err(InputError {
-                    place: name,
-                    message: e.to_string(),
-                    fatal_for_source: true,
-                })),
-            },
-            Source::Stdin => {
-                read_one(io::stdin().lock(), &name, None, opts.jsonl, opts, &mut visit)
-            }
-        };
-        result?;
+        read_source(source, opts, &mut visit).0?;
     }
     ControlFlow::Continue(())
 }
 
-/// Opens a file for reading, decompressing `.gz` (gzip, multi-member) and `.zst` (Zstandard)
-/// by extension.
-pub fn open(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
+/// Reads one source, calling `visit` for each record or error; returns whether reading was
+/// stopped, and the digest of what was read (complete when the source was read to its end).
+pub fn read_source(
+    source: &Source,
+    opts: &InputArgs,
+    visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
+) -> (ControlFlow<()>, SourceDigest) {
+    let name = source.name();
+    let mut digest = Digester::default();
+    let flow = match source {
+        Source::Text(text, _) => visit(check_size(
+            Record { id: json_string(&name), body: Body::Text(text.clone()), replaced: 0, line: 0 },
+            &name,
+            opts,
+        )),
+        Source::File(_) | Source::Spooled(_) => match open(source) {
+            Ok(opened) => {
+                let mut reader = opened.reader;
+                let compressed = opened.compressed;
+                let flow = if opts.jsonl {
+                    read_jsonl(&mut reader, &name, opts, &mut digest, compressed.as_ref(), visit)
+                } else {
+                    let id =
+                        json_string(source.path().map_or("-".into(), |p| p.display().to_string()));
+                    visit(read_plain(&mut reader, &name, id, opts, &mut digest))
+                };
+                flow
+            }
+            Err(e) => visit(Err(unreadable(&name, &e))),
+        },
+        Source::Plain(path) => match File::open(path) {
+            Ok(file) => {
+                let id = json_string(path.display().to_string());
+                visit(read_plain(BufReader::new(file), &name, id, opts, &mut digest))
+            }
+            Err(e) => visit(Err(unreadable(&name, &e))),
+        },
+        Source::Stdin => {
+            let mut stdin = io::stdin().lock();
+            if opts.jsonl {
+                read_jsonl(&mut stdin, &name, opts, &mut digest, None, visit)
+            } else {
+                visit(read_plain(stdin, &name, json_string("-"), opts, &mut digest))
+            }
+        }
+    };
+    (flow, digest.finish())
+}
+
+fn unreadable(name: &str, e: &io::Error) -> InputError {
+    InputError {
+        place: name.to_string(),
+        message: format!("cannot open: {}", io_message(e)),
+        kind: InputErrorKind::Unreadable,
+    }
+}
+
+/// An I/O error's message without the `(os error N)` suffix repeated by some printers.
+pub fn io_message(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+/// A JSON string as raw JSON text.
+pub fn json_string(s: impl AsRef<str>) -> Box<RawValue> {
+    serde_json::value::to_raw_value(s.as_ref()).expect("a string serializes")
+}
+
+/// The running digest of a source's bytes.
+#[derive(Default)]
+pub struct Digester {
+    hasher: xxhash_rust::xxh3::Xxh3,
+    bytes: u64,
+}
+
+impl fmt::Debug for Digester {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Digester").field("bytes", &self.bytes).finish_non_exhaustive()
+    }
+}
+
+impl Digester {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+        self.bytes += bytes.len() as u64;
+    }
+
+    pub fn finish(&self) -> SourceDigest {
+        SourceDigest { bytes: self.bytes, digest: self.hasher.digest() }
+    }
+}
+
+/// An opened source: its (decompressed) reader, and for compressed files the count of
+/// compressed bytes read so far, for error messages.
+pub struct Opened {
+    pub reader: Box<dyn BufRead + Send>,
+    pub compressed: Option<Compressed>,
+}
+
+/// Where a compressed stream stands, for error messages.
+#[derive(Debug, Clone)]
+pub struct Compressed {
+    /// `gzip` or `zstd`.
+    pub format: &'static str,
+    /// Compressed bytes read from the file so far.
+    pub offset: Arc<AtomicU64>,
+}
+
+/// A reader that counts the bytes it passes on.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Reads a shared file from its start, with positioned reads (the spool of standard input is
+/// read twice, each time from the start, without moving a shared offset).
+struct SharedFile {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl Read for SharedFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// Opens a file or the spool for reading, decompressing `.gz` (gzip, multi-member) and `.zst`
+/// (Zstandard) by extension.
+pub fn open(source: &Source) -> io::Result<Opened> {
+    let path = match source {
+        Source::Spooled(file) => {
+            let reader = SharedFile { file: file.clone(), pos: 0 };
+            return Ok(Opened {
+                reader: Box::new(BufReader::with_capacity(1 << 16, reader)),
+                compressed: None,
+            });
+        }
+        Source::File(p) | Source::Plain(p) => p,
+        Source::Stdin | Source::Text(..) => {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "not a file"))
+        }
+    };
     let file = File::open(path)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let offset = Arc::new(AtomicU64::new(0));
+    let counted = Counting { inner: file, count: offset.clone() };
     Ok(match ext {
-        "gz" => Box::new(BufReader::with_capacity(
-            1 << 16,
-            flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file)),
-        )),
-        "zst" | "zstd" => Box::new(BufReader::with_capacity(1 << 16, zstd::Decoder::new(file)?)),
-        _ => Box::new(BufReader::with_capacity(1 << 16, file)),
+        "gz" => Opened {
+            reader: Box::new(BufReader::with_capacity(
+                1 << 16,
+                flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, counted)),
+            )),
+            compressed: Some(Compressed { format: "gzip", offset }),
+        },
+        "zst" | "zstd" => Opened {
+            reader: Box::new(BufReader::with_capacity(1 << 16, zstd::Decoder::new(counted)?)),
+            compressed: Some(Compressed { format: "zstd", offset }),
+        },
+        _ => Opened {
+            reader: Box::new(BufReader::with_capacity(1 << 16, counted)),
+            compressed: None,
+        },
     })
 }
 
-fn read_one<R: BufRead>(
-    reader: R,
+/// Copies standard input to an unnamed temporary file (`O_TMPFILE`, or created and unlinked at
+/// once, mode 0600, in the temporary directory): no name exists that another user could plant
+/// a link at or that an interrupted run could leave behind.
+pub fn spool_stdin() -> io::Result<Arc<File>> {
+    let mut file = tempfile::tempfile()?;
+    io::copy(&mut io::stdin().lock(), &mut file)?;
+    file.rewind()?;
+    Ok(Arc::new(file))
+}
+
+/// The message of a read error in the middle of a source.
+fn stream_error(
     name: &str,
-    path: Option<&Path>,
-    jsonl: bool,
-    opts: &InputArgs,
-    visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    if jsonl {
-        read_jsonl(reader, name, opts, visit)
-    } else {
-        let id = match path {
-            Some(p) => Value::String(p.display().to_string()),
-            None => Value::String("-".to_string()),
-        };
-        visit(read_plain(reader, name, id, opts))
-    }
+    line: u64,
+    offset: u64,
+    e: &io::Error,
+    compressed: Option<&Compressed>,
+) -> InputError {
+    let message = match compressed {
+        Some(c) => format!(
+            "corrupt or truncated {} stream near compressed byte offset {} (after line {line}, \
+             decompressed byte {offset}): {}; the rest of the file cannot be read",
+            c.format,
+            c.offset.load(Ordering::Relaxed),
+            io_message(e)
+        ),
+        None => {
+            format!("read error at byte offset {offset} (after line {line}): {}", io_message(e))
+        }
+    };
+    InputError { place: name.to_string(), message, kind: InputErrorKind::Stream }
 }
 
 fn read_plain<R: Read>(
     reader: R,
     name: &str,
-    id: Value,
+    id: Box<RawValue>,
     opts: &InputArgs,
+    digest: &mut Digester,
 ) -> Result<Record, InputError> {
     let mut bytes = Vec::new();
     // Read one byte past the limit to know whether it was exceeded, without reading it all.
     let limit = opts.max_doc_bytes as u64 + 1;
     reader.take(limit).read_to_end(&mut bytes).map_err(|e| InputError {
         place: name.to_string(),
-        message: e.to_string(),
-        fatal_for_source: true,
+        message: format!("read error: {}", io_message(&e)),
+        kind: InputErrorKind::Stream,
     })?;
+    digest.update(&bytes);
     if bytes.len() > opts.max_doc_bytes {
         return Err(InputError {
             place: name.to_string(),
@@ -207,11 +407,20 @@ fn read_plain<R: Read>(
                 "document is larger than --max-doc-bytes {} (raise the limit to read it)",
                 opts.max_doc_bytes
             ),
-            fatal_for_source: true,
+            kind: InputErrorKind::Record,
         });
     }
-    let (text, replaced) = decode(bytes, name, 0, opts)?;
+    let body = strip_bom(bytes);
+    let (text, replaced) = decode(body, name, 0, opts)?;
     Ok(Record { id, body: Body::Text(text), replaced, line: 0 })
+}
+
+/// Drops a UTF-8 byte order mark at the start of a file.
+fn strip_bom(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    bytes
 }
 
 /// UTF-8 from bytes; `base` is the bytes' offset in the file, for the error message.
@@ -234,7 +443,7 @@ fn decode(
                 "invalid UTF-8 at byte offset {} (use --lossy to replace bad bytes)",
                 base + e.utf8_error().valid_up_to()
             ),
-            fatal_for_source: false,
+            kind: InputErrorKind::Record,
         }),
     }
 }
@@ -260,133 +469,321 @@ fn check_size(record: Record, place: &str, opts: &InputArgs) -> Result<Record, I
         return Err(InputError {
             place: place.to_string(),
             message: format!("document is larger than --max-doc-bytes {}", opts.max_doc_bytes),
-            fatal_for_source: false,
+            kind: InputErrorKind::Record,
         });
     }
     Ok(record)
 }
 
-fn read_jsonl<R: BufRead>(
-    mut reader: R,
+/// Reads JSON Lines from `reader`. A line longer than `--max-doc-bytes` plus room for its other
+/// fields is refused without being held whole.
+fn read_jsonl<R: BufRead + ?Sized>(
+    reader: &mut R,
     name: &str,
     opts: &InputArgs,
+    digest: &mut Digester,
+    compressed: Option<&Compressed>,
     visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let mut line = Vec::new();
-    let mut offset = 0usize;
-    for number in 1.. {
+    let mut offset = 0u64;
+    for number in 1u64.. {
         line.clear();
         let n = match reader.read_until(b'\n', &mut line) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) => {
-                return visit(Err(InputError {
-                    place: format!("{name}:{number}"),
-                    message: e.to_string(),
-                    fatal_for_source: true,
-                }))
-            }
+            Err(e) => return visit(Err(stream_error(name, number - 1, offset, &e, compressed))),
         };
+        digest.update(&line);
         let place = format!("{name}:{number}");
         let start = offset;
-        offset += n;
+        offset += n as u64;
         while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             line.pop();
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
+        let mut body: &[u8] = &line;
+        if number == 1 && body.starts_with(b"\xEF\xBB\xBF") {
+            body = &body[3..]; // a byte order mark
+        }
+        if body.iter().all(u8::is_ascii_whitespace) {
             continue; // blank lines are not records
         }
-        let bytes = std::mem::take(&mut line);
-        let record = decode(bytes, &place, start, opts)
-            .and_then(|(text, replaced)| parse_record(&text, &place, number, name, opts, replaced));
+        let record =
+            match std::str::from_utf8(body) {
+                Ok(text) => parse_record(text, &place, number, name, opts, 0),
+                Err(_) => decode(body.to_vec(), &place, start as usize, opts).and_then(
+                    |(text, replaced)| parse_record(&text, &place, number, name, opts, replaced),
+                ),
+            };
         visit(record)?;
     }
     ControlFlow::Continue(())
 }
 
+/// Which wanted field a key names.
+#[derive(Clone, Copy)]
+enum Field {
+    Id,
+    Text,
+    Tokens,
+    Other,
+}
+
+/// The field names to look for; deserializes an object into [`Found`].
+#[derive(Clone, Copy)]
+struct Wanted<'o> {
+    id: &'o str,
+    text: &'o str,
+    tokens: &'o str,
+}
+
+/// The raw values of the wanted fields of one line (the last one, if a key repeats).
+#[derive(Default)]
+struct Found<'a> {
+    id: Option<&'a RawValue>,
+    text: Option<&'a RawValue>,
+    tokens: Option<&'a RawValue>,
+}
+
+impl<'de> DeserializeSeed<'de> for Wanted<'_> {
+    type Value = Found<'de>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Found<'de>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Wanted<'_> {
+    type Value = Found<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found<'de>, A::Error> {
+        let mut found = Found::default();
+        while let Some(field) = map.next_key_seed(KeySeed(self))? {
+            match field {
+                Field::Id => found.id = Some(map.next_value()?),
+                Field::Text => found.text = Some(map.next_value()?),
+                Field::Tokens => found.tokens = Some(map.next_value()?),
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Keys are compared where they lie in the line (no copy unless they hold escapes).
+struct KeySeed<'o>(Wanted<'o>);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Field;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Field, D::Error> {
+        d.deserialize_str(KeyVisitor(self.0))
+    }
+}
+
+struct KeyVisitor<'o>(Wanted<'o>);
+
+impl Visitor<'_> for KeyVisitor<'_> {
+    type Value = Field;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Field, E> {
+        let w = self.0;
+        // The id field is checked first: it may share its name with nothing else.
+        Ok(if key == w.id {
+            Field::Id
+        } else if key == w.text {
+            Field::Text
+        } else if key == w.tokens {
+            Field::Tokens
+        } else {
+            Field::Other
+        })
+    }
+}
+
+/// The JSON type of a raw value, for messages.
+fn kind(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'"') => "a string",
+        Some(b'[') => "an array",
+        Some(b'{') => "an object",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
 fn parse_record(
     line: &str,
     place: &str,
-    number: usize,
+    number: u64,
     name: &str,
     opts: &InputArgs,
     replaced: usize,
 ) -> Result<Record, InputError> {
-    let bad =
-        |message: String| InputError { place: place.to_string(), message, fatal_for_source: false };
-    let value: Value = serde_json::from_str(line).map_err(|e| {
+    let bad = |message: String| InputError {
+        place: place.to_string(),
+        message,
+        kind: InputErrorKind::Record,
+    };
+    let malformed = |e: serde_json::Error| {
         // serde_json ends its message with "at line 1 column N"; say it once, our way.
         let message = e.to_string();
         let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
         bad(format!("malformed JSON at column {}: {message}", e.column()))
-    })?;
-    let Value::Object(mut object) = value else {
-        return Err(bad("expected a JSON object".to_string()));
     };
-    let id = match object.remove(&opts.id_field) {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id,
-        Some(other) => {
+    if !line.trim_start().starts_with('{') {
+        // Still report a syntax error as such (`[1,` is malformed, `[1]` is not an object).
+        return Err(match serde_json::from_str::<IgnoredAny>(line) {
+            Err(e) => malformed(e),
+            Ok(_) => bad("expected a JSON object".to_string()),
+        });
+    }
+    let wanted = Wanted { id: &opts.id_field, text: &opts.text_field, tokens: &opts.tokens_field };
+    let mut de = serde_json::Deserializer::from_str(line);
+    let found =
+        wanted.deserialize(&mut de).and_then(|f| de.end().map(|()| f)).map_err(malformed)?;
+    let id = match found.id {
+        Some(raw) if matches!(kind(raw), "a string" | "a number") => raw.to_owned(),
+        Some(raw) => {
             return Err(bad(format!(
                 "field {:?} must be a string or a number, found {}",
                 opts.id_field,
-                kind(&other)
+                kind(raw)
             )))
         }
-        None => Value::String(format!("{name}:{number}")),
+        None => json_string(format!("{name}:{number}")),
     };
-    let body = match object.remove(&opts.text_field) {
-        Some(Value::String(text)) => Body::Text(text),
-        Some(other) => {
+    let string = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).map_err(malformed);
+    let body = match (found.text, found.tokens) {
+        (Some(raw), _) if kind(raw) == "a string" => Body::Text(string(raw)?),
+        (Some(raw), _) => {
             return Err(bad(format!(
                 "field {:?} must be a string, found {}",
                 opts.text_field,
-                kind(&other)
+                kind(raw)
             )))
         }
-        None => match object.remove(&opts.tokens_field) {
-            Some(Value::Array(items)) => {
-                let mut tokens = Vec::with_capacity(items.len());
-                for (i, item) in items.into_iter().enumerate() {
-                    match item {
-                        Value::String(s) => tokens.push(s),
-                        other => {
-                            return Err(bad(format!(
-                                "field {:?}[{i}] must be a string, found {}",
-                                opts.tokens_field,
-                                kind(&other)
-                            )))
-                        }
-                    }
+        (None, Some(raw)) if kind(raw) == "an array" => {
+            let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(malformed)?;
+            let mut tokens = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                if kind(item) != "a string" {
+                    return Err(bad(format!(
+                        "field {:?}[{i}] must be a string, found {}",
+                        opts.tokens_field,
+                        kind(item)
+                    )));
                 }
-                Body::Tokens(tokens)
+                tokens.push(string(item)?);
             }
-            Some(other) => {
-                return Err(bad(format!(
-                    "field {:?} must be an array of strings, found {}",
-                    opts.tokens_field,
-                    kind(&other)
-                )))
-            }
-            None => {
-                return Err(bad(format!(
-                    "no {:?} field (nor {:?}); choose the field with --text-field",
-                    opts.text_field, opts.tokens_field
-                )))
-            }
-        },
+            Body::Tokens(tokens)
+        }
+        (None, Some(raw)) => {
+            return Err(bad(format!(
+                "field {:?} must be an array of strings, found {}",
+                opts.tokens_field,
+                kind(raw)
+            )))
+        }
+        (None, None) => {
+            return Err(bad(format!(
+                "no {:?} field (nor {:?}); choose the field with --text-field",
+                opts.text_field, opts.tokens_field
+            )))
+        }
     };
-    check_size(Record { id, body, replaced, line: number as u64 }, place, opts)
+    check_size(Record { id, body, replaced, line: number }, place, opts)
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+/// Expands the inputs of `dedup`: files as given, directories walked in path order (following
+/// symbolic links to files and directories, with loops detected), `-` spooled. `report` receives
+/// each entry that cannot be read (by its own path) when `skip_bad` is set; without it the first
+/// such entry is the error.
+pub fn expand_inputs(
+    inputs: &[PathBuf],
+    skip_bad: bool,
+    mut report: impl FnMut(&InputError),
+) -> Result<Vec<Source>, InputError> {
+    let mut out = Vec::new();
+    let mut stdin_used = false;
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            if stdin_used {
+                return Err(InputError {
+                    place: "-".into(),
+                    message: "standard input is given twice".into(),
+                    kind: InputErrorKind::Unreadable,
+                });
+            }
+            stdin_used = true;
+            let file = spool_stdin().map_err(|e| InputError {
+                place: "<stdin>".into(),
+                message: format!(
+                    "cannot copy standard input to a temporary file: {}",
+                    io_message(&e)
+                ),
+                kind: InputErrorKind::Stream,
+            })?;
+            out.push(Source::Spooled(file));
+            continue;
+        }
+        let meta = std::fs::metadata(input).map_err(|e| InputError {
+            place: input.display().to_string(),
+            message: io_message(&e),
+            kind: InputErrorKind::Unreadable,
+        })?;
+        if !meta.is_dir() {
+            out.push(Source::File(input.clone()));
+            continue;
+        }
+        let walker = walkdir::WalkDir::new(input).follow_links(true).sort_by_file_name();
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let place = e
+                        .path()
+                        .map_or_else(|| input.display().to_string(), |p| p.display().to_string());
+                    let message = match (e.loop_ancestor(), e.io_error()) {
+                        (Some(ancestor), _) => {
+                            format!("symbolic link loop (back to {}); skipped", ancestor.display())
+                        }
+                        (None, Some(io)) => format!("cannot read: {}", io_message(io)),
+                        (None, None) => e.to_string(),
+                    };
+                    let err = InputError { place, message, kind: InputErrorKind::Unreadable };
+                    if skip_bad {
+                        report(&err);
+                        continue;
+                    }
+                    return Err(err);
+                }
+            };
+            let kind = entry.file_type();
+            if kind.is_file() {
+                out.push(Source::Plain(entry.into_path()));
+            } else if !kind.is_dir() {
+                // FIFOs, sockets, devices: reading them could block or never end.
+                report(&InputError {
+                    place: entry.path().display().to_string(),
+                    message: "not a regular file; skipped".into(),
+                    kind: InputErrorKind::Unreadable,
+                });
+            }
+        }
     }
+    Ok(out)
 }
 
 #[cfg(test)]

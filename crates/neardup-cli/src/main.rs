@@ -8,6 +8,7 @@
 mod args;
 mod cmd;
 mod input;
+mod output;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -74,6 +75,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
+    output::init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Fingerprint(args) => cmd::fingerprint::run(args),
@@ -87,11 +89,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Runtime(e) | Failure::Usage(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(Failure::Usage(e)) => {
             let _ = writeln!(io::stderr(), "neardup: error: {e:#}");
             ExitCode::from(2)
         }
-        Err(Failure::Runtime(e)) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(Failure::Runtime(e)) => {
             let _ = writeln!(io::stderr(), "neardup: error: {e:#}");
             ExitCode::from(1)
@@ -108,7 +110,7 @@ fn main() -> ExitCode {
 }
 
 fn stdout_closed() -> bool {
-    cmd::STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+    output::stdout_closed()
 }
 
 #[cfg(test)]

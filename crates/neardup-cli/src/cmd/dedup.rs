@@ -2,28 +2,34 @@
 //!
 //! Two passes over the input. The first streams the records: a reader thread parses them while
 //! the rayon pool sketches each batch, and only the sketches (plus id, place and length) stay
-//! in memory. The library finds the clusters. The second pass reads the input again and copies
-//! each kept (or dropped) record byte for byte, so memory follows the number of documents, not
-//! the size of the text. Standard input is copied to a temporary file for the second pass.
+//! in memory, with a digest of every source's bytes. The library finds the clusters. The second
+//! pass reads the input again, checks that it is the same input (the same bytes, by digest),
+//! and copies each kept (or dropped) record byte for byte, so memory follows the number of
+//! documents, not the size of the text. Standard input is copied to an unnamed temporary file
+//! for the second pass. Every output is written to a temporary file and renamed into place only
+//! when everything succeeded (see `output.rs`).
 
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
+use std::fs;
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use neardup::{Dedup, DedupConfig, DedupOutcome, Keep, Method, Scratch, Verification};
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::args::{InputArgs, PipelineArgs};
+use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::build_pipeline;
-use crate::input::{open, read_all, InputError, Record, Source};
+use crate::input::{
+    expand_inputs, open, read_source, Digester, InputError, Record, Source, SourceDigest,
+};
+use crate::output::{self, check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
 
 /// Options of `neardup dedup`.
@@ -31,36 +37,46 @@ use crate::Failure;
 #[command(
     after_help = "Input: JSON Lines files (plain, .gz or .zst; one record per line, text in --text-field
 or a token array in --tokens-field, id in --id-field, else FILE:LINE), directories (every file
-under them, in path order, is one plain-text document whose id is its path), or `-` for standard
-input (JSONL).
+under them, in path order, is one plain-text document whose id is its path; symbolic links are
+followed, loops detected), or `-` for standard input (JSONL).
 
-Method: minhash (default) finds candidates with LSH bands chosen for --threshold as `neardup
-params` does (or --bands/--rows), then verifies each candidate with the exact Jaccard similarity
-of the two feature sets. simhash (or just --hamming K) finds every pair within Hamming distance
-K exactly, with permuted tables. --verify changes the check: cosine (weighted vectors, >=
-threshold), hamming (SimHash distance <= K), estimate (no exact check: MinHash estimate >=
-threshold; fast, approximate). Documents with identical features are merged before the search.
+Method: minhash (default) finds candidates with LSH bands, then verifies each candidate with the
+exact Jaccard similarity of the two feature sets. The bands are the cheapest under which a pair
+exactly at --threshold becomes a candidate with probability --recall (default 0.99; the summary
+prints the bands, rows and that probability), or --bands/--rows, or datasketch's choice with
+--lsh-weights. simhash (or just --hamming K) finds every pair within Hamming distance K exactly,
+with permuted tables. --verify changes the check: cosine (weighted vectors, >= threshold),
+hamming (SimHash distance <= K), estimate (no exact check: MinHash estimate >= threshold; fast,
+approximate). Documents with identical features are merged before the search.
 
 Features: the pipeline options, as in `fingerprint`. The default preset uses word 5-shingles
 for space-separated text and character 5-grams for Chinese, chosen per document (--features
-shingles with the jieba segmenter gives jieba word shingles instead).
+shingles with the jieba segmenter gives jieba word shingles instead). Whitespace next to Han
+characters is ignored, so line breaks inside Chinese text change nothing.
 
-Outputs, all optional, in input order:
-  --output FILE      the records of the kept documents, byte for byte (a directory's file becomes
-                     {\"id\": PATH, \"text\": CONTENT})
-  --dropped FILE     the records of the dropped documents, likewise
-  --clusters FILE    one line per cluster of two or more:
-                     {\"cluster\": [ids], \"keep\": id, \"size\": n, \"similarity\": weakest verified pair}
-  --pairs FILE       verified pairs {\"a\": id, \"b\": id, \"similarity\": s}; copies with identical
-                     features are paired with their first copy only
-  --assignments FILE every document: {\"id\": id, \"cluster\": n or null, \"size\": n, \"kept\": bool}
-A summary goes to stderr (documents, clusters, dropped, time, peak memory).
+Outputs, all optional, in input order (each written to a temporary file and renamed into place
+at the end; an output may not be an input or another output):
+  --output FILE        the records of the kept documents, byte for byte (a directory's file
+                       becomes {\"id\": PATH, \"text\": CONTENT})
+  --dropped FILE       the records of the dropped documents, likewise
+  --clusters FILE      one line per cluster of two or more:
+                       {\"cluster\": [ids], \"keep\": id, \"size\": n, \"similarity\": weakest link}
+  --pairs FILE         every pair at or above the threshold, {\"a\": id, \"b\": id, \"similarity\": s},
+                       copies of the same text included (a group of n copies gives n(n-1)/2
+                       pairs; the summary says how many were written)
+  --compact-pairs FILE the compact form: verified pairs between first copies, and each copy with
+                       its first copy (similarity 1); transitively the clusters, not every pair
+  --assignments FILE   every document: {\"id\": id, \"cluster\": n or null, \"size\": n, \"kept\": bool}
+Ids are written exactly as they appear in the input. A summary goes to stderr (documents,
+clusters, dropped, pairs, time, peak memory).
 
-Bad input: without --skip-bad, a malformed line, a line without the text field, invalid UTF-8 or
-an oversized document stops the run with its file and line, and no output is written (exit 1).
-With --skip-bad each is reported on stderr, left out of every output, and counted. Empty
-documents (or only stop words) are near-duplicates of nothing: always kept. Duplicate ids are
-reported and the documents kept apart.
+Bad input: without --skip-bad, a malformed line, a line without the text field, invalid UTF-8,
+an oversized document or an unreadable file stops the run with its file and line, and no output
+is written (exit 1). With --skip-bad each is reported on stderr, left out of every output, and
+counted. A corrupt or truncated .gz/.zst stream always stops the run (with its byte offset),
+since the rest of the file could not be read. An input that changes between the two passes is
+detected and nothing is written. Empty documents (or only stop words) are near-duplicates of
+nothing: always kept. Duplicate ids are reported and the documents kept apart.
 
 Incremental: --save-index DIR writes every document's sketch; --against DIR deduplicates new
 documents against a saved index (its documents are never dropped or written; a new document
@@ -93,17 +109,22 @@ pub struct DedupArgs {
     #[arg(long, value_enum, value_name = "MEASURE")]
     verify: Option<VerifyArg>,
 
-    /// LSH bands (with --rows), instead of the choice for --threshold.
-    #[arg(long, value_name = "B", requires = "rows")]
+    /// The probability, in (0, 1), that a pair exactly at the threshold becomes a candidate;
+    /// the cheapest bands and rows that reach it are used [default: 0.99; 0.5,0.5 LSH weights
+    /// with --verify estimate].
+    #[arg(long, value_name = "R", conflicts_with_all = ["bands", "lsh_weights"])]
+    recall: Option<f64>,
+
+    /// LSH bands (with --rows), instead of the choice for --recall.
+    #[arg(long, value_name = "B", requires = "rows", conflicts_with = "lsh_weights")]
     bands: Option<usize>,
 
     /// LSH rows per band (with --bands).
     #[arg(long, value_name = "R", requires = "bands")]
     rows: Option<usize>,
 
-    /// Weights of false positives and false negatives for choosing the bands, summing to 1
-    /// [default: 0.05,0.95 with exact verification (recall first: false positives are checked
-    /// away), 0.5,0.5 with --verify estimate, as datasketch].
+    /// Choose the bands as datasketch's MinHashLSH does, minimising these weights of false
+    /// positives and false negatives (summing to 1), instead of reaching --recall.
     #[arg(long, value_delimiter = ',', value_name = "FP,FN")]
     lsh_weights: Option<Vec<f64>>,
 
@@ -123,9 +144,14 @@ pub struct DedupArgs {
     #[arg(long, value_name = "FILE")]
     clusters: Option<PathBuf>,
 
-    /// Write the verified pairs here.
+    /// Write every pair at or above the threshold here, copies included.
     #[arg(long, value_name = "FILE")]
     pairs: Option<PathBuf>,
+
+    /// Write the compact form of the pairs here (pairs between first copies, and each copy with
+    /// its first copy).
+    #[arg(long, value_name = "FILE")]
+    compact_pairs: Option<PathBuf>,
 
     /// Write every document's cluster, cluster size and fate here.
     #[arg(long, value_name = "FILE")]
@@ -139,9 +165,10 @@ pub struct DedupArgs {
     #[arg(long, value_name = "DIR")]
     save_index: Option<PathBuf>,
 
-    /// Worker threads (default: all cores).
-    #[arg(long, short = 'j', value_name = "N")]
-    threads: Option<usize>,
+    /// Worker threads, 1 to 256 (default: all cores).
+    #[arg(long, short = 'j', value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    threads: Option<u16>,
 
     /// No progress bar and no summary.
     #[arg(long, short = 'q')]
@@ -154,14 +181,14 @@ pub struct DedupArgs {
     pipeline: PipelineArgs,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum MethodArg {
     Minhash,
     Simhash,
     Both,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum VerifyArg {
     Jaccard,
     Cosine,
@@ -184,43 +211,182 @@ struct Place {
     line: u64,
 }
 
+/// Every document's id, as JSON text, in one buffer.
+#[derive(Debug, Default)]
+struct Ids {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Ids {
+    fn push(&mut self, id: &str) {
+        self.text.push_str(id);
+        self.ends.push(self.text.len());
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn to_vec(&self) -> Vec<String> {
+        (0..self.len()).map(|i| self.get(i).to_string()).collect()
+    }
+}
+
 /// Records per batch sent from the reader to the sketching pool.
 const BATCH_DOCS: usize = 2048;
 
 enum Item {
     Records(Vec<Record>),
     Bad(InputError),
+    /// A source read to its end, with its digest.
+    End(SourceDigest),
+}
+
+/// The outputs of a run, opened before the first pass and committed after the last write.
+struct Outputs {
+    records: [Option<OutputFile>; 2],
+    clusters: Option<OutputFile>,
+    pairs: Option<OutputFile>,
+    compact_pairs: Option<OutputFile>,
+    assignments: Option<OutputFile>,
+}
+
+impl Outputs {
+    fn plan(args: &DedupArgs) -> Vec<Output> {
+        let list = [
+            ("--output", &args.output),
+            ("--dropped", &args.dropped),
+            ("--clusters", &args.clusters),
+            ("--pairs", &args.pairs),
+            ("--compact-pairs", &args.compact_pairs),
+            ("--assignments", &args.assignments),
+        ];
+        let mut out: Vec<Output> = list
+            .into_iter()
+            .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
+            .collect();
+        if let Some(dir) = &args.save_index {
+            for name in ["docs.bin", "manifest.json"] {
+                out.push(Output { option: "--save-index", path: dir.join(name) });
+            }
+        }
+        out
+    }
+
+    fn create(args: &DedupArgs) -> Result<Outputs, Failure> {
+        let open = |option, p: &Option<PathBuf>| {
+            p.as_deref().map(|p| OutputFile::create(option, p)).transpose()
+        };
+        Ok(Outputs {
+            records: [open("--output", &args.output)?, open("--dropped", &args.dropped)?],
+            clusters: open("--clusters", &args.clusters)?,
+            pairs: open("--pairs", &args.pairs)?,
+            compact_pairs: open("--compact-pairs", &args.compact_pairs)?,
+            assignments: open("--assignments", &args.assignments)?,
+        })
+    }
+
+    fn all(self) -> impl Iterator<Item = OutputFile> {
+        let [kept, dropped] = self.records;
+        [kept, dropped, self.clusters, self.pairs, self.compact_pairs, self.assignments]
+            .into_iter()
+            .flatten()
+    }
+
+    /// True when some output is a file (not standard output).
+    fn any_file(&self) -> bool {
+        let [kept, dropped] = &self.records;
+        [kept, dropped, &self.clusters, &self.pairs, &self.compact_pairs, &self.assignments]
+            .into_iter()
+            .flatten()
+            .any(|o| !o.is_stdout())
+    }
+}
+
+/// Ends the run quietly when standard output closed and nothing else is being written.
+fn stop_if_stdout_gone(outputs: &Outputs, save_index: bool) -> Result<(), Failure> {
+    if output::stdout_closed() && !outputs.any_file() && !save_index {
+        return Err(Failure::Reported);
+    }
+    Ok(())
 }
 
 pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let started = Instant::now();
-    if let Some(n) = args.threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .map_err(anyhow::Error::from)?;
-    }
+    thread_pool(args.threads)?;
     let config = dedup_config(&args)?;
     let pipeline = build_pipeline(&args.pipeline)?;
     let mut dedup = Dedup::new(&pipeline, config.clone()).map_err(|e| Failure::Usage(e.into()))?;
     let mut input = args.input.clone();
     input.jsonl = true;
+    let progress = Progress::new(args.quiet);
+
+    // Every input (sources, the index read, the files the spec names) and every output are
+    // known before anything is opened for writing.
+    let mut skipped = 0usize;
+    let sources = expand_inputs(&args.inputs, args.input.skip_bad, |e| {
+        progress.println(&format!("neardup: skipped: {e}"));
+        skipped += 1;
+    })
+    .map_err(|e| {
+        // A path that does not exist is a mistake in the command line.
+        let missing = args.inputs.iter().any(|p| p.display().to_string() == e.place)
+            && !std::path::Path::new(&e.place).exists();
+        let e = anyhow!("{e}");
+        if missing {
+            Failure::Usage(e)
+        } else {
+            Failure::Runtime(e)
+        }
+    })?;
+    let mut inputs: Vec<Input> = sources
+        .iter()
+        .filter_map(|s| s.path().map(|p| Input { what: "input".into(), path: p.to_path_buf() }))
+        .collect();
+    if let Some(dir) = &args.against {
+        for name in ["docs.bin", "manifest.json"] {
+            inputs.push(Input { what: "--against index file".into(), path: dir.join(name) });
+        }
+    }
+    inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
+    let planned = Outputs::plan(&args);
+    // --save-index may be the --against directory: the index is read first and replaced
+    // atomically at the end.
+    let reads_index = |o: &Output| o.option == "--save-index";
+    let (index_outputs, file_outputs): (Vec<Output>, Vec<Output>) =
+        planned.into_iter().partition(reads_index);
+    check_conflicts(&inputs, &file_outputs)?;
+    let non_index_inputs: Vec<Input> =
+        inputs.iter().filter(|i| i.what != "--against index file").cloned().collect();
+    let mut all_outputs = file_outputs.clone();
+    all_outputs.extend(index_outputs);
+    check_conflicts(&non_index_inputs, &all_outputs)?;
 
     // Old documents first, so that positions 0..seen are theirs.
-    let mut ids: Vec<String> = match &args.against {
-        Some(dir) => dedup.load(dir).map_err(|e| Failure::Runtime(e.into()))?,
-        None => Vec::new(),
-    };
+    let mut ids = Ids::default();
+    if let Some(dir) = &args.against {
+        for id in dedup.load(dir).map_err(|e| Failure::Runtime(e.into()))? {
+            ids.push(&id);
+        }
+    }
     let seen = ids.len();
+    let mut outputs = Outputs::create(&args)?;
+    if let Some(dir) = &args.save_index {
+        output::register_index_dir(dir);
+    }
 
-    let mut spool = Spool::default();
-    let sources = sources(&args.inputs, &mut spool)?;
-    let progress = Progress::new(args.quiet);
     let mut places: Vec<Place> = Vec::new();
+    let mut digests: Vec<Option<SourceDigest>> = vec![None; sources.len()];
     let mut id_hashes: HashSet<u64> = HashSet::new();
     let mut duplicate_ids: Vec<String> = Vec::new();
     let mut duplicate_id_count = 0usize;
-    let (mut skipped, mut replaced, mut bytes) = (0usize, 0usize, 0u64);
+    let (mut replaced, mut bytes) = (0usize, 0u64);
     let mut fatal: Option<InputError> = None;
 
     std::thread::scope(|scope| -> Result<(), Failure> {
@@ -231,37 +397,33 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             let mut batch = Vec::with_capacity(BATCH_DOCS);
             for (i, source) in reader_sources.iter().enumerate() {
                 let source_index = i as u32;
-                let flow =
-                    read_all(std::slice::from_ref(source), reader_input, |item| match item {
-                        Ok(record) => {
-                            batch.push(record);
-                            if batch.len() >= BATCH_DOCS {
-                                let full =
-                                    std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS));
-                                if tx.send((source_index, Item::Records(full))).is_err() {
-                                    return ControlFlow::Break(());
-                                }
-                            }
-                            ControlFlow::Continue(())
-                        }
-                        Err(e) => {
-                            let full = std::mem::take(&mut batch);
-                            if tx.send((source_index, Item::Records(full))).is_err()
-                                || tx.send((source_index, Item::Bad(e))).is_err()
-                            {
+                let send = |item| tx.send((source_index, item)).is_ok();
+                let (flow, digest) = read_source(source, reader_input, &mut |item| match item {
+                    Ok(record) => {
+                        batch.push(record);
+                        if batch.len() >= BATCH_DOCS {
+                            let full =
+                                std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS));
+                            if !send(Item::Records(full)) {
                                 return ControlFlow::Break(());
                             }
-                            ControlFlow::Continue(())
                         }
-                    });
+                        ControlFlow::Continue(())
+                    }
+                    Err(e) => {
+                        let full = std::mem::take(&mut batch);
+                        if !send(Item::Records(full)) || !send(Item::Bad(e)) {
+                            return ControlFlow::Break(());
+                        }
+                        ControlFlow::Continue(())
+                    }
+                });
                 if flow.is_break() {
                     return;
                 }
-                if !batch.is_empty() {
-                    let full = std::mem::take(&mut batch);
-                    if tx.send((source_index, Item::Records(full))).is_err() {
-                        return;
-                    }
+                let full = std::mem::take(&mut batch);
+                if !send(Item::Records(full)) || !send(Item::End(digest)) {
+                    return;
                 }
             }
         });
@@ -269,13 +431,17 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         for (source, item) in rx {
             let records = match item {
                 Item::Bad(e) => {
-                    if args.input.skip_bad {
+                    if args.input.skip_bad && e.skippable() {
                         progress.println(&format!("neardup: skipped: {e}"));
                         skipped += 1;
                         continue;
                     }
                     fatal = Some(e);
                     break; // dropping the receiver stops the reader
+                }
+                Item::End(digest) => {
+                    digests[source as usize] = Some(digest);
+                    continue;
                 }
                 Item::Records(records) => records,
             };
@@ -287,11 +453,11 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
                 .collect();
             for (record, sketch) in records.iter().zip(sketches) {
                 dedup.push(sketch);
-                let id = serde_json::to_string(&record.id).map_err(anyhow::Error::from)?;
+                let id = record.id.get();
                 if !id_hashes.insert(xxhash_rust::xxh3::xxh3_64(id.as_bytes())) {
                     duplicate_id_count += 1;
                     if duplicate_ids.len() < 5 {
-                        duplicate_ids.push(id.clone());
+                        duplicate_ids.push(id.to_string());
                     }
                 }
                 ids.push(id);
@@ -304,10 +470,10 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         Ok(())
     })?;
     progress.finish();
+    drop(id_hashes);
     if let Some(e) = fatal {
-        return Err(Failure::Runtime(anyhow!(
-            "{e}\n(no output was written; use --skip-bad to skip bad records)"
-        )));
+        let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
+        return Err(Failure::Runtime(anyhow!("{e}\n(no output was written{hint})")));
     }
     let read_time = started.elapsed();
 
@@ -317,24 +483,34 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
 
     let write_started = Instant::now();
     let writer = Writer { ids: &ids, outcome: &outcome, seen };
-    if let Some(path) = &args.clusters {
-        writer.clusters(path)?;
+    let mut pairs_written = None;
+    if let Some(out) = &mut outputs.clusters {
+        writer.clusters(out)?;
     }
-    if let Some(path) = &args.pairs {
-        writer.pairs(path)?;
+    stop_if_stdout_gone(&outputs, args.save_index.is_some())?;
+    if let Some(out) = &mut outputs.pairs {
+        pairs_written = Some(writer.pairs(out, outcome.pairs())?);
     }
-    if let Some(path) = &args.assignments {
-        writer.assignments(path)?;
+    stop_if_stdout_gone(&outputs, args.save_index.is_some())?;
+    if let Some(out) = &mut outputs.compact_pairs {
+        writer.pairs(out, outcome.compact_pairs())?;
     }
-    if args.output.is_some() || args.dropped.is_some() {
-        copy_records(&sources, &places, &outcome.kept[seen..], &args)?;
+    if let Some(out) = &mut outputs.assignments {
+        writer.assignments(out)?;
+    }
+    stop_if_stdout_gone(&outputs, args.save_index.is_some())?;
+    if outputs.records.iter().any(Option::is_some) {
+        copy_records(&sources, &digests, &places, &outcome.kept[seen..], &mut outputs)?;
     }
     if let Some(dir) = &args.save_index {
-        dedup.save(dir, &ids).map_err(|e| Failure::Runtime(e.into()))?;
+        dedup.save(dir, &ids.to_vec()).map_err(|e| Failure::Runtime(e.into()))?;
+    }
+    for out in outputs.all() {
+        out.commit()?;
     }
     let write_time = write_started.elapsed();
 
-    if !args.quiet {
+    if !args.quiet && !output::stdout_closed() {
         let new = places.len();
         let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count();
         let empty = (seen..dedup.len()).filter(|&i| dedup.document(i).empty).count();
@@ -347,29 +523,34 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             outcome.clusters.len(),
             new - dropped
         );
+        let lsh = |b: usize, r: usize| {
+            let p = dedup.candidate_probability().unwrap_or(0.0);
+            format!("{b} bands x {r} rows, P(candidate) {p:.4} at Jaccard {}", config.threshold)
+        };
         let how = match (config.method, dedup.banding()) {
-            (Method::MinHash, Some((b, r))) => format!("minhash, {b} bands x {r} rows"),
+            (Method::MinHash, Some((b, r))) => format!("minhash, {}", lsh(b, r)),
             (Method::Both, Some((b, r))) => {
-                format!(
-                    "minhash ({b} bands x {r} rows) and simhash (Hamming <= {})",
-                    config.hamming
-                )
+                format!("minhash ({}) and simhash (Hamming <= {})", lsh(b, r), config.hamming)
             }
             _ => format!("simhash, Hamming <= {}", config.hamming),
         };
         let _ = writeln!(
             err,
-            "  {how}, verified by {:?}: {} candidate pairs, {} pairs verified, {} exact copies",
-            dedup.verification(),
+            "  {how}, verified by {}: {} candidate pairs, {} verified between distinct texts, \
+             {} exact copies",
+            dedup.verification().name(),
             outcome.candidates,
-            outcome.pairs.len() - outcome.exact_duplicates,
+            outcome.edges.len(),
             outcome.exact_duplicates
         );
+        if let Some(n) = pairs_written {
+            let _ = writeln!(err, "  {n} pairs written to --pairs (every pair, copies included)");
+        }
         if seen > 0 {
             let _ = writeln!(err, "  against an index of {seen} documents");
         }
         if skipped > 0 {
-            let _ = writeln!(err, "  skipped {skipped} bad record(s)");
+            let _ = writeln!(err, "  skipped {skipped} bad record(s) or file(s)");
         }
         if replaced > 0 {
             let _ = writeln!(err, "  replaced {replaced} invalid UTF-8 sequence(s) (--lossy)");
@@ -392,28 +573,49 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             peak_memory().unwrap_or_else(|| "unknown".into())
         );
     }
+    if output::stdout_closed() {
+        return Err(Failure::Reported);
+    }
     Ok(())
 }
 
 fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     let usage = |m: String| Failure::Usage(anyhow!(m));
     let method = match (args.method, args.hamming) {
-        (Some(MethodArg::Minhash), _) => Method::MinHash,
+        (Some(MethodArg::Minhash), Some(_)) => {
+            return Err(usage(
+                "--hamming applies to simhash candidates, not --method minhash (use --method \
+                 both, or --verify hamming with --method both)"
+                    .into(),
+            ))
+        }
+        (Some(MethodArg::Minhash), None) => Method::MinHash,
         (Some(MethodArg::Simhash), _) | (None, Some(_)) => Method::SimHash,
         (Some(MethodArg::Both), _) => Method::Both,
         (None, None) => Method::MinHash,
     };
+    if method == Method::SimHash {
+        for (given, name) in [
+            (args.bands.is_some(), "--bands/--rows"),
+            (args.lsh_weights.is_some(), "--lsh-weights"),
+            (args.recall.is_some(), "--recall"),
+        ] {
+            if given {
+                return Err(usage(format!(
+                    "{name} chooses MinHash LSH bands; simhash candidates come from permuted \
+                     tables (use --method minhash or both)"
+                )));
+            }
+        }
+    }
     let verification = args.verify.map(|v| match v {
         VerifyArg::Jaccard => Verification::Jaccard,
         VerifyArg::Cosine => Verification::Cosine,
         VerifyArg::Hamming => Verification::Hamming,
         VerifyArg::Estimate => Verification::Estimate,
     });
-    if verification == Some(Verification::Hamming)
-        && method == Method::MinHash
-        && args.hamming.is_none()
-    {
-        return Err(usage("--verify hamming with --method minhash needs --hamming K".into()));
+    if verification == Some(Verification::Hamming) && args.hamming.is_none() {
+        return Err(usage("--verify hamming needs --hamming K".into()));
     }
     let weights = match args.lsh_weights.as_deref() {
         None => None,
@@ -429,6 +631,7 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         verification,
         banding: args.bands.zip(args.rows),
         weights,
+        recall: args.recall,
         keep: match args.keep {
             KeepArg::First => Keep::First,
             KeepArg::Longest => Keep::Longest,
@@ -437,71 +640,23 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     })
 }
 
-/// Temporary copies of standard input, removed when dropped.
-#[derive(Debug, Default)]
-struct Spool {
-    paths: Vec<PathBuf>,
-}
-
-impl Drop for Spool {
-    fn drop(&mut self) {
-        for p in &self.paths {
-            let _ = fs::remove_file(p);
-        }
-    }
-}
-
-/// The sources in order: files as given, directories expanded to their files (sorted, as
-/// plain-text documents), `-` copied to a temporary file.
-fn sources(inputs: &[PathBuf], spool: &mut Spool) -> Result<Vec<Source>, Failure> {
-    let mut out = Vec::new();
-    for input in inputs {
-        if input.as_os_str() == "-" {
-            let path = std::env::temp_dir().join(format!(
-                "neardup-stdin-{}-{}.jsonl",
-                std::process::id(),
-                out.len()
-            ));
-            let mut file = File::create(&path).with_context(|| path.display().to_string())?;
-            io::copy(&mut io::stdin().lock(), &mut file).context("copying standard input")?;
-            spool.paths.push(path.clone());
-            out.push(Source::Spooled(path));
-        } else if input.is_dir() {
-            let mut files = Vec::new();
-            walk(input, &mut files).with_context(|| input.display().to_string())?;
-            files.sort();
-            out.extend(files.into_iter().map(Source::Plain));
-        } else if input.exists() {
-            out.push(Source::File(input.clone()));
-        } else {
-            return Err(Failure::Usage(anyhow!("{}: no such file or directory", input.display())));
-        }
-    }
-    Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            walk(&entry.path(), out)?;
-        } else if kind.is_file() {
-            out.push(entry.path());
-        }
-    }
-    Ok(())
-}
-
-/// The second pass: copies the records of kept (and dropped) documents, byte for byte.
+/// The second pass: reads each source again, checks it is the input of the first pass (the same
+/// bytes, by digest), and copies the records of kept (and dropped) documents, byte for byte.
 fn copy_records(
     sources: &[Source],
+    digests: &[Option<SourceDigest>],
     places: &[Place],
     kept: &[bool],
-    args: &DedupArgs,
+    outputs: &mut Outputs,
 ) -> Result<(), Failure> {
-    let mut outputs = RecordOutputs::create(args)?;
     let mut next = 0usize; // the next document, in input order
+    let changed = |source: &Source| {
+        Failure::Runtime(anyhow!(
+            "{}: the input changed between the two passes (its bytes differ from the first \
+             read); nothing was written, the outputs are as they were",
+            source.name()
+        ))
+    };
     for (s, source) in sources.iter().enumerate() {
         if next >= places.len() {
             break;
@@ -509,172 +664,139 @@ fn copy_records(
         if places[next].source as usize != s {
             continue;
         }
+        let mut digest = Digester::default();
+        let read_again = |e: io::Error| {
+            Failure::Runtime(anyhow!(
+                "{}: reading again: {}",
+                source.name(),
+                crate::input::io_message(&e)
+            ))
+        };
         match source {
             Source::Plain(path) => {
-                let text = fs::read(path).with_context(|| path.display().to_string())?;
-                let text = String::from_utf8_lossy(&text);
+                let bytes = fs::read(path).map_err(read_again)?;
+                digest.update(&bytes);
+                let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+                let text = String::from_utf8_lossy(body);
                 let line = serde_json::json!({"id": path.display().to_string(), "text": text});
                 let line = serde_json::to_vec(&line).map_err(anyhow::Error::from)?;
-                outputs.write(kept[next], &line)?;
+                write_record(outputs, kept[next], &line)?;
                 next += 1;
             }
-            Source::File(path) | Source::Spooled(path) => {
-                let mut reader = open(path).with_context(|| source.name())?;
+            Source::File(_) | Source::Spooled(_) => {
+                let mut reader = open(source).map_err(read_again)?.reader;
                 let mut line = Vec::new();
                 let mut number = 0u64;
-                while next < places.len() && places[next].source as usize == s {
+                loop {
                     line.clear();
-                    let n = reader
-                        .read_until(b'\n', &mut line)
-                        .with_context(|| format!("{}: reading again", source.name()))?;
+                    let n = reader.read_until(b'\n', &mut line).map_err(read_again)?;
                     if n == 0 {
-                        return Err(Failure::Runtime(anyhow!(
-                            "{}: the file changed while neardup was reading it",
-                            source.name()
-                        )));
+                        break;
                     }
+                    digest.update(&line);
                     number += 1;
-                    if number == places[next].line {
-                        outputs.write(kept[next], &line)?;
+                    if next < places.len()
+                        && places[next].source as usize == s
+                        && number == places[next].line
+                    {
+                        let record = if number == 1 {
+                            line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line)
+                        } else {
+                            &line
+                        };
+                        write_record(outputs, kept[next], record)?;
                         next += 1;
                     }
                 }
             }
             Source::Stdin | Source::Text(..) => unreachable!("dedup spools stdin, takes no --text"),
         }
-    }
-    outputs.flush()
-}
-
-/// An optional output and the path it was opened from (for error messages).
-type Sink<'a> = (Option<Box<dyn Write>>, &'a Option<PathBuf>);
-
-/// `--output` and `--dropped`: each record goes to one of them (or nowhere), newline-ended.
-struct RecordOutputs<'a> {
-    /// Kept records, then dropped ones.
-    sinks: [Sink<'a>; 2],
-}
-
-impl<'a> RecordOutputs<'a> {
-    fn create(args: &'a DedupArgs) -> Result<RecordOutputs<'a>, Failure> {
-        let open = |p: &Option<PathBuf>| p.as_deref().map(create_output).transpose();
-        Ok(RecordOutputs {
-            sinks: [(open(&args.output)?, &args.output), (open(&args.dropped)?, &args.dropped)],
-        })
-    }
-
-    fn write(&mut self, keep: bool, record: &[u8]) -> Result<(), Failure> {
-        let (out, path) = &mut self.sinks[usize::from(!keep)];
-        let Some(out) = out else { return Ok(()) };
-        let result = out.write_all(record).and_then(|()| {
-            if record.last() == Some(&b'\n') {
-                Ok(())
-            } else {
-                out.write_all(b"\n")
-            }
-        });
-        result.map_err(|e| output_failure(path, e))
-    }
-
-    fn flush(self) -> Result<(), Failure> {
-        for (out, path) in self.sinks {
-            if let Some(mut out) = out {
-                out.flush().map_err(|e| output_failure(path, e))?;
-            }
+        if digests[s] != Some(digest.finish()) {
+            return Err(changed(source));
         }
-        Ok(())
+        stop_if_stdout_gone(outputs, false)?;
     }
+    Ok(())
 }
 
-fn output_failure(path: &Option<PathBuf>, e: io::Error) -> Failure {
-    let name = path.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-    Failure::Runtime(anyhow!("{name}: {e}"))
-}
-
-/// An output file, or standard output for `-`.
-fn create_output(path: &Path) -> Result<Box<dyn Write>, Failure> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout())));
+/// Writes one record to `--output` (kept) or `--dropped`, newline-ended.
+fn write_record(outputs: &mut Outputs, keep: bool, record: &[u8]) -> Result<(), Failure> {
+    let Some(out) = &mut outputs.records[usize::from(!keep)] else { return Ok(()) };
+    out.write_bytes(record)?;
+    if record.last() != Some(&b'\n') {
+        out.write_bytes(b"\n")?;
     }
-    let f = File::create(path)
-        .with_context(|| format!("{}: cannot create", path.display()))
-        .map_err(Failure::Runtime)?;
-    Ok(Box::new(BufWriter::with_capacity(1 << 20, f)))
+    Ok(())
 }
 
 struct Writer<'a> {
-    ids: &'a [String],
+    ids: &'a Ids,
     outcome: &'a DedupOutcome,
     seen: usize,
 }
 
 impl Writer<'_> {
-    fn file(path: &Path) -> Result<Box<dyn Write>, Failure> {
-        create_output(path)
+    fn clusters(&self, out: &mut OutputFile) -> Result<(), Failure> {
+        for c in &self.outcome.clusters {
+            let members: Vec<&str> = c.members.iter().map(|&m| self.id(m)).collect();
+            let line = format!(
+                "{{\"cluster\":[{}],\"keep\":{},\"size\":{},\"similarity\":{}}}\n",
+                members.join(","),
+                self.id(c.keep),
+                c.members.len(),
+                round(c.similarity)
+            );
+            out.write_bytes(line.as_bytes())?;
+        }
+        Ok(())
     }
 
-    fn finish(path: &Path, result: io::Result<()>) -> Result<(), Failure> {
-        result.map_err(|e| Failure::Runtime(anyhow!("{}: {e}", path.display())))
-    }
-
-    fn clusters(&self, path: &Path) -> Result<(), Failure> {
-        let mut out = Self::file(path)?;
-        let result = (|| {
-            for c in &self.outcome.clusters {
-                let members: Vec<&str> = c.members.iter().map(|&m| self.id(m)).collect();
-                writeln!(
-                    out,
-                    "{{\"cluster\":[{}],\"keep\":{},\"size\":{},\"similarity\":{}}}",
-                    members.join(","),
-                    self.id(c.keep),
-                    c.members.len(),
-                    round(c.similarity)
-                )?;
+    /// Writes pairs as they come (never all held); returns how many.
+    fn pairs(
+        &self,
+        out: &mut OutputFile,
+        pairs: impl Iterator<Item = neardup::Pair>,
+    ) -> Result<u64, Failure> {
+        let mut n = 0u64;
+        let mut line = String::new();
+        for p in pairs {
+            line.clear();
+            use std::fmt::Write as _;
+            let _ = writeln!(
+                line,
+                "{{\"a\":{},\"b\":{},\"similarity\":{}}}",
+                self.id(p.a),
+                self.id(p.b),
+                round(p.similarity)
+            );
+            out.write_bytes(line.as_bytes())?;
+            n += 1;
+            if n.is_multiple_of(1 << 16) && output::stdout_closed() && out.is_stdout() {
+                break;
             }
-            out.flush()
-        })();
-        Self::finish(path, result)
+        }
+        Ok(n)
     }
 
-    fn pairs(&self, path: &Path) -> Result<(), Failure> {
-        let mut out = Self::file(path)?;
-        let result = (|| {
-            for p in &self.outcome.pairs {
-                writeln!(
-                    out,
-                    "{{\"a\":{},\"b\":{},\"similarity\":{}}}",
-                    self.id(p.a),
-                    self.id(p.b),
-                    round(p.similarity)
-                )?;
-            }
-            out.flush()
-        })();
-        Self::finish(path, result)
-    }
-
-    fn assignments(&self, path: &Path) -> Result<(), Failure> {
-        let mut out = Self::file(path)?;
+    fn assignments(&self, out: &mut OutputFile) -> Result<(), Failure> {
         let o = self.outcome;
-        let result = (|| {
-            for i in self.seen..self.ids.len() {
-                let (cluster, size) = match o.cluster_of[i] {
-                    Some(c) => (c.to_string(), o.clusters[c as usize].members.len()),
-                    None => ("null".to_string(), 1),
-                };
-                writeln!(
-                    out,
-                    "{{\"id\":{},\"cluster\":{cluster},\"size\":{size},\"kept\":{}}}",
-                    self.ids[i], o.kept[i]
-                )?;
-            }
-            out.flush()
-        })();
-        Self::finish(path, result)
+        for i in self.seen..self.ids.len() {
+            let (cluster, size) = match o.cluster_of[i] {
+                Some(c) => (c.to_string(), o.clusters[c as usize].members.len()),
+                None => ("null".to_string(), 1),
+            };
+            let line = format!(
+                "{{\"id\":{},\"cluster\":{cluster},\"size\":{size},\"kept\":{}}}\n",
+                self.ids.get(i),
+                o.kept[i]
+            );
+            out.write_bytes(line.as_bytes())?;
+        }
+        Ok(())
     }
 
     fn id(&self, position: u32) -> &str {
-        &self.ids[position as usize]
+        self.ids.get(position as usize)
     }
 }
 

@@ -8,9 +8,9 @@ use clap::Args;
 use neardup::{Pipeline, Scratch, Sketches, WeightedFeature};
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::args::{InputArgs, PipelineArgs};
+use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::profile::{Profile, ProfileArgs};
 use crate::cmd::{build_pipeline_from, output_error};
 use crate::input::{read_all, Record, Source};
@@ -51,9 +51,10 @@ pub struct FingerprintArgs {
     #[arg(long)]
     explain: bool,
 
-    /// Worker threads (default: all cores).
-    #[arg(long, short = 'j', value_name = "N")]
-    threads: Option<usize>,
+    /// Worker threads, 1 to 256 (default: all cores).
+    #[arg(long, short = 'j', value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    threads: Option<u16>,
 
     #[command(flatten)]
     input: InputArgs,
@@ -67,7 +68,7 @@ pub struct FingerprintArgs {
 
 #[derive(Serialize)]
 struct Output<'a> {
-    id: &'a Value,
+    id: &'a RawValue,
     simhash: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     minhash: Option<&'a [u32]>,
@@ -88,13 +89,8 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
             "no input: give FILE arguments, `-` for standard input, or --text STRING"
         )));
     }
-    if let Some(n) = args.threads {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .map_err(anyhow::Error::from)?;
-    }
-    let profile = Profile::build(&args.profile, &args.pipeline)?;
+    thread_pool(args.threads)?;
+    let profile = Profile::build(&args.profile, &args.pipeline, args.minhash, args.explain)?;
     let pipeline = build_pipeline_from(&args.pipeline, Profile::default_preset(&args.profile))?;
     let mut sketches = Sketches::SIMHASH;
     if args.minhash {
@@ -136,15 +132,16 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
                     return ControlFlow::Break(());
                 }
                 batch_bytes = 0;
-                if args.input.skip_bad {
+                if args.input.skip_bad && e.skippable() {
                     eprintln!("neardup: skipped: {e}");
                     skipped += 1;
                     ControlFlow::Continue(())
                 } else {
                     eprintln!("neardup: error: {e}");
                     errors += 1;
-                    // A bad file is skipped and the rest read; a bad JSONL record stops the run.
-                    if jsonl && !e.fatal_for_source {
+                    // A bad file is skipped and the rest read; a bad JSONL record or a broken
+                    // stream stops the run.
+                    if (jsonl && !e.fatal_for_source()) || !e.skippable() {
                         ControlFlow::Break(())
                     } else {
                         ControlFlow::Continue(())
@@ -183,7 +180,7 @@ fn process<W: Write>(
         return Ok(());
     }
     if let Some(profile) = profile {
-        let lines: Vec<Value> = batch
+        let lines: Vec<serde_json::Value> = batch
             .par_iter()
             .map_init(Scratch::default, |scratch, record| {
                 profile.fingerprint(pipeline, &record.id, &record.body, scratch)

@@ -1,7 +1,6 @@
 //! `neardup idf build`.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
@@ -10,7 +9,8 @@ use neardup::{IdfBuilder, Scratch};
 
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::{build_pipeline, output_error};
-use crate::input::{read_all, Source};
+use crate::input::{io_message, read_all, Source};
+use crate::output::{check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
 
 /// `neardup idf ...`.
@@ -46,6 +46,14 @@ pub struct BuildArgs {
 
 pub fn run(command: IdfCommand) -> Result<(), Failure> {
     let IdfCommand::Build(args) = command;
+    let mut inputs: Vec<Input> = args
+        .corpus
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .map(|p| Input { what: "corpus file".into(), path: p.clone() })
+        .collect();
+    inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
+    check_conflicts(&inputs, &[Output { option: "--output", path: args.output.clone() }])?;
     let pipeline = build_pipeline(&args.pipeline)?;
     let sources = Source::from_args(&args.corpus, &[]);
     let mut builder = IdfBuilder::new();
@@ -57,14 +65,14 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
             pipeline.for_each_feature(record.body.as_document(), &mut scratch, |f| builder.add(f));
             ControlFlow::Continue(())
         }
-        Err(e) if args.input.skip_bad => {
+        Err(e) if args.input.skip_bad && e.skippable() => {
             eprintln!("neardup: skipped: {e}");
             ControlFlow::Continue(())
         }
         Err(e) => {
             eprintln!("neardup: error: {e}");
             errors += 1;
-            if args.input.jsonl && !e.fatal_for_source {
+            if (args.input.jsonl && !e.fatal_for_source()) || !e.skippable() {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
@@ -77,13 +85,11 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
     let lines = if args.output.as_os_str() == "-" {
         builder.write(BufWriter::new(io::stdout().lock()), args.min_df).map_err(output_error)?
     } else {
-        let file = File::create(&args.output)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
-        let mut w = BufWriter::new(file);
+        let mut out = OutputFile::create("--output", &args.output)?;
         let n = builder
-            .write(&mut w, args.min_df)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
-        w.flush().map_err(|e| anyhow::anyhow!("{}: {e}", args.output.display()))?;
+            .write(&mut out, args.min_df)
+            .map_err(|e| anyhow::anyhow!("{}: {}", args.output.display(), io_message(&e)))?;
+        out.commit()?;
         n
     };
     eprintln!(

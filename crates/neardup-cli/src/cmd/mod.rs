@@ -9,7 +9,6 @@ pub mod profile;
 pub mod serve;
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use neardup::{BuildError, Pipeline, PRESETS};
@@ -17,16 +16,17 @@ use neardup::{BuildError, Pipeline, PRESETS};
 use crate::args::PipelineArgs;
 use crate::Failure;
 
-/// Set when a write to stdout failed because the reader went away.
-pub static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
-
-/// Maps a write error: a broken pipe is remembered (and ends the run with exit 0).
+/// Maps a write error on standard output: a broken pipe is remembered (and ends the run with
+/// exit 0).
 pub fn output_error(e: io::Error) -> Failure {
     if e.kind() == io::ErrorKind::BrokenPipe {
-        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+        crate::output::mark_stdout_closed();
         Failure::Reported
     } else {
-        Failure::Runtime(anyhow::anyhow!("writing output: {e}"))
+        Failure::Runtime(anyhow::anyhow!(
+            "writing standard output: {}",
+            crate::input::io_message(&e)
+        ))
     }
 }
 

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use clap::Args;
-use neardup::sketch::optimal_params;
+use neardup::sketch::{optimal_params, params_for_recall, MAX_NUM_PERM};
 use serde_json::json;
 
 use crate::cmd::output_error;
@@ -17,21 +17,31 @@ area under the collision curve 1 - (1 - s^r)^b below the threshold and FN the ar
 missed, over b = 1..num_perm and r = 1..num_perm/b (first minimum wins). datasketch refuses a
 choice with fewer than 2 bands.
 
-Example:
-  neardup params --threshold 0.8 --num-perm 128"
+With --recall R, the choice is dedup's instead: among b x r <= num_perm, the banding with the
+smallest false-positive area under which a pair exactly at the threshold becomes a candidate
+with probability at least R (`neardup dedup` uses R = 0.99 by default).
+
+Examples:
+  neardup params --threshold 0.8 --num-perm 128
+  neardup params --threshold 0.8 --recall 0.99"
 )]
 pub struct ParamsArgs {
     /// Jaccard similarity threshold, in [0, 1].
     #[arg(long, value_name = "T")]
     threshold: f64,
 
-    /// MinHash values per signature.
+    /// MinHash values per signature (at most 1024).
     #[arg(long, default_value_t = 128, value_name = "K")]
     num_perm: usize,
 
-    /// Weights of false positives and false negatives, summing to 1.
-    #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.5], value_name = "FP,FN")]
-    weights: Vec<f64>,
+    /// Weights of false positives and false negatives, summing to 1 [default: 0.5,0.5].
+    #[arg(long, value_delimiter = ',', value_name = "FP,FN", conflicts_with = "recall")]
+    weights: Option<Vec<f64>>,
+
+    /// Instead of weights: the probability, in (0, 1), that a pair exactly at the threshold
+    /// becomes a candidate (dedup's choice).
+    #[arg(long, value_name = "R")]
+    recall: Option<f64>,
 
     /// Print JSON.
     #[arg(long)]
@@ -39,33 +49,52 @@ pub struct ParamsArgs {
 }
 
 pub fn run(args: ParamsArgs) -> Result<(), Failure> {
-    let [fp, fnn] = args.weights[..] else {
-        return Err(Failure::Usage(anyhow::anyhow!(
-            "--weights takes two numbers, FP,FN (for example 0.5,0.5)"
-        )));
+    let usage = |m: String| Failure::Usage(anyhow::anyhow!(m));
+    if args.num_perm > MAX_NUM_PERM {
+        return Err(usage(format!("--num-perm must be at most {MAX_NUM_PERM}")));
+    }
+    let weights = match args.weights.as_deref() {
+        None => (0.5, 0.5),
+        Some(&[fp, fnn]) => (fp, fnn),
+        Some(_) => {
+            return Err(usage("--weights takes two numbers, FP,FN (for example 0.5,0.5)".into()))
+        }
     };
-    let weights = (fp, fnn);
-    let p = optimal_params(args.threshold, args.num_perm, weights)
-        .map_err(|e| Failure::Usage(anyhow::anyhow!(e)))?;
+    let p = match args.recall {
+        Some(r) => params_for_recall(args.threshold, args.num_perm, r),
+        None => optimal_params(args.threshold, args.num_perm, weights),
+    }
+    .map_err(|e| usage(e.to_string()))?;
     let accepted = p.bands >= 2;
+    let probability = p.collision_probability(args.threshold);
     let mut out = io::stdout().lock();
     if args.json {
-        let v = json!({
-            "threshold": args.threshold, "num_perm": args.num_perm, "weights": [weights.0, weights.1],
+        let mut v = json!({
+            "threshold": args.threshold, "num_perm": args.num_perm,
             "bands": p.bands, "rows": p.rows,
             "false_positive": p.false_positive, "false_negative": p.false_negative,
-            "error": p.error(weights), "datasketch_accepts": accepted,
+            "candidate_probability": probability, "datasketch_accepts": accepted,
         });
+        match args.recall {
+            Some(r) => v["recall"] = json!(r),
+            None => {
+                v["weights"] = json!([weights.0, weights.1]);
+                v["error"] = json!(p.error(weights));
+            }
+        }
         writeln!(out, "{v}").map_err(output_error)?;
         return Ok(());
     }
-    let rows = [
+    let mut rows = vec![
         ("bands (b)", p.bands.to_string()),
         ("rows (r)", p.rows.to_string()),
         ("false positive area", format!("{:.6}", p.false_positive)),
         ("false negative area", format!("{:.6}", p.false_negative)),
-        ("weighted error", format!("{:.6}", p.error(weights))),
+        ("P(candidate) at t", format!("{probability:.6}")),
     ];
+    if args.recall.is_none() {
+        rows.push(("weighted error", format!("{:.6}", p.error(weights))));
+    }
     for (k, v) in rows {
         writeln!(out, "{k:<20} {v}").map_err(output_error)?;
     }

@@ -4,8 +4,9 @@ use clap::{Args, ValueEnum};
 use neardup::compat::datasketch::{Permutations, Scheme};
 use neardup::compat::lucene::{self, InputToken, MinHashParams};
 use neardup::compat::yanyiwu;
-use neardup::{Document, Pipeline, Scratch};
-use serde_json::{json, Value};
+use neardup::{Document, Pipeline, Scratch, MAX_NGRAM, MAX_TOP_N};
+use serde_json::json;
+use serde_json::value::RawValue;
 
 use crate::args::PipelineArgs;
 use crate::input::Body;
@@ -25,7 +26,8 @@ pub struct ProfileArgs {
     #[arg(long, value_enum, value_name = "NAME")]
     pub profile: Option<ProfileArg>,
 
-    /// yanyiwu: keywords voted (topn). Default as upstream: max(5, min(200, bytes / 120)).
+    /// yanyiwu: keywords voted (topn, at most 10,000). Default as upstream: max(5, min(200,
+    /// bytes / 120)).
     #[arg(long, value_name = "N")]
     pub topn: Option<usize>,
 
@@ -34,35 +36,37 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub strip_symbols: bool,
 
-    /// lucene: hash functions (`hash_count`).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub hash_count: u32,
+    /// lucene: hash functions (`hash_count`, 1 to 1024) [default: 1].
+    #[arg(long, value_name = "N")]
+    pub hash_count: Option<u32>,
 
-    /// lucene: buckets per hash function (`bucket_count`).
-    #[arg(long, default_value_t = 512, value_name = "N")]
-    pub bucket_count: u32,
+    /// lucene: buckets per hash function (`bucket_count`, 1 to 65536) [default: 512].
+    #[arg(long, value_name = "N")]
+    pub bucket_count: Option<u32>,
 
-    /// lucene: minima kept per bucket (`hash_set_size`).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub hash_set_size: u32,
+    /// lucene: minima kept per bucket (`hash_set_size`, 1 to 1024) [default: 1]. The three
+    /// counts multiplied may not pass 2^20 tokens per document.
+    #[arg(long, value_name = "N")]
+    pub hash_set_size: Option<u32>,
 
     /// lucene: fill empty buckets from the next non-empty one (`with_rotation`; only with
-    /// hash_set_size 1).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub with_rotation: bool,
+    /// hash_set_size 1) [default: true].
+    #[arg(long, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub with_rotation: Option<bool>,
 
-    /// lucene: word k-shingles (joined by one space, no unigrams) before the filter; 1 for none.
-    #[arg(long, default_value_t = 1, value_name = "K")]
-    pub shingle_size: usize,
+    /// lucene: word k-shingles (joined by one space, no unigrams) before the filter; 1 for none
+    /// (at most 64) [default: 1].
+    #[arg(long, value_name = "K")]
+    pub shingle_size: Option<usize>,
 
     /// lucene: also print the UTF-8 bytes Elasticsearch indexes for each token (`min_hash_utf8`).
     #[arg(long)]
     pub utf8: bool,
 
     /// datasketch: the hashing scheme. legacy is datasketch before 2.0 (most stored data);
-    /// affine32 is the 2.0 default.
-    #[arg(long, value_enum, default_value = "legacy", value_name = "SCHEME")]
-    pub scheme: SchemeArg,
+    /// affine32 is the 2.0 default [default: legacy].
+    #[arg(long, value_enum, value_name = "SCHEME")]
+    pub scheme: Option<SchemeArg>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,13 +92,81 @@ pub enum Profile {
     Datasketch { permutations: Permutations },
 }
 
+impl ProfileArgs {
+    /// The profile options that were given, each with the profiles it belongs to.
+    fn given(&self) -> Vec<(&'static str, &'static [ProfileArg])> {
+        use ProfileArg::*;
+        const YANYIWU: &[ProfileArg] = &[Yanyiwu, Jiebar];
+        const LUCENE: &[ProfileArg] = &[Lucene];
+        const DATASKETCH: &[ProfileArg] = &[Datasketch];
+        [
+            (self.topn.is_some(), "--topn", YANYIWU),
+            (self.strip_symbols, "--strip-symbols", YANYIWU),
+            (self.hash_count.is_some(), "--hash-count", LUCENE),
+            (self.bucket_count.is_some(), "--bucket-count", LUCENE),
+            (self.hash_set_size.is_some(), "--hash-set-size", LUCENE),
+            (self.with_rotation.is_some(), "--with-rotation", LUCENE),
+            (self.shingle_size.is_some(), "--shingle-size", LUCENE),
+            (self.utf8, "--utf8", LUCENE),
+            (self.scheme.is_some(), "--scheme", DATASKETCH),
+        ]
+        .into_iter()
+        .filter(|(given, _, _)| *given)
+        .map(|(_, name, profiles)| (name, profiles))
+        .collect()
+    }
+}
+
 impl Profile {
-    /// Builds the profile named in `args`, if any.
+    /// Builds the profile named in `args`, if any. Options that do not apply to the chosen
+    /// profile (or to no profile) are usage errors, never silently ignored: `pipeline` options
+    /// with yanyiwu, jiebar or lucene (which keep their own analysis), `--minhash` or
+    /// `--explain` where the profile outputs neither, another profile's options.
     pub fn build(
         args: &ProfileArgs,
         pipeline: &PipelineArgs,
+        minhash: bool,
+        explain: bool,
     ) -> Result<Option<Profile>, crate::Failure> {
         let usage = |m: String| crate::Failure::Usage(anyhow::anyhow!(m));
+        let profile_name = |p: ProfileArg| match p {
+            ProfileArg::Yanyiwu => "yanyiwu",
+            ProfileArg::Jiebar => "jiebar",
+            ProfileArg::Lucene => "lucene",
+            ProfileArg::Datasketch => "datasketch",
+        };
+        for (option, profiles) in args.given() {
+            if !args.profile.is_some_and(|p| profiles.contains(&p)) {
+                let names: Vec<&str> = profiles.iter().map(|&p| profile_name(p)).collect();
+                return Err(usage(format!(
+                    "{option} applies only to --profile {}",
+                    names.join(" or ")
+                )));
+            }
+        }
+        if let Some(p) = args.profile {
+            let own_analysis = p != ProfileArg::Datasketch;
+            let given = pipeline.given();
+            if own_analysis && !given.is_empty() {
+                return Err(usage(format!(
+                    "--profile {} reproduces its own text analysis; pipeline options ({}) do not                      apply to it",
+                    profile_name(p),
+                    given.join(", ")
+                )));
+            }
+            if minhash && own_analysis {
+                return Err(usage(format!(
+                    "--minhash does not apply to --profile {}: it has its own output",
+                    profile_name(p)
+                )));
+            }
+            if explain {
+                return Err(usage(format!(
+                    "--explain does not apply to --profile {}: it has its own output",
+                    profile_name(p)
+                )));
+            }
+        }
         match args.profile {
             None => Ok(None),
             Some(p @ (ProfileArg::Yanyiwu | ProfileArg::Jiebar)) => {
@@ -103,6 +175,11 @@ impl Profile {
                 } else {
                     yanyiwu::Flavor::Yanyiwu
                 };
+                if let Some(n) = args.topn {
+                    if n > MAX_TOP_N {
+                        return Err(usage(format!("--topn must be at most {MAX_TOP_N}, not {n}")));
+                    }
+                }
                 // Build the dictionaries now, not inside the first parallel batch.
                 let _ = yanyiwu::simhasher_for(flavor);
                 Ok(Some(Profile::Yanyiwu {
@@ -112,31 +189,34 @@ impl Profile {
                 }))
             }
             Some(ProfileArg::Lucene) => {
+                let d = MinHashParams::default();
                 let params = MinHashParams {
-                    hash_count: args.hash_count,
-                    bucket_count: args.bucket_count,
-                    hash_set_size: args.hash_set_size,
-                    with_rotation: args.with_rotation,
+                    hash_count: args.hash_count.unwrap_or(d.hash_count),
+                    bucket_count: args.bucket_count.unwrap_or(d.bucket_count),
+                    hash_set_size: args.hash_set_size.unwrap_or(d.hash_set_size),
+                    with_rotation: args.with_rotation.unwrap_or(d.with_rotation),
                 };
                 params.validate().map_err(usage)?;
-                if args.shingle_size == 0 {
-                    return Err(usage("--shingle-size must be at least 1".into()));
+                let shingle_size = args.shingle_size.unwrap_or(1);
+                if !(1..=MAX_NGRAM).contains(&shingle_size) {
+                    return Err(usage(format!(
+                        "--shingle-size must be in 1..={MAX_NGRAM}, not {shingle_size}"
+                    )));
                 }
-                Ok(Some(Profile::Lucene {
-                    params,
-                    shingle_size: args.shingle_size,
-                    utf8: args.utf8,
-                }))
+                Ok(Some(Profile::Lucene { params, shingle_size, utf8: args.utf8 }))
             }
             Some(ProfileArg::Datasketch) => {
                 let num_perm = pipeline.num_perm.unwrap_or(128);
                 let seed = pipeline.seed.unwrap_or(1);
                 let seed = u32::try_from(seed)
                     .map_err(|_| usage(format!("datasketch seeds are below 2^32, not {seed}")))?;
-                if num_perm == 0 {
-                    return Err(usage("--num-perm must be at least 1".into()));
+                if !(1..=neardup::sketch::MAX_NUM_PERM).contains(&num_perm) {
+                    return Err(usage(format!(
+                        "--num-perm must be in 1..={}, not {num_perm}",
+                        neardup::sketch::MAX_NUM_PERM
+                    )));
                 }
-                let scheme = match args.scheme {
+                let scheme = match args.scheme.unwrap_or(SchemeArg::Legacy) {
                     SchemeArg::Legacy => Scheme::Legacy,
                     SchemeArg::Affine32 => Scheme::Affine32,
                     SchemeArg::Affine64 => Scheme::Affine64,
@@ -160,10 +240,10 @@ impl Profile {
     pub fn fingerprint(
         &self,
         pipeline: &Pipeline,
-        id: &Value,
+        id: &RawValue,
         body: &Body,
         scratch: &mut Scratch,
-    ) -> Value {
+    ) -> serde_json::Value {
         match self {
             Profile::Yanyiwu { flavor, topn, strip_symbols } => {
                 let s = yanyiwu::simhasher_for(*flavor);
@@ -183,7 +263,7 @@ impl Profile {
                         s.simhash_words(&bytes, topn.unwrap_or_else(|| yanyiwu::default_topn(len)))
                     }
                 };
-                let keywords: Vec<Value> = result
+                let keywords: Vec<serde_json::Value> = result
                     .keywords
                     .iter()
                     .map(|k| json!({"word": k.text(), "weight": k.weight, "weight_printed": k.weight_printed()}))

@@ -1,12 +1,18 @@
 //! `neardup serve`: the similar-text service.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::Args;
+use neardup_server::bounds::{MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_DOC_BYTES};
 use neardup_server::{is_loopback, Config, Limits};
 
+use crate::args::MAX_THREADS;
+use crate::input::io_message;
 use crate::Failure;
 
 /// Options of `neardup serve`.
@@ -28,7 +34,9 @@ use crate::Failure;
 Similarities are exact (Jaccard of feature sets by default), as in `neardup dedup`. A write is
 acknowledged after it is durable (redb, fsync). The server listens on loopback unless told
 otherwise; listening elsewhere needs a token (--token-file or NEARDUP_TOKEN) or --insecure.
-SIGINT or SIGTERM finish in-flight requests and close the store.
+SIGINT or SIGTERM finish in-flight requests (for at most --shutdown-seconds) and close the
+store. After a storage I/O error (a full disk) requests answer 503 and /v1/health says why,
+while the store is reopened every second until it works again.
 
 Example:
   neardup serve --data-dir ./ndata &
@@ -39,12 +47,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     data_dir: PathBuf,
 
-    /// Address to listen on (port 0 picks a free port; the address is printed on stderr).
+    /// Address to listen on, HOST:PORT (a name such as localhost is resolved; port 0 picks a
+    /// free port; the address is printed on stderr).
     #[arg(long, default_value = "127.0.0.1:7700", value_name = "ADDR")]
-    listen: SocketAddr,
+    listen: String,
 
     /// A file holding the bearer token that requests must carry (the environment variable
-    /// NEARDUP_TOKEN is used when no file is given).
+    /// NEARDUP_TOKEN is used when no file is given). An empty or blank token is refused.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
 
@@ -52,40 +61,98 @@ pub struct ServeArgs {
     #[arg(long)]
     insecure: bool,
 
-    /// Largest request body, in bytes.
-    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
+    /// Largest request body, in bytes (at most 1 GiB).
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES",
+          value_parser = bounded::<MAX_BODY_BYTES>)]
     max_body_bytes: usize,
 
-    /// Largest document, in bytes.
-    #[arg(long, default_value_t = 8 << 20, value_name = "BYTES")]
+    /// Largest document, in bytes (at most 256 MiB).
+    #[arg(long, default_value_t = 8 << 20, value_name = "BYTES",
+          value_parser = bounded::<MAX_DOC_BYTES>)]
     max_doc_bytes: usize,
 
-    /// Most documents per batch.
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    /// Most documents per batch (at most 1,000,000).
+    #[arg(long, default_value_t = 10_000, value_name = "N",
+          value_parser = bounded::<MAX_BATCH_DOCS>)]
     max_batch_docs: usize,
 
-    /// Worker threads (default: all cores).
-    #[arg(long, short = 'j', value_name = "N")]
-    threads: Option<usize>,
+    /// Seconds to let in-flight requests finish after SIGINT or SIGTERM before exiting anyway
+    /// (1 to 3600).
+    #[arg(long, default_value_t = 10, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    shutdown_seconds: u64,
+
+    /// Worker threads, 1 to 256 (default: all cores).
+    #[arg(long, short = 'j', value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
+    threads: Option<u16>,
+}
+
+/// A size option between 1 and `MAX`.
+fn bounded<const MAX: usize>(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if !(1..=MAX).contains(&n) {
+        return Err(format!("must be between 1 and {MAX}"));
+    }
+    Ok(n)
+}
+
+/// The address to listen on: `HOST:PORT`, with the host resolved (an IPv4 address first).
+fn listen_address(listen: &str) -> Result<SocketAddr, Failure> {
+    let usage = |m: String| Failure::Usage(anyhow!(m));
+    let addrs: Vec<SocketAddr> = listen
+        .to_socket_addrs()
+        .map_err(|e| usage(format!("--listen {listen}: {} (give HOST:PORT)", io_message(&e))))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| usage(format!("--listen {listen}: the name resolves to no address")))
 }
 
 pub fn run(args: ServeArgs) -> Result<(), Failure> {
+    let usage = |m: String| Failure::Usage(anyhow!(m));
     let token = match &args.token_file {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("{}: cannot read the token file", path.display()))?;
-            Some(text.trim().to_string())
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                usage(format!("{}: cannot read the token file: {}", path.display(), io_message(&e)))
+            })?;
+            let token = text.trim().to_string();
+            if token.is_empty() {
+                return Err(usage(format!(
+                    "{}: the token file is empty or blank; put a token in it (authentication \
+                     would otherwise be off)",
+                    path.display()
+                )));
+            }
+            Some(token)
         }
-        None => std::env::var("NEARDUP_TOKEN").ok().map(|t| t.trim().to_string()),
+        None => match std::env::var("NEARDUP_TOKEN") {
+            Ok(t) if t.trim().is_empty() => {
+                return Err(usage(
+                    "NEARDUP_TOKEN is set but empty or blank; set a token or unset it".into(),
+                ))
+            }
+            Ok(t) => Some(t.trim().to_string()),
+            Err(_) => None,
+        },
     };
-    let token = token.filter(|t| !t.is_empty());
-    if !is_loopback(&args.listen) && token.is_none() && !args.insecure {
-        return Err(Failure::Usage(anyhow!(
-            "refusing to listen on {} without a token: give --token-file (or NEARDUP_TOKEN), \
-             or --insecure",
-            args.listen
+    if token.as_ref().is_some_and(|t| t.chars().any(char::is_whitespace)) {
+        return Err(usage("the token may not contain whitespace".into()));
+    }
+    let listen = listen_address(&args.listen)?;
+    if !is_loopback(&listen) && token.is_none() && !args.insecure {
+        return Err(usage(format!(
+            "refusing to listen on {listen} without a token: give --token-file (or \
+             NEARDUP_TOKEN), or --insecure"
         )));
     }
+    // A write past RLIMIT_FSIZE must fail with EFBIG (reported, recovered from), not kill the
+    // process with SIGXFSZ.
+    signal_hook::flag::register(signal_hook::consts::SIGXFSZ, Arc::new(AtomicBool::new(false)))
+        .context("installing the SIGXFSZ handler")?;
     let config = Config {
         data_dir: args.data_dir.clone(),
         token,
@@ -99,21 +166,36 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     if let Some(n) = args.threads {
-        runtime.worker_threads(n.max(1));
+        runtime.worker_threads(usize::from(n));
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(n))
+            .build_global()
+            .map_err(anyhow::Error::from)?;
     }
     let runtime = runtime.build().context("starting the async runtime")?;
     let state = neardup_server::open(config).map_err(|e| Failure::Runtime(e.into()))?;
+    let grace = Duration::from_secs(args.shutdown_seconds);
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
+            .with_context(|| format!("cannot listen on {listen}"))?;
         let addr = listener.local_addr().context("local address")?;
         eprintln!(
             "neardup serve: listening on http://{addr} (data in {})",
             args.data_dir.display()
         );
+        // Reopens the store after an I/O error, once a second until it works.
+        let recovering = state.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if recovering.unhealthy().is_some() {
+                    recovering.recover().await;
+                }
+            }
+        });
         axum::serve(listener, neardup_server::router(state))
-            .with_graceful_shutdown(shutdown_signal())
+            .with_graceful_shutdown(shutdown_signal(grace))
             .await
             .context("serving")?;
         eprintln!("neardup serve: stopped");
@@ -122,8 +204,10 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM, and from then gives in-flight requests `grace` to finish
+/// before the process exits anyway (a write still running then is cut as a crash would cut it:
+/// every acknowledged write is already durable, and an unacknowledged one is all or nothing).
+async fn shutdown_signal(grace: Duration) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -142,5 +226,13 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-    eprintln!("neardup serve: shutting down (finishing in-flight requests)");
+    eprintln!(
+        "neardup serve: shutting down (finishing in-flight requests, at most {} s)",
+        grace.as_secs()
+    );
+    std::thread::spawn(move || {
+        std::thread::sleep(grace);
+        eprintln!("neardup serve: in-flight requests did not finish in time; exiting");
+        std::process::exit(1);
+    });
 }
