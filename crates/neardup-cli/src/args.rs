@@ -236,9 +236,10 @@ impl PipelineArgs {
     pub fn to_spec_from(&self, default_preset: &str) -> anyhow::Result<PipelineSpec> {
         let mut spec = match &self.spec {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                serde_json::from_str(&text).map_err(|e| {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!("{}: {}", path.display(), crate::input::io_message(&e))
+                })?;
+                PipelineSpec::from_json(&text).map_err(|e| {
                     anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display())
                 })?
             }

@@ -803,3 +803,392 @@ fn dedup_usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("threshold"), "{}", stderr(&o));
 }
+
+// ---- hostile input: nothing destroyed, nothing hangs, nothing fails silently -------------------
+
+/// A corpus of `n` JSONL records, every tenth a near-copy of the one before.
+fn big_corpus(dir: &Path, n: usize) -> PathBuf {
+    let mut text = String::new();
+    for i in 0..n {
+        let base = i - i % 10;
+        let words: Vec<String> = (0..40).map(|w| format!("w{}x{}", base, w)).collect();
+        let suffix = if i % 10 == 1 { " extra" } else { "" };
+        text.push_str(&format!(
+            "{{\"id\": {i}, \"text\": \"{}{suffix}\"}}\n",
+            if i % 10 <= 1 { words.join(" ") } else { format!("{} {i}", words.join(" ")) }
+        ));
+    }
+    let path = dir.join("big.jsonl");
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+/// The names in a directory, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn outputs_that_are_inputs_or_each_other_are_refused_before_anything_is_written() {
+    let dir = tempdir("conflicts");
+    let (corpus, _) = dedup_corpus(&dir);
+    let before = std::fs::read(&corpus).expect("read");
+    let c = corpus.display().to_string();
+    let link = dir.join("link.jsonl");
+    std::os::unix::fs::symlink(&corpus, &link).expect("symlink");
+    let dotted = dir.join(".").join("corpus.jsonl").display().to_string();
+    let other = dir.join("o.jsonl").display().to_string();
+    for args in [
+        vec!["dedup", &c, "-o", &c],
+        vec!["dedup", &c, "--clusters", &c],
+        vec!["dedup", &c, "--pairs", &dotted],
+        vec!["dedup", &c, "--assignments", link.to_str().expect("path")],
+        vec!["dedup", &c, "-o", &other, "--dropped", &other],
+        vec!["dedup", &c, "-o", "-", "--clusters", "-"],
+        vec!["dedup", dir.to_str().expect("dir"), "--dropped", &c],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("refusing")
+                || stderr(&o).contains("same file")
+                || stderr(&o).contains("both write"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(&corpus).expect("read"), before, "{args:?} touched the input");
+    }
+    assert!(!dir.join("o.jsonl").exists());
+    // idf build -o onto its corpus is refused too.
+    let o = run(&["idf", "build", &c, "--jsonl", "-o", &c]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&corpus).expect("read"), before);
+}
+
+#[test]
+fn a_failed_run_leaves_old_outputs_as_they_were_and_no_temporary_file() {
+    let dir = tempdir("atomic");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).expect("dir");
+    let kept = out.join("kept.jsonl");
+    let clusters = out.join("clusters.jsonl");
+    std::fs::write(&kept, "old kept\n").expect("write");
+    std::fs::write(&clusters, "old clusters\n").expect("write");
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{\"id\": 1, \"text\": \"fine\"}\n{not json\n").expect("write");
+    let o = run(&[
+        "dedup",
+        bad.to_str().expect("p"),
+        "-o",
+        kept.to_str().expect("p"),
+        "--clusters",
+        clusters.to_str().expect("p"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&kept).expect("read"), "old kept\n");
+    assert_eq!(std::fs::read_to_string(&clusters).expect("read"), "old clusters\n");
+    assert_eq!(names(&out), ["clusters.jsonl", "kept.jsonl"], "no temporary file is left");
+
+    // A --save-index whose file is a directory is refused, leaving nothing behind (a failure
+    // while writing the index is tested in the library: index_file::tests).
+    let index = dir.join("index");
+    std::fs::create_dir_all(index.join("docs.bin")).expect("a directory where the file goes");
+    let (corpus, _) = dedup_corpus(&dir);
+    let o =
+        run(&["dedup", corpus.to_str().expect("p"), "--save-index", index.to_str().expect("p")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(names(&index), ["docs.bin"], "{}", stderr(&o));
+}
+
+#[test]
+fn an_input_changed_between_the_passes_is_refused() {
+    let dir = tempdir("changed");
+    let (corpus, lines) = dedup_corpus(&dir);
+    let kept = dir.join("kept.jsonl");
+    std::fs::write(&kept, "old\n").expect("write");
+    for change in ["prepend", "same-size"] {
+        std::fs::write(&corpus, lines.join("\n") + "\n").expect("write");
+        let marker = dir.join(format!("pause-{change}"));
+        let child = bin()
+            .args(["dedup", corpus.to_str().expect("p"), "-o", kept.to_str().expect("p")])
+            .env("NEARDUP_TEST_PAUSE_BETWEEN_PASSES", &marker)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !marker.exists() {
+            assert!(std::time::Instant::now() < deadline, "dedup never reached its second pass");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let mut text = std::fs::read_to_string(&corpus).expect("read");
+        if change == "prepend" {
+            text.insert_str(0, "{\"id\": \"first\", \"text\": \"a line put in front\"}\n");
+        } else {
+            // One character changed: the size is the same, the bytes are not.
+            text = text.replacen("en-a", "en-z", 1);
+        }
+        std::fs::write(&corpus, text).expect("write");
+        std::fs::remove_file(&marker).expect("resume");
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(1), "{change}: {}", stderr(&o));
+        assert!(stderr(&o).contains("changed between the two passes"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&kept).expect("read"), "old\n", "{change}");
+    }
+}
+
+#[test]
+fn standard_input_is_spooled_without_a_name_and_signals_leave_nothing() {
+    let dir = tempdir("spool");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("dir");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).expect("dir");
+    let kept = out.join("kept.jsonl");
+    std::fs::write(&kept, "old\n").expect("write");
+    let mut child = bin()
+        .args(["dedup", "-", "-o", kept.to_str().expect("p")])
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"{\"id\": 1, \"text\": \"half of the input\"}\n").expect("write");
+    stdin.flush().expect("flush");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(names(&tmp).is_empty(), "the spool has no name: {:?}", names(&tmp));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let o = child.wait_with_output().expect("wait");
+    drop(stdin);
+    assert!(!o.status.success());
+    assert!(names(&tmp).is_empty(), "{:?}", names(&tmp));
+    assert_eq!(names(&out), ["kept.jsonl"], "no temporary output left");
+    assert_eq!(std::fs::read_to_string(&kept).expect("read"), "old\n");
+}
+
+#[test]
+fn every_size_option_has_a_bound_and_fails_fast() {
+    let dir = tempdir("bounds");
+    let (corpus, _) = dedup_corpus(&dir);
+    let c = corpus.display().to_string();
+    for args in [
+        vec!["dedup", &c, "--num-perm", "18446744073709551615"],
+        vec!["dedup", &c, "--num-perm", "5000"],
+        vec!["dedup", &c, "-j", "100000"],
+        vec!["dedup", &c, "--ngram", "1000000"],
+        vec!["dedup", &c, "--max-doc-bytes", "99999999999999"],
+        vec!["params", "--threshold", "0.8", "--num-perm", "10000"],
+        vec![
+            "fingerprint",
+            "--text",
+            "a b",
+            "--profile",
+            "lucene",
+            "--hash-count",
+            "100000",
+            "--bucket-count",
+            "100000",
+        ],
+        vec![
+            "fingerprint",
+            "--text",
+            "a b",
+            "--profile",
+            "lucene",
+            "--hash-count",
+            "1024",
+            "--bucket-count",
+            "65536",
+        ],
+        vec!["fingerprint", "--text", "a b", "--features", "keywords", "--top-n", "99999999"],
+        vec!["fingerprint", "--text", "a b", "--profile", "yanyiwu", "--topn", "99999999"],
+        vec!["fingerprint", "--text", "a b", "--profile", "datasketch", "--num-perm", "9999"],
+        vec!["serve", "--data-dir", "x", "--max-body-bytes", "99999999999999"],
+        vec!["serve", "--data-dir", "x", "-j", "0"],
+    ] {
+        let started = std::time::Instant::now();
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{args:?} was slow");
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// Runs `args`, closes its standard output after the first line (or at once), and expects a
+/// quiet exit 0.
+fn closed_pipe(args: &[&str], read_first: bool) {
+    let mut child =
+        bin().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    if read_first {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("line");
+    } else {
+        drop(stdout);
+    }
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    assert!(!stderr(&o).to_lowercase().contains("broken pipe"), "{args:?}: {}", stderr(&o));
+}
+
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let dir = tempdir("pipe");
+    let corpus = big_corpus(&dir, 20_000);
+    let c = corpus.display().to_string();
+    let side = dir.join("side.jsonl").display().to_string();
+    closed_pipe(&["dedup", &c, "-o", "-", "-q"], true);
+    closed_pipe(&["dedup", &c, "--pairs", "-"], true);
+    closed_pipe(&["dedup", &c, "--assignments", "-"], true);
+    // Another output still gets written in full.
+    closed_pipe(&["dedup", &c, "-o", "-", "--clusters", &side], true);
+    assert!(std::fs::read_to_string(&side).expect("side").lines().count() > 100);
+    closed_pipe(&["fingerprint", "--jsonl", &c], true);
+    closed_pipe(&["presets"], false);
+    closed_pipe(&["spec"], false);
+    closed_pipe(&["params", "--threshold", "0.8"], false);
+    closed_pipe(&["compare", "--text", "a b c", "--text", "a b d"], false);
+    closed_pipe(&["idf", "build", "--jsonl", &c, "-o", "-"], true);
+}
+
+#[test]
+fn a_corrupt_compressed_stream_is_fatal_even_with_skip_bad() {
+    let dir = tempdir("corrupt");
+    let corpus = big_corpus(&dir, 20_000);
+    let raw = std::fs::read(&corpus).expect("read");
+    let mut z = zstd::encode_all(&raw[..], 3).expect("zstd");
+    let middle = z.len() / 2;
+    for b in &mut z[middle..middle + 64] {
+        *b ^= 0x5a;
+    }
+    let zst = dir.join("broken.jsonl.zst");
+    std::fs::write(&zst, &z).expect("write");
+    let kept = dir.join("kept.jsonl");
+    for skip in [false, true] {
+        let mut args = vec!["dedup", zst.to_str().expect("p"), "-o", kept.to_str().expect("p")];
+        if skip {
+            args.push("--skip-bad");
+        }
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "skip {skip}: {}", stderr(&o));
+        assert!(stderr(&o).contains("compressed byte offset"), "{}", stderr(&o));
+        assert!(!kept.exists(), "nothing is written");
+    }
+    // fingerprint too, after writing what came before.
+    let o = run(&["fingerprint", "--jsonl", "--skip-bad", zst.to_str().expect("p")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("compressed byte offset"), "{}", stderr(&o));
+    // A truncated stream likewise.
+    let gz = dir.join("short.jsonl.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(&raw).expect("gz");
+    let bytes = e.finish().expect("gz");
+    std::fs::write(&gz, &bytes[..bytes.len() / 2]).expect("write");
+    let o = run(&["dedup", gz.to_str().expect("p"), "--skip-bad"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("gzip"), "{}", stderr(&o));
+}
+
+#[test]
+fn directories_follow_symlinks_detect_loops_and_name_bad_entries() {
+    let dir = tempdir("walk");
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(docs.join("sub")).expect("dir");
+    let outside = dir.join("outside.txt");
+    let text = std::fs::read_to_string(example("en/report_a.txt")).expect("example");
+    std::fs::write(&outside, &text).expect("write");
+    std::fs::write(docs.join("a.txt"), &text).expect("write");
+    std::os::unix::fs::symlink(&outside, docs.join("sub/linked.txt")).expect("symlink");
+    std::os::unix::fs::symlink(&docs, docs.join("sub/loop")).expect("loop");
+    std::os::unix::fs::symlink(dir.join("missing.txt"), docs.join("dangling.txt")).expect("link");
+    let d = docs.display().to_string();
+    // Without --skip-bad the first bad entry stops the run, named by its own path.
+    let o = run(&["dedup", &d, "--clusters", "-"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("dangling.txt"), "{}", stderr(&o));
+    let o = run(&["dedup", &d, "--clusters", "-", "--skip-bad"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("dangling.txt") && err.contains("loop"), "{err}");
+    // The symlinked file is read: it is a copy of a.txt, so they form a cluster.
+    let clusters = json_lines(&o);
+    assert_eq!(clusters.len(), 1, "{}", stdout(&o));
+    let members = clusters[0]["cluster"].to_string();
+    assert!(members.contains("a.txt") && members.contains("linked.txt"), "{members}");
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_ids_are_kept_as_written() {
+    let dir = tempdir("bom-ids");
+    let text = std::fs::read_to_string(example("en/report_a.txt")).expect("example");
+    let line = |id: &str| format!("{{\"id\": {id}, \"text\": {}}}", serde_json::json!(text));
+    let corpus = dir.join("c.jsonl");
+    let body = format!("\u{feff}{}\n{}\n{}\n", line("1.10"), line("1e2"), line("\"x\\u0041\""));
+    std::fs::write(&corpus, body).expect("write");
+    let o = run(&[
+        "dedup",
+        corpus.to_str().expect("p"),
+        "--clusters",
+        "-",
+        "--pairs",
+        dir.join("p.jsonl").to_str().expect("p"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("[1.10,1e2,\"x\\u0041\"]"), "{out}");
+    let pairs = std::fs::read_to_string(dir.join("p.jsonl")).expect("pairs");
+    assert!(pairs.contains("\"a\":1.10,\"b\":1e2"), "{pairs}");
+    // A plain file with a BOM.
+    let plain = dir.join("bom.txt");
+    std::fs::write(&plain, format!("\u{feff}{text}")).expect("write");
+    let a = run(&["fingerprint", plain.to_str().expect("p")]);
+    let b = run(&["fingerprint", &example("en/report_a.txt")]);
+    assert_eq!(json_lines(&a)[0]["simhash"], json_lines(&b)[0]["simhash"]);
+}
+
+#[test]
+fn contradictory_options_are_refused() {
+    let dir = tempdir("contradict");
+    let (corpus, _) = dedup_corpus(&dir);
+    let c = corpus.display().to_string();
+    for args in [
+        vec!["fingerprint", "--text", "你好", "--profile", "yanyiwu", "--minhash"],
+        vec!["fingerprint", "--text", "你好", "--profile", "yanyiwu", "--preset", "zh-news"],
+        vec!["fingerprint", "--text", "a b", "--profile", "lucene", "--ngram", "3"],
+        vec!["fingerprint", "--text", "a b", "--hash-count", "2"],
+        vec!["fingerprint", "--text", "a b", "--profile", "datasketch", "--topn", "3"],
+        vec!["fingerprint", "--text", "a b", "--scheme", "affine32"],
+        vec!["dedup", &c, "--method", "minhash", "--hamming", "3"],
+        vec!["dedup", &c, "--method", "simhash", "--bands", "4", "--rows", "8"],
+        vec!["dedup", &c, "--hamming", "3", "--recall", "0.9"],
+        vec!["dedup", &c, "--recall", "0.9", "--bands", "4", "--rows", "8"],
+        vec!["dedup", &c, "--verify", "hamming"],
+        vec!["params", "--threshold", "0.8", "--recall", "0.9", "--weights", "0.5,0.5"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn error_messages_say_what_and_where_once() {
+    let o = run(&["fingerprint", "--text", "x", "--idf", "/nonexistent/idf.txt"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("/nonexistent/idf.txt"), "{err}");
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    let dir = tempdir("messages");
+    let spec = dir.join("spec.json");
+    std::fs::write(&spec, "[1, 2]").expect("write");
+    let o = run(&["fingerprint", "--text", "x", "--spec", spec.to_str().expect("p")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stderr(&o).contains("struct"), "{}", stderr(&o));
+}

@@ -137,10 +137,6 @@ fn friendly(message: &str) -> String {
         ("expected struct SearchRequest", "expected an object"),
         ("expected struct CheckRequest", "expected an object"),
         ("expected struct CompareRequest", "expected an object {\"a\", \"b\"}"),
-        ("expected struct PipelineSpec", "expected a pipeline spec object"),
-        ("expected struct MinHashSpec", "expected an object"),
-        ("expected struct NormalizeConfig", "expected an object"),
-        ("expected struct StopWordsSpec", "expected an object"),
         ("expected struct ", "expected an object "),
     ] {
         m = m.replace(from, to);
@@ -355,9 +351,8 @@ fn resolve_spec(preset: Option<String>, spec: Option<Value>) -> Result<PipelineS
         (Some(_), Some(_)) => {
             return Err(ApiError::bad("invalid_field", "give preset or spec, not both"))
         }
-        (_, Some(spec)) => serde_json::from_value::<PipelineSpec>(spec).map_err(|e| {
-            ApiError::bad("invalid_field", format!("spec: {}", friendly(&e.to_string())))
-        })?,
+        (_, Some(spec)) => PipelineSpec::from_value(spec)
+            .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?,
         (preset, None) => PipelineSpec::preset(preset.as_deref().unwrap_or("default"))
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?,
     };

@@ -271,10 +271,37 @@ impl PipelineSpec {
         Ok(())
     }
 
+    /// Parses a spec from JSON text (as `neardup spec` prints it; missing fields take their
+    /// defaults, unknown fields are refused), then validates it. Messages name JSON types, never
+    /// the Rust types behind them.
+    pub fn from_json(text: &str) -> Result<PipelineSpec, BuildError> {
+        let spec: PipelineSpec = serde_json::from_str(text).map_err(invalid_json)?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Parses a spec from a JSON value, as [`PipelineSpec::from_json`].
+    pub fn from_value(value: serde_json::Value) -> Result<PipelineSpec, BuildError> {
+        let spec: PipelineSpec = serde_json::from_value(value).map_err(invalid_json)?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
     /// The canonical JSON form (field order fixed by the type, no whitespace).
     pub fn to_canonical_json(&self) -> String {
         serde_json::to_string(self).expect("a spec always serializes")
     }
+}
+
+/// A serde error as a spec error, with `struct PipelineSpec` and the like said in JSON terms.
+fn invalid_json(e: serde_json::Error) -> BuildError {
+    let mut message = e.to_string();
+    if let Some(at) = message.find("expected struct ") {
+        let rest = &message[at + "expected struct ".len()..];
+        let end = rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len());
+        message.replace_range(at..at + "expected struct ".len() + end, "expected an object");
+    }
+    BuildError::InvalidSpec { field: "spec", message }
 }
 
 #[cfg(test)]
@@ -301,6 +328,16 @@ mod tests {
         assert_eq!(spec.hash, FeatureHasher::Murmur3);
         assert_eq!(spec.minhash.num_perm, 128);
         assert!(serde_json::from_str::<PipelineSpec>(r#"{"featurs": {}}"#).is_err());
+    }
+
+    #[test]
+    fn json_errors_name_json_types() {
+        let e = PipelineSpec::from_json("[1, 2]").expect_err("not an object").to_string();
+        assert!(e.contains("expected an object") && !e.contains("struct"), "{e}");
+        let e = PipelineSpec::from_json(r#"{"minhash": {"num_perm": 100000}}"#)
+            .expect_err("too many")
+            .to_string();
+        assert!(e.contains("num_perm") && e.contains("1024"), "{e}");
     }
 
     #[test]

@@ -500,6 +500,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     }
     stop_if_stdout_gone(&outputs, args.save_index.is_some())?;
     if outputs.records.iter().any(Option::is_some) {
+        pause_between_passes();
         copy_records(&sources, &digests, &places, &outcome.kept[seen..], &mut outputs)?;
     }
     if let Some(dir) = &args.save_index {
@@ -638,6 +639,20 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
             KeepArg::Shortest => Keep::Shortest,
         },
     })
+}
+
+/// For tests of inputs that change between the passes: with `NEARDUP_TEST_PAUSE_BETWEEN_PASSES`
+/// set to a path, the run creates that file and waits (at most a minute) until it is removed.
+fn pause_between_passes() {
+    let Some(marker) = std::env::var_os("NEARDUP_TEST_PAUSE_BETWEEN_PASSES") else { return };
+    let marker = PathBuf::from(marker);
+    if fs::write(&marker, b"").is_err() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while marker.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The second pass: reads each source again, checks it is the input of the first pass (the same

@@ -240,3 +240,26 @@ pub(crate) fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), S
     }
     Ok((docs, ids))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a failed `--save-index` left `docs.bin.tmp` behind.
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("docs.bin");
+        fs::write(&path, b"old").expect("write");
+        let e = write_atomically(&path, |out| {
+            out.write_all(b"partial")?;
+            Err(io::Error::other("disk full"))
+        })
+        .expect_err("fails");
+        assert!(e.to_string().contains("docs.bin"), "{e}");
+        assert_eq!(fs::read(&path).expect("read"), b"old");
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 1);
+        write_atomically(&path, |out| out.write_all(b"new")).expect("writes");
+        assert_eq!(fs::read(&path).expect("read"), b"new");
+    }
+}
