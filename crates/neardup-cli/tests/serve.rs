@@ -412,3 +412,461 @@ fn crash_recovery_keeps_every_acknowledged_write() {
         assert_eq!(v["hits"][0]["similarity"], 1.0);
     }
 }
+
+// ---- hostile input and faults -------------------------------------------------------------------
+
+/// What a client asked, when (a global event counter, so that intervals compare exactly), and
+/// whether the server acknowledged it.
+#[derive(Debug, Clone)]
+struct Op {
+    client: usize,
+    collection: usize,
+    kind: OpKind,
+    start: u64,
+    /// The event at the reply, or at the kill that cut the request short.
+    end: u64,
+    acked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum OpKind {
+    Insert(Vec<String>),
+    Remove(String),
+    /// A check that may have inserted its document (`inserted` from the reply when acked).
+    Check(String, bool),
+    Create,
+    Delete,
+}
+
+fn doc_text(id: &str) -> String {
+    let h =
+        |k: u64| (id.bytes().fold(k, |a, b| a.wrapping_mul(31).wrapping_add(u64::from(b)))) % 997;
+    format!(
+        "document {id} speaks of {} rivers {} mountains {} cities {} trains {} and {} stations",
+        h(1),
+        h(2),
+        h(3),
+        h(4),
+        h(5),
+        h(6)
+    )
+}
+
+/// One round's clients: four writers on their own ids and an admin that creates and deletes
+/// the collections, all at once, until the server goes away.
+fn model_round(
+    base: &str,
+    clock: &Arc<std::sync::atomic::AtomicU64>,
+    seed: u64,
+    stop: &Arc<AtomicBool>,
+) -> Vec<Op> {
+    let mut handles = Vec::new();
+    for client in 0..5usize {
+        let (base, clock, stop) = (base.to_string(), clock.clone(), stop.clone());
+        handles.push(std::thread::spawn(move || {
+            let mut rng = seed ^ (client as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build();
+            let mut ops = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let collection = (next() % 2) as usize;
+                let path = format!("{base}/v1/collections/c{collection}");
+                let id = |n: u64| format!("k{client}-{}", n % 12);
+                let kind = if client == 4 {
+                    // The admin acts now and then, so that writes have windows between deletes.
+                    std::thread::sleep(Duration::from_millis(20 + next() % 40));
+                    if next() % 4 == 0 {
+                        OpKind::Delete
+                    } else {
+                        OpKind::Create
+                    }
+                } else {
+                    match next() % 6 {
+                        0 | 1 => OpKind::Insert(
+                            (0..1 + next() % 3)
+                                .map(|_| id(next()))
+                                .collect::<std::collections::BTreeSet<_>>()
+                                .into_iter()
+                                .collect(),
+                        ),
+                        2 => OpKind::Remove(id(next())),
+                        3 => OpKind::Check(id(next()), false),
+                        _ => OpKind::Insert(vec![id(next())]),
+                    }
+                };
+                let start = clock.fetch_add(1, Ordering::SeqCst);
+                let result = match &kind {
+                    OpKind::Create => agent.put(&path).send_string("{}"),
+                    OpKind::Delete => agent.delete(&path).call(),
+                    OpKind::Insert(ids) => {
+                        let docs: Vec<Value> =
+                            ids.iter().map(|i| json!({"id": i, "text": doc_text(i)})).collect();
+                        agent
+                            .post(&format!("{path}/docs"))
+                            .send_string(&json!({"docs": docs}).to_string())
+                    }
+                    OpKind::Remove(i) => agent.delete(&format!("{path}/docs/{i}")).call(),
+                    OpKind::Check(i, _) => agent
+                        .post(&format!("{path}/check"))
+                        .send_string(&json!({"id": i, "text": doc_text(i)}).to_string()),
+                };
+                let (status, body) = match result {
+                    Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+                    Err(ureq::Error::Status(code, r)) => {
+                        (code, r.into_string().unwrap_or_default())
+                    }
+                    Err(_) => {
+                        // The server is gone: the request may or may not have taken effect.
+                        ops.push(Op {
+                            client,
+                            collection,
+                            kind,
+                            start,
+                            end: u64::MAX,
+                            acked: false,
+                        });
+                        break;
+                    }
+                };
+                let end = clock.fetch_add(1, Ordering::SeqCst);
+                assert!(status != 500, "500 for {kind:?}: {body}");
+                let value: Value =
+                    serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}"));
+                let acked = matches!(status, 200 | 201);
+                let kind = match kind {
+                    OpKind::Check(i, _) if acked => {
+                        let inserted = value["inserted"].as_bool().expect("inserted");
+                        OpKind::Check(i, inserted)
+                    }
+                    other => other,
+                };
+                if !acked {
+                    assert!(matches!(status, 404 | 409), "{kind:?}: {status} {body}");
+                }
+                // A removal just acknowledged is seen by the next read of the same client.
+                if let (OpKind::Remove(i), true) = (&kind, acked) {
+                    let r = agent.get(&format!("{path}/docs/{i}")).call();
+                    match r {
+                        Err(ureq::Error::Status(404, _)) => {}
+                        Err(ureq::Error::Status(code, _)) => panic!("GET after delete: {code}"),
+                        Ok(_) => panic!("{i} came back after its delete"),
+                        Err(_) => {}
+                    }
+                    if let Ok(r) = agent
+                        .post(&format!("{path}/search"))
+                        .send_string(&json!({"text": doc_text(i)}).to_string())
+                    {
+                        let v: Value = r.into_json().expect("json");
+                        let hits = v["hits"].as_array().expect("hits");
+                        assert!(
+                            hits.iter().all(|h| h["id"] != json!(i)),
+                            "search returned deleted {i}"
+                        );
+                    }
+                }
+                ops.push(Op { client, collection, kind, start, end, acked });
+            }
+            ops
+        }));
+    }
+    handles.into_iter().flat_map(|h| h.join().expect("client")).collect()
+}
+
+/// Whether `id` in collection `c` must be present (Some(true)), must be absent (Some(false)),
+/// or may be either, given every operation (each client issues its own in order).
+fn expected_presence(ops: &[Op], c: usize, id: &str) -> Option<bool> {
+    let writes: Vec<&Op> = ops
+        .iter()
+        .filter(|o| o.collection == c)
+        .filter(|o| match &o.kind {
+            OpKind::Insert(ids) => ids.iter().any(|i| i == id),
+            OpKind::Remove(i) => i == id,
+            OpKind::Check(i, inserted) => i == id && (*inserted || !o.acked),
+            _ => false,
+        })
+        .collect();
+    let deletes: Vec<&Op> =
+        ops.iter().filter(|o| o.collection == c && o.kind == OpKind::Delete).collect();
+    let Some(last) = writes.iter().max_by_key(|o| o.start) else { return Some(false) };
+    // A delete that surely came after every write of this id.
+    if deletes.iter().any(|d| d.acked && d.start > last.end) {
+        return Some(false);
+    }
+    if !last.acked {
+        return None;
+    }
+    match &last.kind {
+        OpKind::Remove(_) => Some(false),
+        _ if deletes.iter().all(|d| d.end < last.start) => Some(true),
+        _ => None,
+    }
+}
+
+/// Clients create, delete, insert, upsert, remove, check and search on shared collections at
+/// once while the server is killed with SIGKILL at random moments and restarted: afterwards
+/// every acknowledged operation is reflected exactly, nothing deleted comes back (in memory or
+/// after a restart), and no request answers 500. 20 rounds (`NEARDUP_MODEL_ROUNDS`;
+/// `bench/crash_serve.sh` runs 200).
+#[test]
+fn concurrent_operations_under_sigkill_match_the_model() {
+    let dir = tempdir("model");
+    let rounds: usize =
+        std::env::var("NEARDUP_MODEL_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let seed0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(7);
+    eprintln!("model test seed {seed0}");
+    let clock = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut ops: Vec<Op> = Vec::new();
+    for round in 0..rounds {
+        let mut s = Server::start(&dir, &[]);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (base, clock2, stop2) = (s.base.clone(), clock.clone(), stop.clone());
+        let seed = seed0.wrapping_add(round as u64 * 7919);
+        let clients = std::thread::spawn(move || model_round(&base, &clock2, seed, &stop2));
+        std::thread::sleep(Duration::from_millis(150 + seed % 350));
+        stop.store(true, Ordering::Relaxed);
+        if round % 2 == 0 {
+            s.kill(); // SIGKILL mid-stream
+        }
+        let killed_at = clock.fetch_add(1, Ordering::SeqCst);
+        let mut round_ops = clients.join().expect("clients");
+        s.kill();
+        for op in &mut round_ops {
+            if op.end == u64::MAX {
+                op.end = killed_at;
+            }
+        }
+        ops.extend(round_ops);
+    }
+    let s = Server::start(&dir, &[]);
+    let mut checked = (0, 0, 0);
+    for c in 0..2 {
+        let (st, v) = s.call("GET", &format!("/v1/collections/c{c}"), None);
+        let mut present = 0;
+        for client in 0..4 {
+            for n in 0..12 {
+                let id = format!("k{client}-{n}");
+                let (code, _) = s.call("GET", &format!("/v1/collections/c{c}/docs/{id}"), None);
+                assert!(code == 200 || code == 404, "GET {id}: {code}");
+                let is = code == 200;
+                present += usize::from(is);
+                match expected_presence(&ops, c, &id) {
+                    Some(want) => {
+                        assert_eq!(
+                            is,
+                            want,
+                            "c{c}/{id}: {:?}",
+                            ops.iter()
+                                .filter(
+                                    |o| o.collection == c && (o.client == client || o.client == 4)
+                                )
+                                .collect::<Vec<_>>()
+                        );
+                        if want {
+                            checked.0 += 1
+                        } else {
+                            checked.1 += 1
+                        }
+                    }
+                    None => checked.2 += 1,
+                }
+            }
+        }
+        if st == 200 {
+            assert_eq!(v["documents"], json!(present), "the count agrees with the documents");
+        } else {
+            assert_eq!(present, 0, "a deleted collection holds nothing");
+        }
+    }
+    let acked = ops.iter().filter(|o| o.acked).count();
+    eprintln!(
+        "{rounds} rounds, {} operations ({acked} acknowledged): {} must-be-present and {} \
+         must-be-absent documents checked, {} undetermined",
+        ops.len(),
+        checked.0,
+        checked.1,
+        checked.2
+    );
+    assert!(acked > 100, "too few operations to test: {acked}");
+}
+
+#[test]
+fn empty_tokens_are_refused_and_the_scheme_is_case_insensitive() {
+    let dir = tempdir("tokens");
+    for content in ["", "  \n\t"] {
+        let file = dir.join("token");
+        std::fs::write(&file, content).expect("write");
+        let out = bin()
+            .args(["serve", "--data-dir"])
+            .arg(dir.join("d"))
+            .arg("--token-file")
+            .arg(&file)
+            .env_remove("NEARDUP_TOKEN")
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{content:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("empty or blank"));
+    }
+    let out = bin()
+        .args(["serve", "--data-dir"])
+        .arg(dir.join("d"))
+        .env("NEARDUP_TOKEN", " ")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NEARDUP_TOKEN"));
+
+    let file = dir.join("token");
+    std::fs::write(&file, "abc123\n").expect("write");
+    let mut s = Server::start(&dir.join("d"), &["--token-file", file.to_str().expect("p")]);
+    for header in ["bearer abc123", "BEARER abc123", "Bearer   abc123"] {
+        let r =
+            ureq::get(&format!("{}/v1/collections", s.base)).set("Authorization", header).call();
+        assert_eq!(r.map(|r| r.status()).unwrap_or(0), 200, "{header}");
+    }
+    s.token = None;
+    let (st, v) = s.call("GET", "/v1/openapi.json", None);
+    assert_eq!((st, error_code(&v)), (401, "unauthorized"));
+}
+
+#[test]
+fn localhost_listens_on_loopback() {
+    let dir = tempdir("localhost");
+    let mut child = bin()
+        .args(["serve", "--data-dir"])
+        .arg(&dir)
+        .args(["--listen", "localhost:0"])
+        .env_remove("NEARDUP_TOKEN")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let line = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.contains("listening on"))
+        .expect("listening");
+    assert!(line.contains("127.0.0.1") || line.contains("[::1]"), "{line}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn paths_uris_and_specs_over_the_limits_answer_json() {
+    let dir = tempdir("json-errors");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let long = format!("/v1/collections/c/docs/{}", "x".repeat(20_000));
+    let (st, v) = s.call("GET", &long, None);
+    assert_eq!((st, error_code(&v)), (414, "uri_too_long"));
+    let (st, v) = s.call("GET", "/v1/collections/c/docs/%FF%FE", None);
+    assert_eq!((st, error_code(&v)), (400, "invalid_path"));
+    let started = std::time::Instant::now();
+    let (st, v) =
+        s.json("PUT", "/v1/collections/huge", json!({"spec": {"minhash": {"num_perm": 20000}}}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"));
+    assert!(v["error"]["message"].as_str().expect("m").contains("1024"), "{v}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (st, v) = s.json("PUT", "/v1/collections/r", json!({"recall": 1.5}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+    let (st, v) = s.json("PUT", "/v1/collections/r", json!({"recall": 0.999}));
+    assert_eq!(st, 201, "{v}");
+    assert!(v["lsh"]["candidate_probability"].as_f64().expect("p") >= 0.999);
+    // The OpenAPI document declares every path parameter it uses, and health is public.
+    let (_, doc) = s.call("GET", "/v1/openapi.json", None);
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        let declared: Vec<&str> = item["parameters"]
+            .as_array()
+            .map(|p| p.iter().filter_map(|x| x["name"].as_str()).collect())
+            .unwrap_or_default();
+        for part in path.split('/').filter(|p| p.starts_with('{')) {
+            assert!(declared.contains(&part.trim_matches(['{', '}'])), "{path}: {declared:?}");
+        }
+    }
+    assert_eq!(doc["paths"]["/v1/health"]["get"]["security"], json!([]));
+    assert!(doc["paths"]["/v1/collections/{name}"]["put"]["responses"]["201"].is_object());
+    assert!(doc["paths"]["/v1/collections/{name}/docs"]["post"]["requestBody"].is_object());
+}
+
+/// SIGTERM stops the server within its grace period even while a request hangs.
+#[test]
+fn sigterm_stops_the_server_whatever_it_is_doing() {
+    use std::io::Write as _;
+    let dir = tempdir("sigterm");
+    let mut s = Server::start(&dir, &["--shutdown-seconds", "2"]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    // A request whose body never finishes arriving.
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        stream,
+        "POST /v1/collections/c/docs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{\"docs\": ["
+    )
+    .expect("write");
+    stream.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let pid = s.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if s.child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    drop(stream);
+}
+
+/// A storage I/O error (the file may not grow: RLIMIT_FSIZE, as a full disk) answers 503 and
+/// makes /v1/health say why; once the file may grow again the store is reopened and every
+/// acknowledged document is there.
+#[test]
+fn a_storage_io_error_is_reported_and_recovered_from() {
+    let dir = tempdir("enospc");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let doc = |i: usize| json!({"id": format!("d{i}"), "text": doc_text(&format!("d{i}"))});
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({"docs": [doc(0)]})).0, 200);
+    let pid = rustix::process::Pid::from_raw(s.child.id() as i32).expect("pid");
+    let limit = |soft: u64| {
+        rustix::process::prlimit(
+            Some(pid),
+            rustix::process::Resource::Fsize,
+            rustix::process::Rlimit { current: Some(soft), maximum: None },
+        )
+        .expect("prlimit");
+    };
+    // Every write past the first page fails with EFBIG, as on a full disk.
+    limit(4096);
+    let big: Vec<Value> = (1..400).map(|i| {
+        json!({"id": format!("b{i}"), "text": format!("{} {}", doc_text(&format!("b{i}")), "pad ".repeat(500))})
+    }).collect();
+    let (st, v) = s.json("POST", "/v1/collections/c/docs", json!({"docs": big}));
+    assert_eq!((st, error_code(&v)), (503, "storage_unavailable"), "{v}");
+    let (st, h) = s.call("GET", "/v1/health", None);
+    assert_eq!(st, 503, "{h}");
+    assert!(h["reason"].as_str().expect("reason").contains("I/O"), "{h}");
+    let (st, v) = s.json("POST", "/v1/collections/c/search", json!({"text": "x y z"}));
+    assert_eq!((st, error_code(&v)), (503, "storage_unavailable"), "{v}");
+    limit(u64::MAX);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while s.call("GET", "/v1/health", None).0 != 200 {
+        assert!(std::time::Instant::now() < deadline, "never recovered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(s.call("GET", "/v1/collections/c/docs/d0", None).0, 200);
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({"docs": [doc(1)]})).0, 200);
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    let n = v["documents"].as_u64().expect("n");
+    assert!(n == 2 || n == 401, "the failed batch is all or nothing: {n}");
+}
