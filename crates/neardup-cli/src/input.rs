@@ -789,6 +789,97 @@ pub fn expand_inputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn opts() -> InputArgs {
+        InputArgs {
+            jsonl: true,
+            text_field: "text".into(),
+            id_field: "id".into(),
+            tokens_field: "tokens".into(),
+            lossy: false,
+            skip_bad: false,
+            max_doc_bytes: 1 << 20,
+        }
+    }
+
+    /// Reads `bytes` as one JSONL source; returns the records and errors in order.
+    fn read(bytes: &[u8], opts: &InputArgs) -> Vec<Result<Record, InputError>> {
+        let mut out = Vec::new();
+        let mut digest = Digester::default();
+        let _ = read_jsonl(&mut &bytes[..], "f.jsonl", opts, &mut digest, None, &mut |r| {
+            out.push(r);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(digest.finish().bytes, bytes.len() as u64, "every byte is digested");
+        out
+    }
+
+    proptest! {
+        // Fuzz target (PROPTEST_CASES sets the count; `bench/fuzz.sh` runs it long): any bytes
+        // give records or errors that say where, never a panic.
+        #[test]
+        fn jsonl_reader_never_panics_and_errors_say_where(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+            for item in read(&bytes, &opts()) {
+                if let Err(e) = item {
+                    prop_assert!(e.place.starts_with("f.jsonl:"), "{}", e);
+                    prop_assert!(!e.message.is_empty());
+                }
+            }
+        }
+
+        /// Structured: objects with the fields in any order, escapes, extra fields and nesting
+        /// come back with the text decoded and the id exactly as written.
+        #[test]
+        fn jsonl_records_round_trip(
+            text in "\\PC{0,30}",
+            id in prop_oneof![
+                Just("1.10".to_string()), Just("1e2".to_string()), Just("-0".to_string()),
+                "[a-z]{1,8}".prop_map(|s| format!("{s:?}")),
+                Just("\"x\\u0041\"".to_string()),
+            ],
+            extra in prop::collection::vec(("[a-z]{1,5}", "\\PC{0,8}"), 0..3),
+            id_first in any::<bool>(),
+        ) {
+            let text_json = serde_json::to_string(&text).expect("json");
+            let mut fields = vec![format!("\"text\": {text_json}")];
+            let id_field = format!("\"id\": {id}");
+            if id_first { fields.insert(0, id_field) } else { fields.push(id_field) }
+            for (k, v) in &extra {
+                if k != "id" && k != "text" && k != "tokens" {
+                    fields.push(format!("{:?}: {{\"nested\": [{}]}}", k, serde_json::to_string(v).expect("json")));
+                }
+            }
+            let line = format!("{{{}}}\n", fields.join(", "));
+            let items = read(line.as_bytes(), &opts());
+            prop_assert_eq!(items.len(), 1);
+            let record = items.into_iter().next().expect("one").expect("valid");
+            prop_assert_eq!(record.id.get(), id.as_str());
+            match record.body {
+                Body::Text(t) => prop_assert_eq!(t, text),
+                Body::Tokens(_) => prop_assert!(false, "tokens"),
+            }
+        }
+    }
+
+    #[test]
+    fn field_errors_name_the_field_and_type() {
+        let cases: [(&[u8], &str); 7] = [
+            (b"{\"id\": 1, \"text\": 5}\n", "field \"text\" must be a string, found a number"),
+            (b"{\"id\": [1], \"text\": \"a\"}\n", "found an array"),
+            (b"{\"id\": 1}\n", "no \"text\" field"),
+            (b"[1, 2]\n", "expected a JSON object"),
+            (b"{\"text\": \"a\"} x\n", "malformed JSON at column"),
+            (b"{\"tokens\": [\"a\", 3]}\n", "\"tokens\"[1] must be a string"),
+            (b"{\"text\": \"a\xff\"}\n", "invalid UTF-8 at byte offset 11"),
+        ];
+        for (bytes, want) in cases {
+            let items = read(bytes, &opts());
+            let e = items.into_iter().next().expect("one").expect_err("bad");
+            assert!(e.message.contains(want), "{}: {}", String::from_utf8_lossy(bytes), e);
+            assert_eq!(e.place, "f.jsonl:1");
+        }
+    }
 
     #[test]
     fn counts_invalid_sequences() {

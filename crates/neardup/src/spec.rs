@@ -330,6 +330,89 @@ mod tests {
         assert!(serde_json::from_str::<PipelineSpec>(r#"{"featurs": {}}"#).is_err());
     }
 
+    /// Arbitrary JSON, biased towards the spec's own field names and values.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("normalize"),
+            Just("segmenter"),
+            Just("features"),
+            Just("kind"),
+            Just("n"),
+            Just("top_n"),
+            Just("minhash"),
+            Just("num_perm"),
+            Just("seed"),
+            Just("scheme"),
+            Just("hash"),
+            Just("simhash_bits"),
+            Just("weighting"),
+            Just("stop_words"),
+            Just("builtin"),
+            Just("idf"),
+            Just("keep"),
+            Just("nfkc"),
+            Just("punctuation"),
+            Just("densification"),
+            Just("x"),
+        ]
+        .prop_map(String::from);
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            (0u64..3000).prop_map(serde_json::Value::from),
+            any::<f64>().prop_map(serde_json::Value::from),
+            prop_oneof![
+                Just("auto"),
+                Just("jieba"),
+                Just("words"),
+                Just("char_ngrams"),
+                Just("keywords"),
+                Just("word_shingles"),
+                Just("tfidf"),
+                Just("xxh3"),
+                Just("md5"),
+                Just("zh"),
+                Just("one_permutation"),
+                Just("optimal"),
+                Just("han"),
+                Just("bundled"),
+                Just("")
+            ]
+            .prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(key.clone(), inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        // Fuzz target (PROPTEST_CASES sets the count; `bench/fuzz.sh` runs it long): any JSON
+        // either is refused with a message or compiles into a pipeline that fingerprints, never
+        // a panic, and nothing it allows takes unbounded time.
+        #[test]
+        fn spec_parser_never_panics(value in json_value()) {
+            match PipelineSpec::from_value(value) {
+                Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
+                Ok(spec) => {
+                    if let Ok(p) = crate::Pipeline::new(spec) {
+                        let mut scratch = crate::Scratch::default();
+                        let _ = p.fingerprint(
+                            crate::Document::Text("近似重复 near duplicate text"),
+                            &mut scratch,
+                            crate::Sketches::MINHASH,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn json_errors_name_json_types() {
         let e = PipelineSpec::from_json("[1, 2]").expect_err("not an object").to_string();

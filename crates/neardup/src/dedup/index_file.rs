@@ -245,6 +245,83 @@ pub(crate) fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), S
 mod tests {
     use super::*;
 
+    use crate::{Dedup, DedupConfig, Document, Pipeline, PipelineSpec, Scratch};
+    use proptest::prelude::*;
+
+    /// A valid `docs.bin` of a few documents.
+    fn valid_docs() -> Vec<u8> {
+        let p = Pipeline::new(PipelineSpec::default()).expect("valid");
+        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let mut scratch = Scratch::default();
+        let texts = ["one two three four five six", "seven eight nine ten", ""];
+        for t in texts {
+            let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
+            d.push(s);
+        }
+        let ids: Vec<String> = (0..texts.len()).map(|i| format!("\"d{i}\"")).collect();
+        let mut out = Vec::new();
+        let mut w = HashingWriter::new(&mut out);
+        write_docs(&mut w, &d.docs, &ids).expect("write");
+        let sum = w.hasher.digest();
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// The checksum recomputed, so that damage reaches the record parser.
+    fn reseal(bytes: &mut Vec<u8>) {
+        if bytes.len() < 8 {
+            return;
+        }
+        let n = bytes.len() - 8;
+        let sum = xxhash_rust::xxh3::xxh3_64(&bytes[..n]);
+        bytes[n..].copy_from_slice(&sum.to_le_bytes());
+    }
+
+    proptest! {
+        // Fuzz target (PROPTEST_CASES sets the count; `bench/fuzz.sh` runs it long): damaged
+        // index files are refused with a reason, never a panic or a huge allocation.
+        #[test]
+        fn index_reader_refuses_damage(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..8),
+            cut in any::<prop::sample::Index>(),
+            truncate in any::<bool>(),
+            seal in any::<bool>(),
+        ) {
+            let mut bytes = valid_docs();
+            for (at, b) in &edits {
+                let i = at.index(bytes.len());
+                bytes[i] = *b;
+            }
+            if truncate {
+                bytes.truncate(cut.index(bytes.len()));
+            }
+            if seal {
+                reseal(&mut bytes);
+            }
+            if let Err(message) = read_docs(&bytes) {
+                prop_assert!(!message.is_empty());
+            }
+        }
+
+        #[test]
+        fn index_reader_takes_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            let mut bytes = bytes;
+            if bytes.len() >= 12 {
+                bytes[..8].copy_from_slice(DOCS_MAGIC);
+                bytes[8..12].copy_from_slice(&INDEX_FORMAT_VERSION.to_le_bytes());
+            }
+            reseal(&mut bytes);
+            let _ = read_docs(&bytes);
+        }
+    }
+
+    #[test]
+    fn a_valid_file_reads_back() {
+        let (docs, ids) = read_docs(&valid_docs()).expect("valid");
+        assert_eq!(ids, ["\"d0\"", "\"d1\"", "\"d2\""]);
+        assert!(docs[2].empty && !docs[0].empty);
+    }
+
     /// Regression: a failed `--save-index` left `docs.bin.tmp` behind.
     #[test]
     fn a_failed_write_leaves_the_old_file_and_no_temporary() {
