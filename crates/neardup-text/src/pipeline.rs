@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    is_unspaced, FeatureKind, Featurizer, Script, NormalizeConfig, Normalizer, Segmenter, SegmenterKind,
-    StopWords, Token, TokenKind,
+    is_unspaced, FeatureKind, Featurizer, NormalizeConfig, Normalizer, Script, Segmenter,
+    SegmenterKind, StopWords, Token, TokenKind,
 };
 
 /// What happens to tokens with no letter or digit (punctuation, symbols, emoji).
