@@ -1192,3 +1192,106 @@ fn error_messages_say_what_and_where_once() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!stderr(&o).contains("struct"), "{}", stderr(&o));
 }
+
+fn golden_lines(name: &str) -> Vec<Value> {
+    read_lines(&repo().join("tests/golden").join(name))
+}
+
+/// Every recipe vector through the binary: gojieba + FNV at each topk, and jieba + MD5, with
+/// the texts that have no Han word refused by id.
+#[test]
+fn recipe_profiles_reproduce_every_golden_vector_through_the_cli() {
+    let dir = tempdir("recipes");
+    let b = golden_lines("recipes/recipe_b.jsonl");
+    let mut topks: Vec<u64> = b.iter().map(|v| v["topk"].as_u64().expect("topk")).collect();
+    topks.sort_unstable();
+    topks.dedup();
+    for topk in topks {
+        let rows: Vec<&Value> = b.iter().filter(|v| v["topk"] == topk).collect();
+        let path = dir.join(format!("b{topk}.jsonl"));
+        let text: String = rows
+            .iter()
+            .map(|v| format!("{}\n", serde_json::json!({"id": v["id"], "text": v["text"]})))
+            .collect();
+        std::fs::write(&path, text).expect("write");
+        let o = run(&[
+            "fingerprint",
+            "--jsonl",
+            "--profile",
+            "gojieba",
+            "--topn",
+            &topk.to_string(),
+            path.to_str().expect("p"),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let lines = json_lines(&o);
+        assert_eq!(lines.len(), rows.len());
+        for (line, v) in lines.iter().zip(&rows) {
+            assert_eq!(line["bits"], v["bits"], "gojieba id {} topk {topk}", v["id"]);
+            let value = u64::from_str_radix(v["bits"].as_str().expect("bits"), 2).expect("binary");
+            assert_eq!(line["simhash_u64"], serde_json::json!(value));
+        }
+    }
+    let a = golden_lines("recipes/recipe_a.jsonl");
+    let path = dir.join("a.jsonl");
+    let text: String = a
+        .iter()
+        .map(|v| format!("{}\n", serde_json::json!({"id": v["id"], "text": v["text"]})))
+        .collect();
+    std::fs::write(&path, text).expect("write");
+    let o = run(&["fingerprint", "--jsonl", "--profile", "jieba-md5", path.to_str().expect("p")]);
+    let refused = a.iter().filter(|v| v["bits"].is_null()).count();
+    assert_eq!(o.status.code(), Some(if refused > 0 { 1 } else { 0 }), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches("no word of Han characters").count(), refused, "{}", stderr(&o));
+    let lines = json_lines(&o);
+    let kept: Vec<&Value> = a.iter().filter(|v| !v["bits"].is_null()).collect();
+    assert_eq!(lines.len(), kept.len());
+    for (line, v) in lines.iter().zip(&kept) {
+        assert_eq!(line["bits"], v["bits_first_occurrence"], "jieba-md5 id {}", v["id"]);
+        if v["hash_seed_sensitive"] == false {
+            assert_eq!(line["bits"], v["bits"], "jieba-md5 id {}", v["id"]);
+        }
+    }
+    // compare gives the Hamming distance of the article's pair (ids 0 and 1 at topk 22 and 11
+    // are not comparable at one topk; ids 3 and 4 of recipe A are 2 bits apart).
+    let text_of = |id: u64| {
+        a.iter().find(|v| v["id"] == id).expect("id")["text"].as_str().expect("text").to_string()
+    };
+    let o = run(&[
+        "compare",
+        "--profile",
+        "jieba-md5",
+        "--json",
+        "--text",
+        &text_of(3),
+        "--text",
+        &text_of(4),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!((v["hamming"].as_u64(), v["bits"].as_u64()), (Some(2), Some(32)));
+    for p in
+        golden_lines("recipes/pairs_b.jsonl").iter().filter(|p| p["a_topk"] == p["b_topk"]).take(3)
+    {
+        let t = |id: &Value| {
+            b.iter().find(|v| &v["id"] == id).expect("id")["text"].as_str().expect("t").to_string()
+        };
+        let o = run(&[
+            "compare",
+            "--profile",
+            "gojieba",
+            "--topn",
+            &p["a_topk"].to_string(),
+            "--json",
+            "--text",
+            &t(&p["a"]),
+            "--text",
+            &t(&p["b"]),
+        ]);
+        let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+        assert_eq!(v["hamming"], p["hamming"], "{p}");
+    }
+    // gojieba needs its topk.
+    let o = run(&["fingerprint", "--profile", "gojieba", "--text", "你好"]);
+    assert_eq!(o.status.code(), Some(2));
+}

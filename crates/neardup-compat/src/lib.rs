@@ -8,6 +8,9 @@
 //!   filter, with its whitespace tokenizer and shingle filter in front.
 //! - [`yanyiwu`]: the SimHash of yanyiwu/simhash and of jiebaR 0.9's `worker("simhash")`:
 //!   cppjieba's MixSegment and TF-IDF keyword extractor, Jenkins lookup3 hashes, bit voting.
+//! - [`recipes`]: two SimHash recipes copied from widely read articles: gojieba's keywords with
+//!   FNV-1a 64 and Go's signed `%064b` bit strings, and Python jieba's Han words with MD5
+//!   hex-digit bits.
 //!
 //! Each module cites the section of `SPEC.md` (kept beside the golden vectors) that it follows;
 //! `tests/golden.rs` runs every vector as a named test.
@@ -16,4 +19,5 @@
 pub mod datasketch;
 pub mod lucene;
 pub mod mt19937;
+pub mod recipes;
 pub mod yanyiwu;

@@ -62,6 +62,12 @@ pub enum Flavor {
     /// jiebaRD's larger main dictionary is not bundled; cppjieba's is used, which segments the
     /// same on every reference text (SPEC.md A.0).
     JiebaR09,
+    /// gojieba v1.4.7's `Jieba` (its bundled cppjieba): the main dictionary, idf table, stop words
+    /// and HMM model are the yanyiwu flavor's (checked by sha256 against the byte-identical
+    /// copies in the `cjieba` 0.4.4 wheel), and so is the user dictionary (区块链 segments as
+    /// one word in the vectors); the difference is its ASCII rules: a letter run as jiebaR 0.9's,
+    /// a number run takes digits and `.` only.
+    Gojieba,
 }
 
 /// The segmenter and keyword extractor with cppjieba's data.
@@ -86,9 +92,11 @@ pub fn simhasher() -> &'static Simhasher {
 pub fn simhasher_for(flavor: Flavor) -> &'static Simhasher {
     static YANYIWU: OnceLock<Simhasher> = OnceLock::new();
     static JIEBAR: OnceLock<Simhasher> = OnceLock::new();
+    static GOJIEBA: OnceLock<Simhasher> = OnceLock::new();
     match flavor {
         Flavor::Yanyiwu => YANYIWU.get_or_init(|| Simhasher::new(flavor)),
         Flavor::JiebaR09 => JIEBAR.get_or_init(|| Simhasher::new(flavor)),
+        Flavor::Gojieba => GOJIEBA.get_or_init(|| Simhasher::new(flavor)),
     }
 }
 
@@ -125,6 +133,7 @@ impl Simhasher {
         let user_dict = match flavor {
             Flavor::Yanyiwu => include_str!("../data/cppjieba_user.dict.utf8"),
             Flavor::JiebaR09 => include_str!("../data/jiebard_user.dict.utf8"),
+            Flavor::Gojieba => include_str!("../data/cppjieba_user.dict.utf8"),
         };
         for line in user_dict.lines() {
             let parts: Vec<&str> = line.split(' ').collect();
@@ -288,7 +297,7 @@ impl Simhasher {
                         }
                     }
                 }
-                Flavor::JiebaR09 if is_letter(runes[i]) => {
+                Flavor::JiebaR09 | Flavor::Gojieba if is_letter(runes[i]) => {
                     // 5.0: a letter, then letters or digits.
                     i += 1;
                     while i < n && (is_letter(runes[i]) || is_digit(runes[i])) {
@@ -303,6 +312,14 @@ impl Simhasher {
                             || runes[i] == b'.' as u32
                             || runes[i] == b'-' as u32)
                     {
+                        i += 1;
+                    }
+                }
+                Flavor::Gojieba if is_digit(runes[i]) => {
+                    // gojieba v1.4.7's cppjieba: a digit, then digits or `.` (`12345.` is one
+                    // word, `2008-06-04` three).
+                    i += 1;
+                    while i < n && (is_digit(runes[i]) || runes[i] == b'.' as u32) {
                         i += 1;
                     }
                 }
@@ -425,8 +442,6 @@ pub fn strip_symbols(text: &str) -> String {
         })
         .collect()
 }
-
-impl Simhasher {}
 
 /// Bit voting in `f64`, in keyword order: bit j is 1 iff the sum is strictly positive.
 pub fn vote(keywords: &[Keyword]) -> u64 {

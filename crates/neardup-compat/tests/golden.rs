@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use libtest_mimic::{Arguments, Failed, Trial};
 use neardup_compat::datasketch::{self, Permutations, Scheme};
 use neardup_compat::lucene::{self, MinHashParams};
-use neardup_compat::yanyiwu;
+use neardup_compat::{recipes, yanyiwu};
 use serde_json::Value;
 
 fn golden(name: &str) -> Value {
@@ -315,11 +315,172 @@ fn yanyiwu_trials(trials: &mut Vec<Trial>) {
     }
 }
 
+fn golden_lines(name: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().expect("list").iter().map(|w| w.as_str().expect("str").to_string()).collect()
+}
+
+/// A field that the vector files hold as a list or as the Python repr of one.
+fn list(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a.clone(),
+        Value::String(s) => {
+            let json = s.replace('\'', "\"");
+            serde_json::from_str::<Vec<Value>>(&json).unwrap_or_else(|e| panic!("{e}: {s}"))
+        }
+        other => panic!("not a list: {other}"),
+    }
+}
+
+/// Recipe A (Python jieba + MD5) and recipe B (gojieba + FNV): every vector in
+/// tests/golden/recipes/ as a named test.
+fn recipe_trials(trials: &mut Vec<Trial>) {
+    let a = golden_lines("recipes/recipe_a.jsonl");
+    let first_occurrence: std::collections::HashMap<u64, (Option<String>, bool)> = a
+        .iter()
+        .map(|v| {
+            let bits = v["bits_first_occurrence"].as_str().map(String::from);
+            (
+                v["id"].as_u64().expect("id"),
+                (bits, v["hash_seed_sensitive"].as_bool() == Some(true)),
+            )
+        })
+        .collect();
+    for v in a {
+        let id = v["id"].as_u64().expect("id");
+        trials.push(Trial::test(format!("recipes/jieba-md5/{id}"), move || {
+            let text = v["text"].as_str().expect("text");
+            let cut: Vec<String> = recipes::han_words(&recipes::jieba_cut(text))
+                .into_iter()
+                .map(String::from)
+                .collect();
+            let expected_cut: Vec<String> =
+                list(&v["cut"]).iter().map(|w| w.as_str().expect("word").to_string()).collect();
+            check(cut == expected_cut, || format!("cut {cut:?}\n != {expected_cut:?}"))?;
+            let got = recipes::jieba_md5_simhash(text);
+            let Some(bits) = v["bits"].as_str() else {
+                return check(got.is_err(), || format!("expected an error, got {got:?}"));
+            };
+            let got = got.map_err(|e| Failed::from(e.to_string()))?;
+            let words: Vec<(String, f64)> = list(&v["words"])
+                .iter()
+                .map(|w| (w[0].as_str().expect("w").to_string(), w[1].as_f64().expect("weight")))
+                .collect();
+            check(got.words == words, || {
+                let i = got.words.iter().zip(&words).position(|(g, e)| g != e);
+                let show =
+                    |v: &[(String, f64)]| i.map(|i| format!("{:?}", &v[i..(i + 3).min(v.len())]));
+                format!(
+                    "{} words vs {}; first difference at {i:?}: {:?} != {:?}",
+                    got.words.len(),
+                    words.len(),
+                    show(&got.words),
+                    show(&words)
+                )
+            })?;
+            let bfo = v["bits_first_occurrence"].as_str().expect("bits_first_occurrence");
+            check(got.bits == bfo, || format!("bits {} != first-occurrence {bfo}", got.bits))?;
+            if v["hash_seed_sensitive"].as_bool() == Some(false) {
+                check(got.bits == bits, || format!("bits {} != {bits}", got.bits))?;
+            }
+            check(format!("{:032b}", got.value) == got.bits, || "value differs from bits".into())
+        }));
+    }
+    for p in golden_lines("recipes/pairs.jsonl") {
+        let (ia, ib) = (p["a"].as_u64().expect("a"), p["b"].as_u64().expect("b"));
+        let fo = first_occurrence.clone();
+        let a_text = golden_lines("recipes/recipe_a.jsonl");
+        trials.push(Trial::test(format!("recipes/jieba-md5/pair/{ia}-{ib}"), move || {
+            let text = |id: u64| {
+                a_text.iter().find(|v| v["id"] == id).expect("id")["text"]
+                    .as_str()
+                    .expect("t")
+                    .to_string()
+            };
+            let fa =
+                recipes::jieba_md5_simhash(&text(ia)).map_err(|e| Failed::from(e.to_string()))?;
+            let fb =
+                recipes::jieba_md5_simhash(&text(ib)).map_err(|e| Failed::from(e.to_string()))?;
+            let d = recipes::bit_distance(&fa.bits, &fb.bits).expect("same width");
+            let (ea, sa) = &fo[&ia];
+            let (eb, sb) = &fo[&ib];
+            let expected_fo =
+                recipes::bit_distance(ea.as_deref().expect("bits"), eb.as_deref().expect("bits"));
+            check(Some(d) == expected_fo, || format!("distance {d} != {expected_fo:?}"))?;
+            if !sa && !sb {
+                let h = p["hamming"].as_u64().expect("hamming") as u32;
+                check(d == h, || format!("distance {d} != {h}"))?;
+            }
+            Ok(())
+        }));
+    }
+    let b = golden_lines("recipes/recipe_b.jsonl");
+    let b_texts: Vec<(u64, String)> = b
+        .iter()
+        .map(|v| (v["id"].as_u64().expect("id"), v["text"].as_str().expect("text").to_string()))
+        .collect();
+    for v in b {
+        let (id, topk) = (v["id"].as_u64().expect("id"), v["topk"].as_u64().expect("topk"));
+        trials.push(Trial::test(format!("recipes/gojieba/{id}/topk{topk}"), move || {
+            let text = v["text"].as_str().expect("text");
+            let got = recipes::gojieba_simhash(text.as_bytes(), topk as usize);
+            let words: Vec<String> =
+                list(&v["words"]).iter().map(|w| w[0].as_str().expect("w").to_string()).collect();
+            let got_words: Vec<String> = got.keywords.iter().map(|k| k.text()).collect();
+            check(got_words == words, || format!("keywords {got_words:?}\n != {words:?}"))?;
+            let weights = strings(&v["weight_f64_hex"]);
+            let got_weights: Vec<String> =
+                got.keywords.iter().map(|k| format!("{:016x}", k.weight.to_bits())).collect();
+            check(got_weights == weights, || format!("weights {got_weights:?} != {weights:?}"))?;
+            let hashes = strings(&v["fnv64a_hex"]);
+            let got_hashes: Vec<String> = got
+                .keywords
+                .iter()
+                .map(|k| format!("{:016x}", recipes::fnv1a64(&k.word)))
+                .collect();
+            check(got_hashes == hashes, || "FNV-1a hashes differ".into())?;
+            let strs: Vec<String> =
+                list(&v["hash_strs"]).iter().map(|s| s.as_str().expect("s").to_string()).collect();
+            let got_strs: Vec<String> = got
+                .keywords
+                .iter()
+                .map(|k| recipes::go_binary(recipes::fnv1a64(&k.word)))
+                .collect();
+            check(got_strs == strs, || "%064b strings differ".into())?;
+            let bits = v["bits"].as_str().expect("bits");
+            check(got.bits == bits, || format!("bits {}\n  != {bits}", got.bits))?;
+            check(format!("{:064b}", got.value) == got.bits, || "value differs from bits".into())
+        }));
+    }
+    for p in golden_lines("recipes/pairs_b.jsonl") {
+        let (ia, ka) = (p["a"].as_u64().expect("a"), p["a_topk"].as_u64().expect("k") as usize);
+        let (ib, kb) = (p["b"].as_u64().expect("b"), p["b_topk"].as_u64().expect("k") as usize);
+        let h = p["hamming"].as_u64().expect("hamming") as u32;
+        let texts = b_texts.clone();
+        trials.push(Trial::test(format!("recipes/gojieba/pair/{ia}@{ka}-{ib}@{kb}"), move || {
+            let text = |id: u64| &texts.iter().find(|(i, _)| *i == id).expect("id").1;
+            let fa = recipes::gojieba_simhash(text(ia).as_bytes(), ka);
+            let fb = recipes::gojieba_simhash(text(ib).as_bytes(), kb);
+            let d = recipes::bit_distance(&fa.bits, &fb.bits).expect("same width");
+            check(d == h, || format!("distance {d} != {h}"))
+        }));
+    }
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     datasketch_trials(&mut trials);
     lucene_trials(&mut trials);
     yanyiwu_trials(&mut trials);
+    recipe_trials(&mut trials);
     libtest_mimic::run(&args, trials).exit();
 }

@@ -8,7 +8,8 @@ use clap::Args;
 use neardup::compare;
 
 use crate::args::{InputArgs, PipelineArgs};
-use crate::cmd::{build_pipeline, output_error};
+use crate::cmd::profile::{Profile, ProfileArgs};
+use crate::cmd::{build_pipeline, build_pipeline_from, output_error};
 use crate::input::{read_all, Record, Source};
 use crate::Failure;
 
@@ -24,9 +25,14 @@ use crate::Failure;
                       (not computed past 10,000 characters)
 Empty documents are similar to nothing: every measure is 0.
 
+With --profile, the two fingerprints of that profile and their distance instead: the Hamming
+distance for the SimHash profiles (yanyiwu, jiebar, gojieba, jieba-md5), the estimated Jaccard
+for datasketch, the Jaccard of the min_hash token sets for lucene.
+
 Examples:
   neardup compare examples/data/zh/news_a.txt examples/data/zh/news_b.txt
-  neardup compare --text 'the cat sat on the mat' --text 'the cat sat on a mat' --json")]
+  neardup compare --text 'the cat sat on the mat' --text 'the cat sat on a mat' --json
+  neardup compare --profile gojieba --topn 20 a.txt b.txt")]
 pub struct CompareArgs {
     /// Two files (or one file and one --text, or `-` for standard input).
     #[arg(value_name = "FILE")]
@@ -45,6 +51,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pipeline: PipelineArgs,
+
+    #[command(flatten)]
+    profile: ProfileArgs,
 }
 
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
@@ -69,6 +78,9 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
             "compare needs exactly two documents, got {} (two files, two --text, or one of each)",
             records.len()
         )));
+    }
+    if args.profile.profile.is_some() {
+        return compare_profiles(&args, &records);
     }
     let pipeline = build_pipeline(&args.pipeline)?;
     let c = compare(&pipeline, records[0].body.as_document(), records[1].body.as_document())
@@ -95,6 +107,64 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     ];
     for (name, value) in rows {
         writeln!(out, "{name:<20} {value}").map_err(output_error)?;
+    }
+    Ok(())
+}
+
+/// `compare --profile`: both fingerprints of the profile and their distance.
+fn compare_profiles(args: &CompareArgs, records: &[Record]) -> Result<(), Failure> {
+    let profile =
+        Profile::build(&args.profile, &args.pipeline, false, false)?.expect("a profile is given");
+    let pipeline = build_pipeline_from(&args.pipeline, Profile::default_preset(&args.profile))?;
+    let mut scratch = neardup::Scratch::default();
+    let mut fps = Vec::with_capacity(2);
+    for r in records {
+        let fp = profile
+            .fingerprint(&pipeline, &r.id, &r.body, &mut scratch)
+            .map_err(|m| Failure::Runtime(anyhow::anyhow!("{}: {m}", r.id.get())))?;
+        fps.push(fp);
+    }
+    let (a, b) = (&fps[0], &fps[1]);
+    let name = args.profile.profile.map(|p| p.name()).unwrap_or_default();
+    let (measure, value, width) =
+        if let (Some(x), Some(y)) = (a["bits"].as_str(), b["bits"].as_str()) {
+            let d = neardup::compat::recipes::bit_distance(x, y).unwrap_or(0);
+            ("hamming", serde_json::json!(d), Some(x.len()))
+        } else if let (Some(x), Some(y)) = (a["simhash_u64"].as_u64(), b["simhash_u64"].as_u64()) {
+            ("hamming", serde_json::json!((x ^ y).count_ones()), Some(64))
+        } else if let (Some(x), Some(y)) = (a["minhash"].as_array(), b["minhash"].as_array()) {
+            let equal = x.iter().zip(y).filter(|(p, q)| p == q).count();
+            ("jaccard_estimate", serde_json::json!(equal as f64 / x.len().max(1) as f64), None)
+        } else {
+            let set = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+                v["min_hash_tokens"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.as_str().map(String::from))
+                    .collect()
+            };
+            let (x, y) = (set(a), set(b));
+            let union = x.union(&y).count();
+            let j = if union == 0 { 0.0 } else { x.intersection(&y).count() as f64 / union as f64 };
+            ("jaccard_tokens", serde_json::json!(j), None)
+        };
+    let mut out = io::stdout().lock();
+    if args.json {
+        let v = serde_json::json!({"profile": name, measure: value, "bits": width, "a": a, "b": b});
+        let json = serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?;
+        writeln!(out, "{json}").map_err(output_error)?;
+        return Ok(());
+    }
+    match width {
+        Some(w) => writeln!(out, "{name} {measure:<12} {value} / {w} bits"),
+        None => writeln!(out, "{name} {measure:<12} {value}"),
+    }
+    .map_err(output_error)?;
+    for (label, fp) in [("a", a), ("b", b)] {
+        let shown = fp.get("bits").or(fp.get("simhash")).cloned().unwrap_or_default();
+        writeln!(out, "{label:<20} {}", shown.as_str().unwrap_or(&shown.to_string()))
+            .map_err(output_error)?;
     }
     Ok(())
 }

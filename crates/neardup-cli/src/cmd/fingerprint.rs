@@ -106,6 +106,7 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     let (mut errors, mut skipped, mut replaced) = (0usize, 0usize, 0usize);
     let mut write_error: Option<Failure> = None;
     let jsonl = args.input.jsonl;
+    let mut refused = Refused { skip: args.input.skip_bad, errors: 0, skipped: 0 };
 
     let flow = read_all(&sources, &args.input, |item| {
         match item {
@@ -115,9 +116,14 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
                 batch.push(record);
                 if batch.len() >= BATCH_DOCS || batch_bytes >= BATCH_BYTES {
                     batch_bytes = 0;
-                    if let Err(e) =
-                        process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out)
-                    {
+                    if let Err(e) = process(
+                        &pipeline,
+                        profile.as_ref(),
+                        sketches,
+                        &mut batch,
+                        &mut out,
+                        &mut refused,
+                    ) {
                         write_error = Some(e);
                         return ControlFlow::Break(());
                     }
@@ -126,8 +132,14 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
             }
             Err(e) => {
                 // Write what came before, so an error never loses accepted documents.
-                if let Err(e) = process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out)
-                {
+                if let Err(e) = process(
+                    &pipeline,
+                    profile.as_ref(),
+                    sketches,
+                    &mut batch,
+                    &mut out,
+                    &mut refused,
+                ) {
                     write_error = Some(e);
                     return ControlFlow::Break(());
                 }
@@ -154,9 +166,11 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
         return Err(e);
     }
     if flow.is_continue() {
-        process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out)?;
+        process(&pipeline, profile.as_ref(), sketches, &mut batch, &mut out, &mut refused)?;
     }
     out.flush().map_err(output_error)?;
+    errors += refused.errors;
+    skipped += refused.skipped;
     if skipped > 0 {
         eprintln!("neardup: skipped {skipped} bad record(s)");
     }
@@ -169,26 +183,47 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Documents a profile cannot fingerprint (jieba-md5 without a Han word): reported by id, and
+/// skipped and counted under `--skip-bad`, else counted as errors (exit 1 at the end).
+struct Refused {
+    skip: bool,
+    errors: usize,
+    skipped: usize,
+}
+
 fn process<W: Write>(
     pipeline: &Pipeline,
     profile: Option<&Profile>,
     sketches: Sketches,
     batch: &mut Vec<Record>,
     out: &mut W,
+    refused: &mut Refused,
 ) -> Result<(), Failure> {
     if batch.is_empty() {
         return Ok(());
     }
     if let Some(profile) = profile {
-        let lines: Vec<serde_json::Value> = batch
+        let lines: Vec<Result<serde_json::Value, String>> = batch
             .par_iter()
             .map_init(Scratch::default, |scratch, record| {
                 profile.fingerprint(pipeline, &record.id, &record.body, scratch)
             })
             .collect();
-        for line in &lines {
-            serde_json::to_writer(&mut *out, line).map_err(|e| output_error(e.into()))?;
-            out.write_all(b"\n").map_err(output_error)?;
+        for (record, line) in batch.iter().zip(&lines) {
+            match line {
+                Ok(line) => {
+                    serde_json::to_writer(&mut *out, line).map_err(|e| output_error(e.into()))?;
+                    out.write_all(b"\n").map_err(output_error)?;
+                }
+                Err(message) if refused.skip => {
+                    eprintln!("neardup: skipped: {}: {message}", record.id.get());
+                    refused.skipped += 1;
+                }
+                Err(message) => {
+                    eprintln!("neardup: error: {}: {message}", record.id.get());
+                    refused.errors += 1;
+                }
+            }
         }
         batch.clear();
         return Ok(());

@@ -3,7 +3,7 @@
 use clap::{Args, ValueEnum};
 use neardup::compat::datasketch::{Permutations, Scheme};
 use neardup::compat::lucene::{self, InputToken, MinHashParams};
-use neardup::compat::yanyiwu;
+use neardup::compat::{recipes, yanyiwu};
 use neardup::{Document, Pipeline, Scratch, MAX_NGRAM, MAX_TOP_N};
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -22,12 +22,15 @@ pub struct ProfileArgs {
     /// Elasticsearch's `min_hash` token filter, behind Lucene's whitespace tokenizer and an
     /// optional shingle filter; pipeline options do not apply. datasketch: datasketch's
     /// MinHash(num_perm, seed) over the pipeline's features (by default the words of Python's
-    /// text.split()), hashed with SHA-1.
+    /// text.split()), hashed with SHA-1. gojieba: the Go recipe of gojieba v1.4.7's
+    /// ExtractWithWeight(text, topn) keywords, FNV-1a 64 and Go's signed `%064b` bit strings
+    /// (64 bits). jieba-md5: the Python recipe of jieba's Han words, term-frequency weights and
+    /// MD5 hex-digit bits (32 bits).
     #[arg(long, value_enum, value_name = "NAME")]
     pub profile: Option<ProfileArg>,
 
-    /// yanyiwu: keywords voted (topn, at most 10,000). Default as upstream: max(5, min(200,
-    /// bytes / 120)).
+    /// yanyiwu, jiebar: keywords voted (topn, at most 10,000; default as upstream: max(5,
+    /// min(200, bytes / 120))). gojieba: the topk passed to ExtractWithWeight (required).
     #[arg(long, value_name = "N")]
     pub topn: Option<usize>,
 
@@ -76,6 +79,22 @@ pub enum ProfileArg {
     #[value(alias = "elasticsearch")]
     Lucene,
     Datasketch,
+    Gojieba,
+    JiebaMd5,
+}
+
+impl ProfileArg {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileArg::Yanyiwu => "yanyiwu",
+            ProfileArg::Jiebar => "jiebar",
+            ProfileArg::Lucene => "lucene",
+            ProfileArg::Datasketch => "datasketch",
+            ProfileArg::Gojieba => "gojieba",
+            ProfileArg::JiebaMd5 => "jieba-md5",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -88,6 +107,8 @@ pub enum SchemeArg {
 /// A compiled profile.
 pub enum Profile {
     Yanyiwu { flavor: yanyiwu::Flavor, topn: Option<usize>, strip_symbols: bool },
+    Gojieba { topn: usize },
+    JiebaMd5,
     Lucene { params: MinHashParams, shingle_size: usize, utf8: bool },
     Datasketch { permutations: Permutations },
 }
@@ -96,12 +117,13 @@ impl ProfileArgs {
     /// The profile options that were given, each with the profiles it belongs to.
     fn given(&self) -> Vec<(&'static str, &'static [ProfileArg])> {
         use ProfileArg::*;
-        const YANYIWU: &[ProfileArg] = &[Yanyiwu, Jiebar];
+        const YANYIWU: &[ProfileArg] = &[Yanyiwu, Jiebar, Gojieba];
+        const STRIP: &[ProfileArg] = &[Yanyiwu, Jiebar];
         const LUCENE: &[ProfileArg] = &[Lucene];
         const DATASKETCH: &[ProfileArg] = &[Datasketch];
         [
             (self.topn.is_some(), "--topn", YANYIWU),
-            (self.strip_symbols, "--strip-symbols", YANYIWU),
+            (self.strip_symbols, "--strip-symbols", STRIP),
             (self.hash_count.is_some(), "--hash-count", LUCENE),
             (self.bucket_count.is_some(), "--bucket-count", LUCENE),
             (self.hash_set_size.is_some(), "--hash-set-size", LUCENE),
@@ -129,12 +151,7 @@ impl Profile {
         explain: bool,
     ) -> Result<Option<Profile>, crate::Failure> {
         let usage = |m: String| crate::Failure::Usage(anyhow::anyhow!(m));
-        let profile_name = |p: ProfileArg| match p {
-            ProfileArg::Yanyiwu => "yanyiwu",
-            ProfileArg::Jiebar => "jiebar",
-            ProfileArg::Lucene => "lucene",
-            ProfileArg::Datasketch => "datasketch",
-        };
+        let profile_name = |p: ProfileArg| p.name();
         for (option, profiles) in args.given() {
             if !args.profile.is_some_and(|p| profiles.contains(&p)) {
                 let names: Vec<&str> = profiles.iter().map(|&p| profile_name(p)).collect();
@@ -169,6 +186,24 @@ impl Profile {
         }
         match args.profile {
             None => Ok(None),
+            Some(ProfileArg::Gojieba) => {
+                let topn = args.topn.ok_or_else(|| {
+                    usage(
+                        "--profile gojieba needs --topn K: the topk its program passed to \
+                         ExtractWithWeight"
+                            .into(),
+                    )
+                })?;
+                if topn > MAX_TOP_N {
+                    return Err(usage(format!("--topn must be at most {MAX_TOP_N}, not {topn}")));
+                }
+                let _ = yanyiwu::simhasher_for(yanyiwu::Flavor::Gojieba);
+                Ok(Some(Profile::Gojieba { topn }))
+            }
+            Some(ProfileArg::JiebaMd5) => {
+                let _ = neardup::text::zh::jieba();
+                Ok(Some(Profile::JiebaMd5))
+            }
             Some(p @ (ProfileArg::Yanyiwu | ProfileArg::Jiebar)) => {
                 let flavor = if p == ProfileArg::Jiebar {
                     yanyiwu::Flavor::JiebaR09
@@ -237,14 +272,51 @@ impl Profile {
     }
 
     /// The output object of one document; `pipeline` makes the datasketch profile's features.
+    /// An error is a document the profile cannot fingerprint (jieba-md5 without a Han word).
     pub fn fingerprint(
         &self,
         pipeline: &Pipeline,
         id: &RawValue,
         body: &Body,
         scratch: &mut Scratch,
-    ) -> serde_json::Value {
-        match self {
+    ) -> Result<serde_json::Value, String> {
+        Ok(match self {
+            Profile::Gojieba { topn } => {
+                let text = match body {
+                    Body::Text(t) => t.clone(),
+                    // Given tokens are the text laid end to end, as the Go program would get it.
+                    Body::Tokens(t) => t.concat(),
+                };
+                let f = recipes::gojieba_simhash(text.as_bytes(), *topn);
+                let keywords: Vec<serde_json::Value> = f
+                    .keywords
+                    .iter()
+                    .map(|k| json!({"word": k.text(), "weight": k.weight}))
+                    .collect();
+                json!({
+                    "id": id,
+                    "bits": f.bits,
+                    "simhash": format!("{:016x}", f.value),
+                    "simhash_u64": f.value,
+                    "keywords": keywords,
+                })
+            }
+            Profile::JiebaMd5 => {
+                let text = match body {
+                    Body::Text(t) => t.clone(),
+                    Body::Tokens(t) => t.concat(),
+                };
+                let f = recipes::jieba_md5_simhash(&text).map_err(|e| e.to_string())?;
+                let words: Vec<serde_json::Value> =
+                    f.words.iter().map(|(w, x)| json!({"word": w, "weight": x})).collect();
+                json!({
+                    "id": id,
+                    "bits": f.bits,
+                    "simhash": format!("{:08x}", f.value),
+                    "simhash_u32": f.value,
+                    "words": words,
+                })
+            }
             Profile::Yanyiwu { flavor, topn, strip_symbols } => {
                 let s = yanyiwu::simhasher_for(*flavor);
                 let result = match body {
@@ -323,6 +395,6 @@ impl Profile {
                 features.dedup();
                 json!({"id": id, "minhash": values, "features": features.len()})
             }
-        }
+        })
     }
 }

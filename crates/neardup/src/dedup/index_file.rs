@@ -268,7 +268,7 @@ mod tests {
     }
 
     /// The checksum recomputed, so that damage reaches the record parser.
-    fn reseal(bytes: &mut Vec<u8>) {
+    fn reseal(bytes: &mut [u8]) {
         if bytes.len() < 8 {
             return;
         }
