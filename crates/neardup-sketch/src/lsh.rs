@@ -247,7 +247,7 @@ mod tests {
         let p = params_for_recall(0.8, 128, 0.99).expect("reachable");
         assert_eq!((p.bands, p.rows), (16, 6));
         assert!(params_for_recall(0.8, 128, 1.0).is_err());
-        assert!(params_for_recall(0.99, 4, 0.999_999).is_err());
+        assert!(params_for_recall(0.5, 4, 0.999_999).is_err());
     }
 
     #[test]
