@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use neardup::sketch::{Densification, FeatureHasher, MinHashScheme, SimHashBits};
-use neardup::text::{BuiltinStopWords, FeatureKind, KeepFilter, PunctuationPolicy, SegmenterKind};
-use neardup::{IdfSource, PipelineSpec, Weighting};
+use neardup::text::{BuiltinStopWords, KeepFilter, SegmenterKind};
+use neardup::{FeatureChoice, PipelineOptions, PipelineSpec, Weighting};
 
 /// The most worker threads `-j` accepts.
 pub const MAX_THREADS: i64 = 256;
@@ -232,110 +232,78 @@ impl PipelineArgs {
     }
 
     /// The spec: the preset (or spec file, or `default_preset` when neither is given), then each
-    /// given option.
+    /// given option, applied by the library's [`PipelineOptions`] (as every surface does).
     pub fn to_spec_from(&self, default_preset: &str) -> anyhow::Result<PipelineSpec> {
-        let mut spec = match &self.spec {
+        let options = self.options();
+        let spec = match &self.spec {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     anyhow::anyhow!("{}: {}", path.display(), crate::input::io_message(&e))
                 })?;
-                PipelineSpec::from_json(&text).map_err(|e| {
+                let base = PipelineSpec::from_json(&text).map_err(|e| {
                     anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display())
-                })?
+                })?;
+                options.apply(base)?
             }
-            None => PipelineSpec::preset(self.preset.as_deref().unwrap_or(default_preset))?,
+            None => options.to_spec(default_preset)?,
         };
-        if let Some(s) = self.segmenter {
-            spec.segmenter = match s {
+        Ok(spec)
+    }
+
+    /// The options as the library's [`PipelineOptions`].
+    fn options(&self) -> PipelineOptions {
+        PipelineOptions {
+            preset: self.preset.clone(),
+            segmenter: self.segmenter.map(|s| match s {
                 SegmenterArg::Auto => SegmenterKind::Auto,
                 SegmenterArg::Jieba => SegmenterKind::Jieba,
                 SegmenterArg::Unicode => SegmenterKind::Unicode,
                 SegmenterArg::Whitespace => SegmenterKind::Whitespace,
                 SegmenterArg::Chars => SegmenterKind::Chars,
-            };
-        }
-        let current_n = match spec.features {
-            FeatureKind::Auto { n }
-            | FeatureKind::WordShingles { n }
-            | FeatureKind::CharNgrams { n } => n,
-            _ => 5,
-        };
-        let current_top = match spec.features {
-            FeatureKind::Keywords { top_n } => top_n,
-            _ => 20,
-        };
-        let n = self.ngram.unwrap_or(current_n);
-        let top_n = self.top_n.unwrap_or(current_top);
-        if let Some(f) = self.features {
-            spec.features = match f {
-                FeaturesArg::Auto => FeatureKind::Auto { n },
-                FeaturesArg::Words => FeatureKind::Words,
-                FeaturesArg::Shingles => FeatureKind::WordShingles { n },
-                FeaturesArg::Ngrams => FeatureKind::CharNgrams { n },
-                FeaturesArg::Keywords => FeatureKind::Keywords { top_n },
-            };
-            if matches!(f, FeaturesArg::Keywords) && self.weights.is_none() {
-                spec.weighting = Weighting::Tfidf;
-            }
-        } else {
-            spec.features = match spec.features {
-                FeatureKind::Auto { .. } => FeatureKind::Auto { n },
-                FeatureKind::WordShingles { .. } => FeatureKind::WordShingles { n },
-                FeatureKind::CharNgrams { .. } => FeatureKind::CharNgrams { n },
-                FeatureKind::Keywords { .. } => FeatureKind::Keywords { top_n },
-                other => other,
-            };
-        }
-        if self.no_stop_words {
-            spec.stop_words = Default::default();
-        }
-        if let Some(lists) = &self.stop_words {
-            spec.stop_words.builtin = lists
-                .iter()
-                .map(|l| match l {
-                    StopListArg::Zh => BuiltinStopWords::Zh,
-                    StopListArg::En => BuiltinStopWords::En,
-                })
-                .collect();
-        }
-        if let Some(path) = &self.stop_words_file {
-            spec.stop_words.file = Some(path.clone());
-        }
-        if self.keep_punct {
-            spec.punctuation = PunctuationPolicy::Keep;
-        }
-        if let Some(w) = self.weights {
-            spec.weighting = match w {
+            }),
+            features: self.features.map(|f| match f {
+                FeaturesArg::Auto => FeatureChoice::Auto,
+                FeaturesArg::Words => FeatureChoice::Words,
+                FeaturesArg::Shingles => FeatureChoice::Shingles,
+                FeaturesArg::Ngrams => FeatureChoice::Ngrams,
+                FeaturesArg::Keywords => FeatureChoice::Keywords,
+            }),
+            ngram: self.ngram,
+            top_n: self.top_n,
+            stop_words: self.stop_words.as_ref().map(|lists| {
+                lists
+                    .iter()
+                    .map(|l| match l {
+                        StopListArg::Zh => BuiltinStopWords::Zh,
+                        StopListArg::En => BuiltinStopWords::En,
+                    })
+                    .collect()
+            }),
+            stop_words_file: self.stop_words_file.clone(),
+            no_stop_words: self.no_stop_words,
+            keep_punct: self.keep_punct,
+            weights: self.weights.map(|w| match w {
                 WeightsArg::Uniform => Weighting::Uniform,
                 WeightsArg::Binary => Weighting::Binary,
                 WeightsArg::Tf => Weighting::Tf,
                 WeightsArg::Tfidf => Weighting::Tfidf,
-            };
-        }
-        if let Some(path) = &self.idf {
-            spec.idf = IdfSource::File { path: path.clone() };
-        }
-        if let Some(h) = self.hash {
-            spec.hash = match h {
+            }),
+            idf: self.idf.clone(),
+            hash: self.hash.map(|h| match h {
                 HashArg::Xxh3 => FeatureHasher::Xxh3,
                 HashArg::Murmur3 => FeatureHasher::Murmur3,
                 HashArg::Fnv1a => FeatureHasher::Fnv1a,
                 HashArg::Md5 => FeatureHasher::Md5,
                 HashArg::Jenkins => FeatureHasher::Jenkins,
-            };
-        }
-        if let Some(bits) = &self.bits {
-            let bits: u32 = bits.parse()?;
-            spec.simhash_bits = SimHashBits::try_from(bits).map_err(anyhow::Error::msg)?;
-        }
-        if let Some(k) = self.num_perm {
-            spec.minhash.num_perm = k;
-        }
-        if let Some(seed) = self.seed {
-            spec.minhash.seed = seed;
-        }
-        if let Some(s) = self.minhash_scheme {
-            spec.minhash.scheme = match s {
+            }),
+            bits: self
+                .bits
+                .as_deref()
+                .and_then(|b| b.parse::<u32>().ok())
+                .and_then(|b| SimHashBits::try_from(b).ok()),
+            num_perm: self.num_perm,
+            seed: self.seed,
+            minhash_scheme: self.minhash_scheme.map(|s| match s {
                 MinHashSchemeArg::Permutations => MinHashScheme::Permutations,
                 MinHashSchemeArg::Oph => {
                     MinHashScheme::OnePermutation { densification: Densification::Optimal }
@@ -343,20 +311,16 @@ impl PipelineArgs {
                 MinHashSchemeArg::OphRotation => {
                     MinHashScheme::OnePermutation { densification: Densification::Rotation }
                 }
-            };
-        }
-        if let Some(k) = self.keep_chars {
-            spec.normalize.keep = match k {
+            }),
+            keep_chars: self.keep_chars.map(|k| match k {
                 KeepArg::All => KeepFilter::All,
                 KeepArg::Han => KeepFilter::Han,
                 KeepArg::Alnum => KeepFilter::Alphanumeric,
-            };
+            }),
+            nfkc: self.no_nfkc.then_some(false),
+            case_fold: self.no_case_fold.then_some(false),
+            collapse_whitespace: self.no_collapse_whitespace.then_some(false),
         }
-        spec.normalize.nfkc &= !self.no_nfkc;
-        spec.normalize.case_fold &= !self.no_case_fold;
-        spec.normalize.collapse_whitespace &= !self.no_collapse_whitespace;
-        spec.validate()?;
-        Ok(spec)
     }
 }
 

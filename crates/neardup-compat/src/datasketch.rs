@@ -171,6 +171,56 @@ impl Permutations {
     }
 }
 
+/// `x mod (2^61 - 1)` for any `u64`, without a division: `2^61 ≡ 1`, so `x ≡ (x >> 61) + (x &
+/// (2^61 - 1))`, which is below `2^61 + 7` and needs at most one subtraction.
+#[inline]
+pub fn mod_mersenne61(x: u64) -> u64 {
+    let r = (x & MERSENNE_61) + (x >> 61);
+    if r >= MERSENNE_61 {
+        r - MERSENNE_61
+    } else {
+        r
+    }
+}
+
+/// `legacy`: `values[k] = min(values[k], ((a[k] * h + b[k]) mod 2^64 mod (2^61 - 1)) & (2^32 -
+/// 1))` for every hash `h` (the 32-bit outputs of the hash function), as datasketch's
+/// `update_batch` computes it in numpy uint64.
+pub fn update_legacy(a: &[u64], b: &[u64], values: &mut [u64], hashes: &[u64]) {
+    for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
+        let mut m = *v;
+        for &h in hashes {
+            m = m.min(mod_mersenne61(a.wrapping_mul(h).wrapping_add(b)) & 0xffff_ffff);
+        }
+        *v = m;
+    }
+}
+
+/// `affine32`: `values[k] = min(values[k], a[k] * fmix32(h) + b[k] mod 2^32)` for every hash
+/// `h`; the hashes are pre-mixed once.
+pub fn update_affine32(a: &[u32], b: &[u32], values: &mut [u32], hashes: &[u32]) {
+    let mixed: Vec<u32> = hashes.iter().map(|&h| fmix32(h)).collect();
+    for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
+        let mut m = *v;
+        for &g in &mixed {
+            m = m.min(a.wrapping_mul(g).wrapping_add(b));
+        }
+        *v = m;
+    }
+}
+
+/// `affine64`: `values[k] = min(values[k], a[k] * fmix64(h) + b[k] mod 2^64)` for every hash.
+pub fn update_affine64(a: &[u64], b: &[u64], values: &mut [u64], hashes: &[u64]) {
+    let mixed: Vec<u64> = hashes.iter().map(|&h| fmix64(h)).collect();
+    for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
+        let mut m = *v;
+        for &g in &mixed {
+            m = m.min(a.wrapping_mul(g).wrapping_add(b));
+        }
+        *v = m;
+    }
+}
+
 /// datasketch's `MinHash.jaccard`: the fraction of equal positions (both signatures must come from
 /// the same permutations).
 pub fn jaccard(a: &[u64], b: &[u64]) -> Option<f64> {
@@ -187,5 +237,57 @@ pub fn band_key(values: &[u64], band: usize, rows: usize, scheme: Scheme) -> Vec
     match scheme {
         Scheme::Affine32 => slice.iter().flat_map(|&v| (v as u32).to_be_bytes()).collect(),
         Scheme::Legacy | Scheme::Affine64 => slice.iter().flat_map(|&v| v.to_be_bytes()).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mersenne_reduction_equals_the_remainder() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            assert_eq!(mod_mersenne61(x), x % MERSENNE_61, "{x}");
+        }
+        for x in [0, MERSENNE_61 - 1, MERSENNE_61, MERSENNE_61 + 1, u64::MAX, 7 << 61] {
+            assert_eq!(mod_mersenne61(x), x % MERSENNE_61, "{x}");
+        }
+    }
+
+    #[test]
+    fn kernels_equal_hash_values() {
+        let tokens: Vec<String> = (0..50).map(|i| format!("token{i}")).collect();
+        for scheme in [Scheme::Legacy, Scheme::Affine32, Scheme::Affine64] {
+            let p = Permutations::new(64, 7, scheme);
+            let want = p.hash_values(tokens.iter().map(String::as_bytes));
+            let got: Vec<u64> = match scheme {
+                Scheme::Legacy => {
+                    let hashes: Vec<u64> =
+                        tokens.iter().map(|t| u64::from(sha1_hash32(t.as_bytes()))).collect();
+                    let mut v = vec![u64::from(u32::MAX); 64];
+                    update_legacy(p.a(), p.b(), &mut v, &hashes);
+                    v
+                }
+                Scheme::Affine32 => {
+                    let hashes: Vec<u32> =
+                        tokens.iter().map(|t| sha1_hash32(t.as_bytes())).collect();
+                    let a: Vec<u32> = p.a().iter().map(|&x| x as u32).collect();
+                    let b: Vec<u32> = p.b().iter().map(|&x| x as u32).collect();
+                    let mut v = vec![u32::MAX; 64];
+                    update_affine32(&a, &b, &mut v, &hashes);
+                    v.into_iter().map(u64::from).collect()
+                }
+                Scheme::Affine64 => {
+                    let hashes: Vec<u64> =
+                        tokens.iter().map(|t| sha1_hash64(t.as_bytes())).collect();
+                    let mut v = vec![u64::MAX; 64];
+                    update_affine64(p.a(), p.b(), &mut v, &hashes);
+                    v
+                }
+            };
+            assert_eq!(got, want, "{}", scheme.name());
+        }
     }
 }

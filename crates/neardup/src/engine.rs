@@ -6,7 +6,7 @@ use std::sync::Arc;
 use neardup_index::{HammingIndex, MinHashLsh};
 use rustc_hash::FxHashMap;
 
-use crate::dedup::{sketch_with, verify, Plan};
+use crate::dedup::{manifest_for, read_index, sketch_with, verify, write_index, Plan};
 use crate::{DedupConfig, DedupError, DocSketch, Document, Method, Pipeline, Scratch};
 
 /// A search result.
@@ -132,6 +132,31 @@ impl Engine {
             h.remove(key);
         }
         true
+    }
+
+    /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
+    /// --save-index`, readable by `--against`), each with the id `id_of` gives its key.
+    pub fn save<'a>(
+        &'a self,
+        dir: &std::path::Path,
+        id_of: impl Fn(u64) -> &'a str,
+    ) -> Result<(), DedupError> {
+        let manifest =
+            manifest_for(&self.pipeline, &self.plan, &self.config, self.docs.len() as u64);
+        let mut keys: Vec<u64> = self.docs.keys().copied().collect();
+        keys.sort_unstable();
+        write_index(dir, &manifest, keys.into_iter().map(|k| (id_of(k), &self.docs[&k])))
+    }
+
+    /// Reads a saved index made with this engine's pipeline and settings (refusing any other):
+    /// its ids and sketches, in file order, for the caller to insert under keys of its choice.
+    pub fn read_saved(
+        &self,
+        dir: &std::path::Path,
+    ) -> Result<Vec<(String, DocSketch)>, DedupError> {
+        let (docs, ids) =
+            read_index(dir, &manifest_for(&self.pipeline, &self.plan, &self.config, 0))?;
+        Ok(ids.into_iter().zip(docs).collect())
     }
 
     /// The stored documents similar to `query` (verified at `threshold`, or the configured

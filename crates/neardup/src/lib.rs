@@ -24,17 +24,19 @@ mod dedup;
 mod engine;
 mod error;
 mod idf;
+mod options;
 mod pipeline;
 mod spec;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
-    Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexManifest, Keep,
-    Method, Pair, Pairs, Verification, DEFAULT_RECALL, INDEX_FORMAT_VERSION,
+    read_manifest, Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch,
+    IndexManifest, Keep, Method, Pair, Pairs, Verification, DEFAULT_RECALL, INDEX_FORMAT_VERSION,
 };
 pub use engine::{Engine, Hit};
 pub use error::BuildError;
 pub use idf::IdfBuilder;
+pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
 pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,

@@ -12,8 +12,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::sketch::Reader;
-use super::{Dedup, DedupError, DocSketch, Method, Verification};
-use crate::FORMAT_VERSION;
+use super::{Dedup, DedupConfig, DedupError, DocSketch, Method, Plan, Verification};
+use crate::{Pipeline, FORMAT_VERSION};
 
 /// Version of the on-disk index layout. Version 2: 32-bit feature hashes, and the pipeline
 /// format of neardup 0.2 (whitespace next to Han characters is ignored).
@@ -41,40 +41,143 @@ pub struct IndexManifest {
     pub banding: Option<(usize, usize)>,
     /// SimHash width.
     pub bits: u32,
+    /// The similarity threshold of the run that wrote it (for reopening it as a live index).
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// The Hamming distance of the run that wrote it.
+    #[serde(default)]
+    pub hamming: Option<u32>,
     /// Documents stored.
     pub documents: u64,
 }
 
-impl<'p> Dedup<'p> {
-    fn manifest(&self) -> IndexManifest {
-        IndexManifest {
-            format: "neardup-index".into(),
-            version: INDEX_FORMAT_VERSION,
-            pipeline_format: FORMAT_VERSION,
-            pipeline_id: self.pipeline.id().to_string(),
-            spec: serde_json::to_value(self.pipeline.spec()).unwrap_or(serde_json::Value::Null),
-            method: self.plan.method,
-            verification: self.plan.verification,
-            banding: self.banding(),
-            bits: self.plan.bits,
-            documents: self.docs.len() as u64,
-        }
+/// The manifest of an index of `documents` documents made by `pipeline` under `plan` and
+/// `config`.
+pub(crate) fn manifest_for(
+    pipeline: &Pipeline,
+    plan: &Plan,
+    config: &DedupConfig,
+    documents: u64,
+) -> IndexManifest {
+    IndexManifest {
+        format: "neardup-index".into(),
+        version: INDEX_FORMAT_VERSION,
+        pipeline_format: FORMAT_VERSION,
+        pipeline_id: pipeline.id().to_string(),
+        spec: serde_json::to_value(pipeline.spec()).unwrap_or(serde_json::Value::Null),
+        method: plan.method,
+        verification: plan.verification,
+        banding: plan.banding.map(|b| (b.bands(), b.rows())),
+        bits: plan.bits,
+        threshold: Some(config.threshold),
+        hamming: Some(config.hamming),
+        documents,
     }
+}
 
+/// Reads the manifest of the index in `dir` (its settings, to reopen it), refusing an older
+/// format with "rebuild it".
+pub fn read_manifest(dir: &Path) -> Result<IndexManifest, DedupError> {
+    let manifest_path = dir.join("manifest.json");
+    let text = fs::read_to_string(&manifest_path).map_err(io_err(&manifest_path))?;
+    parse_manifest(dir, &manifest_path, &text)
+}
+
+fn parse_manifest(
+    dir: &Path,
+    manifest_path: &Path,
+    text: &str,
+) -> Result<IndexManifest, DedupError> {
+    let corrupt =
+        |message: String| DedupError::Corrupt { path: manifest_path.to_path_buf(), message };
+    // The format and version first, so that an older layout gets "rebuild", not a parse
+    // error about a field it did not have.
+    let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+    if raw.get("format").and_then(|f| f.as_str()) != Some("neardup-index") {
+        return Err(corrupt("no \"format\": \"neardup-index\"".into()));
+    }
+    let version = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    if version != u64::from(INDEX_FORMAT_VERSION) {
+        return Err(DedupError::OldFormat {
+            path: dir.to_path_buf(),
+            found: version,
+            current: INDEX_FORMAT_VERSION,
+        });
+    }
+    serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))
+}
+
+/// Writes `docs` (id and sketch, `count` of them) and the manifest to `dir` (created if needed),
+/// each file atomically.
+pub(crate) fn write_index<'a>(
+    dir: &Path,
+    manifest: &IndexManifest,
+    docs: impl Iterator<Item = (&'a str, &'a DocSketch)>,
+) -> Result<(), DedupError> {
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    write_atomically(&dir.join("docs.bin"), |out| {
+        let mut out = HashingWriter::new(out);
+        write_docs(&mut out, manifest.documents, docs)?;
+        let sum = out.hasher.digest();
+        out.inner.write_all(&sum.to_le_bytes())
+    })?;
+    let text = serde_json::to_string_pretty(manifest).expect("manifest serializes");
+    write_atomically(&dir.join("manifest.json"), |out| out.write_all(text.as_bytes()))
+}
+
+/// Reads the index in `dir`, refusing one whose format or settings differ from `expected`'s.
+pub(crate) fn read_index(
+    dir: &Path,
+    expected: &IndexManifest,
+) -> Result<(Vec<DocSketch>, Vec<String>), DedupError> {
+    let manifest = read_manifest(dir)?;
+    let corrupt =
+        |path: &Path, message: String| DedupError::Corrupt { path: path.to_path_buf(), message };
+    let check = |field: &'static str, index: String, current: String| {
+        if index == current {
+            Ok(())
+        } else {
+            Err(DedupError::Mismatch { field, index, current })
+        }
+    };
+    check("pipeline", manifest.pipeline_id.clone(), expected.pipeline_id.clone())?;
+    check("method", manifest.method.name().into(), expected.method.name().into())?;
+    check(
+        "verification",
+        manifest.verification.name().into(),
+        expected.verification.name().into(),
+    )?;
+    let banding = |b: Option<(usize, usize)>| match b {
+        Some((b, r)) => format!("{b} bands x {r} rows"),
+        None => "no bands".into(),
+    };
+    check("banding", banding(manifest.banding), banding(expected.banding))?;
+    check("SimHash width", format!("{} bits", manifest.bits), format!("{} bits", expected.bits))?;
+
+    let docs_path = dir.join("docs.bin");
+    let mut bytes = Vec::new();
+    File::open(&docs_path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io_err(&docs_path))?;
+    let (docs, ids) = read_docs(&bytes).map_err(|message| corrupt(&docs_path, message))?;
+    if docs.len() as u64 != manifest.documents {
+        return Err(corrupt(
+            &docs_path,
+            format!("{} documents, the manifest says {}", docs.len(), manifest.documents),
+        ));
+    }
+    Ok((docs, ids))
+}
+
+impl<'p> Dedup<'p> {
     /// Writes every document with its id to `dir` (created if needed). Each file is written to a
     /// temporary file beside it, synced and renamed, so a crash or an error leaves the previous
     /// index intact and no temporary file behind.
     pub fn save(&self, dir: &Path, ids: &[String]) -> Result<(), DedupError> {
         assert_eq!(ids.len(), self.docs.len(), "one id per document");
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
-        write_atomically(&dir.join("docs.bin"), |out| {
-            let mut out = HashingWriter::new(out);
-            write_docs(&mut out, &self.docs, ids)?;
-            let sum = out.hasher.digest();
-            out.inner.write_all(&sum.to_le_bytes())
-        })?;
-        let text = serde_json::to_string_pretty(&self.manifest()).expect("manifest serializes");
-        write_atomically(&dir.join("manifest.json"), |out| out.write_all(text.as_bytes()))
+        let manifest =
+            manifest_for(self.pipeline, &self.plan, &self.config, self.docs.len() as u64);
+        write_index(dir, &manifest, ids.iter().map(String::as_str).zip(&self.docs))
     }
 
     /// Loads a saved index as the documents already seen; returns their ids. Refuses an index
@@ -82,59 +185,8 @@ impl<'p> Dedup<'p> {
     /// another index format (saying to rebuild it).
     pub fn load(&mut self, dir: &Path) -> Result<Vec<String>, DedupError> {
         assert!(self.docs.is_empty(), "load an index before adding documents");
-        let manifest_path = dir.join("manifest.json");
-        let text = fs::read_to_string(&manifest_path).map_err(io_err(&manifest_path))?;
-        let corrupt = |path: &Path, message: String| DedupError::Corrupt {
-            path: path.to_path_buf(),
-            message,
-        };
-        // The format and version first, so that an older layout gets "rebuild", not a parse
-        // error about a field it did not have.
-        let raw: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| corrupt(&manifest_path, e.to_string()))?;
-        if raw.get("format").and_then(|f| f.as_str()) != Some("neardup-index") {
-            return Err(corrupt(&manifest_path, "no \"format\": \"neardup-index\"".into()));
-        }
-        let version = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-        if version != u64::from(INDEX_FORMAT_VERSION) {
-            return Err(DedupError::OldFormat {
-                path: dir.to_path_buf(),
-                found: version,
-                current: INDEX_FORMAT_VERSION,
-            });
-        }
-        let manifest: IndexManifest =
-            serde_json::from_str(&text).map_err(|e| corrupt(&manifest_path, e.to_string()))?;
-        let now = self.manifest();
-        let check = |field: &'static str, index: String, current: String| {
-            if index == current {
-                Ok(())
-            } else {
-                Err(DedupError::Mismatch { field, index, current })
-            }
-        };
-        check("pipeline", manifest.pipeline_id.clone(), now.pipeline_id.clone())?;
-        check("method", manifest.method.name().into(), now.method.name().into())?;
-        check("verification", manifest.verification.name().into(), now.verification.name().into())?;
-        let banding = |b: Option<(usize, usize)>| match b {
-            Some((b, r)) => format!("{b} bands x {r} rows"),
-            None => "no bands".into(),
-        };
-        check("banding", banding(manifest.banding), banding(now.banding))?;
-        check("SimHash width", format!("{} bits", manifest.bits), format!("{} bits", now.bits))?;
-
-        let docs_path = dir.join("docs.bin");
-        let mut bytes = Vec::new();
-        File::open(&docs_path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(io_err(&docs_path))?;
-        let (docs, ids) = read_docs(&bytes).map_err(|message| corrupt(&docs_path, message))?;
-        if docs.len() as u64 != manifest.documents {
-            return Err(corrupt(
-                &docs_path,
-                format!("{} documents, the manifest says {}", docs.len(), manifest.documents),
-            ));
-        }
+        let (docs, ids) =
+            read_index(dir, &manifest_for(self.pipeline, &self.plan, &self.config, 0))?;
         self.docs = docs;
         self.seen = self.docs.len();
         Ok(ids)
@@ -193,15 +245,24 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-/// `docs.bin` without its checksum.
-fn write_docs<W: Write>(out: &mut W, docs: &[DocSketch], ids: &[String]) -> io::Result<()> {
+/// `docs.bin` without its checksum: `count` documents.
+fn write_docs<'a, W: Write>(
+    out: &mut W,
+    count: u64,
+    docs: impl Iterator<Item = (&'a str, &'a DocSketch)>,
+) -> io::Result<()> {
     out.write_all(DOCS_MAGIC)?;
     out.write_all(&INDEX_FORMAT_VERSION.to_le_bytes())?;
-    out.write_all(&(docs.len() as u64).to_le_bytes())?;
-    for (d, id) in docs.iter().zip(ids) {
+    out.write_all(&count.to_le_bytes())?;
+    let mut written = 0u64;
+    for (id, d) in docs {
         out.write_all(&(id.len() as u32).to_le_bytes())?;
         out.write_all(id.as_bytes())?;
         d.write_to(out)?;
+        written += 1;
+    }
+    if written != count {
+        return Err(io::Error::other(format!("{written} documents written, {count} announced")));
     }
     Ok(())
 }
@@ -261,7 +322,8 @@ mod tests {
         let ids: Vec<String> = (0..texts.len()).map(|i| format!("\"d{i}\"")).collect();
         let mut out = Vec::new();
         let mut w = HashingWriter::new(&mut out);
-        write_docs(&mut w, &d.docs, &ids).expect("write");
+        write_docs(&mut w, ids.len() as u64, ids.iter().map(String::as_str).zip(&d.docs))
+            .expect("write");
         let sum = w.hasher.digest();
         out.extend_from_slice(&sum.to_le_bytes());
         out

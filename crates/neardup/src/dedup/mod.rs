@@ -31,7 +31,8 @@ mod run;
 mod sketch;
 mod union_find;
 
-pub use index_file::{IndexManifest, INDEX_FORMAT_VERSION};
+pub(crate) use index_file::{manifest_for, read_index, write_index};
+pub use index_file::{read_manifest, IndexManifest, INDEX_FORMAT_VERSION};
 pub(crate) use plan::Plan;
 pub use run::{Cluster, Copies, DedupOutcome, Pair, Pairs};
 pub use sketch::DocSketch;

@@ -1,0 +1,153 @@
+"""Type stubs of the Rust extension `neardup._neardup` (see the docstrings there)."""
+
+from os import PathLike
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+FORMAT_VERSION: int
+MAX_NUM_PERM: int
+DEFAULT_RECALL: float
+
+Texts = Union[Sequence[str], dict, Any]
+Doc = Union[str, Sequence[str]]
+
+class Pipeline:
+    """A compiled pipeline: the presets and options of `neardup fingerprint`, by name."""
+
+    def __init__(self, preset: Optional[str] = None, **options: Any) -> None: ...
+    @staticmethod
+    def from_spec(spec: Union[dict, str]) -> "Pipeline": ...
+    @property
+    def spec(self) -> dict: ...
+    def spec_json(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def bits(self) -> int: ...
+    @property
+    def num_perm(self) -> int: ...
+    def fingerprint(self, text: Doc, minhash: bool = True) -> "Fingerprint": ...
+    def fingerprint_batch(self, texts: Texts, minhash: bool = True) -> "FingerprintBatch": ...
+    def features(self, text: Doc) -> list[str]: ...
+
+class Fingerprint:
+    @property
+    def simhash(self) -> int: ...
+    @property
+    def bits(self) -> int: ...
+    @property
+    def hex(self) -> str: ...
+    @property
+    def minhash(self) -> Optional[npt.NDArray[np.uint32]]: ...
+    @property
+    def features(self) -> int: ...
+    def hamming(self, other: "Fingerprint") -> int: ...
+
+class FingerprintBatch:
+    simhash: npt.NDArray[np.uint64]
+    minhash: Optional[npt.NDArray[np.uint32]]
+    features: npt.NDArray[np.uint32]
+    bits: int
+    def __len__(self) -> int: ...
+
+class DedupResult:
+    documents: int
+    keep_mask: npt.NDArray[np.bool_]
+    cluster_of: npt.NDArray[np.int64]
+    clusters: list[tuple[list[int], int, float]]
+    pair_count: int
+    candidates: int
+    verified: int
+    exact_duplicates: int
+    dropped: int
+    banding: Optional[tuple[int, int]]
+    candidate_probability: Optional[float]
+    verification: str
+    def pairs(
+        self, compact: bool = False
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
+
+class Index:
+    def __init__(
+        self,
+        pipeline: Optional[Pipeline] = None,
+        threshold: float = 0.8,
+        method: Optional[str] = None,
+        hamming: Optional[int] = None,
+        verify: Optional[str] = None,
+        recall: Optional[float] = None,
+        bands: Optional[int] = None,
+        rows: Optional[int] = None,
+    ) -> None: ...
+    def insert(self, id: str, text: Doc) -> None: ...
+    def insert_many(self, ids: Sequence[str], texts: Texts) -> None: ...
+    def remove(self, id: str) -> bool: ...
+    def search(
+        self, text: Doc, top_k: int = 10, threshold: Optional[float] = None
+    ) -> list[tuple[str, float]]: ...
+    def check(
+        self,
+        id: str,
+        text: Doc,
+        insert: bool = True,
+        threshold: Optional[float] = None,
+        top_k: int = 10,
+    ) -> dict: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, id: str) -> bool: ...
+    def ids(self) -> list[str]: ...
+    @property
+    def pipeline(self) -> Pipeline: ...
+    @property
+    def banding(self) -> Optional[tuple[int, int]]: ...
+    def save(self, path: Union[str, PathLike]) -> None: ...
+    @staticmethod
+    def load(path: Union[str, PathLike]) -> "Index": ...
+
+def compare(a: Doc, b: Doc, pipeline: Optional[Pipeline] = None) -> dict: ...
+def presets() -> list[tuple[str, str]]: ...
+def lsh_params(
+    threshold: float,
+    num_perm: int,
+    weights: tuple[float, float] = (0.5, 0.5),
+    recall: Optional[float] = None,
+) -> tuple[int, int]: ...
+def dedup_texts(
+    texts: Texts,
+    threshold: float = 0.8,
+    method: Optional[str] = None,
+    hamming: Optional[int] = None,
+    verify: Optional[str] = None,
+    keep: str = "first",
+    recall: Optional[float] = None,
+    bands: Optional[int] = None,
+    rows: Optional[int] = None,
+    pipeline: Optional[Pipeline] = None,
+) -> DedupResult: ...
+def yanyiwu_simhash(
+    text: str, topn: Optional[int] = None, flavor: str = "yanyiwu", strip_symbols: bool = False
+) -> dict: ...
+def lucene_min_hash(
+    text: Union[str, Sequence[str]],
+    hash_count: int = 1,
+    bucket_count: int = 512,
+    hash_set_size: int = 1,
+    with_rotation: bool = True,
+    shingle_size: int = 1,
+) -> list[bytes]: ...
+def gojieba_simhash(text: str, topn: int) -> dict: ...
+def jieba_md5_simhash(text: str) -> dict: ...
+def ds_permutations(num_perm: int, seed: int, scheme_name: str) -> tuple[np.ndarray, np.ndarray]: ...
+def ds_update_tokens(
+    scheme_name: str, a: np.ndarray, b: np.ndarray, values: np.ndarray, tokens: Any
+) -> bool: ...
+def ds_update_hashes(
+    scheme_name: str, a: np.ndarray, b: np.ndarray, values: np.ndarray, hashes: Sequence[int]
+) -> None: ...
+def ds_bulk(scheme_name: str, a: np.ndarray, b: np.ndarray, docs: Any) -> Optional[np.ndarray]: ...
+def ds_band_keys(scheme_name: str, values: np.ndarray, bands: int, rows: int) -> list[list[bytes]]: ...
+def ds_sha1_hash32(data: bytes) -> int: ...
+def ds_sha1_hash64(data: bytes) -> int: ...

@@ -1,0 +1,778 @@
+"""A drop-in for datasketch 2.0's ``MinHash``, ``LeanMinHash`` and ``MinHashLSH``.
+
+Change ``from datasketch import MinHash, MinHashLSH`` to ``from neardup.datasketch import
+MinHash, MinHashLSH``: the same constructor arguments, methods and attributes, and
+``hashvalues`` bit-identical to datasketch's for the same ``num_perm``, ``seed`` and ``scheme``
+(``"affine32"`` by default, ``"legacy"`` for datasketch before 2.0, ``"affine64"``) with the
+default SHA-1 hash. The SHA-1 hashing, the permutations and the minima run in Rust with the GIL
+released; :meth:`MinHash.bulk` and :meth:`MinHashLSH.insert_many` work on many sets at once, on
+every core.
+
+A custom ``hashfunc`` works (it is called from Python for each value, so it is as slow as in
+datasketch); the permutations still run in Rust. Options neardup does not support raise an error
+that names them: ``storage_config`` other than ``{"type": "dict"}`` (Redis, Cassandra),
+``gpu_mode="always"`` (no GPU here; ``"detect"`` runs on the CPU), and weighted MinHash.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import functools
+import hashlib
+import pickle
+import struct
+import warnings
+from typing import Any, Callable, Hashable, Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from . import _neardup
+
+__all__ = [
+    "MinHash",
+    "LeanMinHash",
+    "MinHashLSH",
+    "MinHashLSHInsertionSession",
+    "MinHashLSHDeletionSession",
+    "sha1_hash32",
+    "sha1_hash64",
+]
+
+_SCHEMES = ("affine32", "affine64", "legacy")
+_DTYPES = {"legacy": np.uint64, "affine32": np.uint32, "affine64": np.uint64}
+_MAX = {
+    "legacy": np.uint64((1 << 32) - 1),
+    "affine32": np.uint32((1 << 32) - 1),
+    "affine64": np.uint64((1 << 64) - 1),
+}
+_CODES = {"affine32": 1, "affine64": 2}
+_CODES_INV = {v: k for k, v in _CODES.items()}
+_VALUE_FMT = {"legacy": "I", "affine32": "I", "affine64": "Q"}
+
+
+def sha1_hash32(data: bytes) -> int:
+    """datasketch's default 32-bit hash: the first 4 bytes of SHA-1, little-endian."""
+    if isinstance(data, bytes):
+        return _neardup.ds_sha1_hash32(data)
+    return struct.unpack("<I", hashlib.sha1(data).digest()[:4])[0]
+
+
+def sha1_hash64(data: bytes) -> int:
+    """datasketch's default 64-bit hash: the first 8 bytes of SHA-1, little-endian."""
+    if isinstance(data, bytes):
+        return _neardup.ds_sha1_hash64(data)
+    return struct.unpack("<Q", hashlib.sha1(data).digest()[:8])[0]
+
+
+def _is_default(hashfunc: Callable, scheme: str) -> bool:
+    """True when `hashfunc` is the SHA-1 hash of the scheme's width (ours or datasketch's)."""
+    name = "sha1_hash64" if scheme == "affine64" else "sha1_hash32"
+    if hashfunc is (sha1_hash64 if scheme == "affine64" else sha1_hash32):
+        return True
+    return getattr(hashfunc, "__module__", "") == "datasketch.hashfunc" and getattr(
+        hashfunc, "__name__", ""
+    ) == name
+
+
+@functools.lru_cache(maxsize=64)
+def _permutations(num_perm: int, seed: int, scheme: str) -> np.ndarray:
+    """datasketch's permutation parameters, as a read-only (2, num_perm) array (shared)."""
+    a, b = _neardup.ds_permutations(num_perm, seed, scheme)
+    p = np.array([a, b], dtype=_DTYPES[scheme])
+    p.setflags(write=False)
+    return p
+
+
+class MinHash:
+    """datasketch's ``MinHash``: the same arguments, attributes and methods, with the work in Rust.
+
+    Args:
+        num_perm: the number of permutation functions (ignored when ``hashvalues`` is given).
+        seed: the seed of the permutation functions (0 to 2**32 - 1).
+        gpu_mode: ``"disable"`` or ``"detect"`` (both run on the CPU); ``"always"`` raises.
+        hashfunc: the hash function (default: SHA-1 of the scheme's width; bytes input).
+        hashobj: deprecated, ignored (a ``DeprecationWarning``).
+        hashvalues: the hash values of an existing MinHash (``scheme`` must then be given).
+        permutations: the permutation parameters of an existing MinHash (likewise).
+        scheme: ``"affine32"`` (default), ``"affine64"`` or ``"legacy"`` (datasketch before 2.0).
+    """
+
+    def __init__(
+        self,
+        num_perm: int = 128,
+        seed: int = 1,
+        gpu_mode: str = "disable",
+        hashfunc: Optional[Callable] = None,
+        hashobj: Optional[object] = None,
+        hashvalues: Optional[Any] = None,
+        permutations: Optional[Any] = None,
+        scheme: Optional[str] = None,
+    ) -> None:
+        if scheme is None:
+            if hashvalues is not None or permutations is not None:
+                raise ValueError(
+                    "scheme must be specified explicitly when initializing from existing hash "
+                    "values or permutations: pass the scheme of the MinHash they came from, or "
+                    "scheme='legacy' for values created by datasketch before 2.0.0."
+                )
+            scheme = "affine32"
+        elif scheme not in _SCHEMES:
+            raise ValueError("scheme must be one of %s, got %r" % (", ".join(_SCHEMES), scheme))
+        if gpu_mode not in ("disable", "detect", "always"):
+            raise ValueError("gpu_mode must be 'disable', 'detect' or 'always'")
+        if gpu_mode == "always":
+            raise RuntimeError(
+                "GPU mode 'always' requested but neardup has no GPU backend (gpu_mode='detect' "
+                "runs on the CPU)"
+            )
+        self.scheme = scheme
+        if hashvalues is not None:
+            num_perm = len(hashvalues)
+        if num_perm < 1:
+            raise ValueError("num_perm must be positive")
+        if num_perm > _neardup.MAX_NUM_PERM:
+            raise ValueError(
+                "num_perm %d is above neardup's limit of %d" % (num_perm, _neardup.MAX_NUM_PERM)
+            )
+        self.seed = seed
+        self.num_perm = num_perm
+        if hashfunc is None:
+            hashfunc = sha1_hash64 if scheme == "affine64" else sha1_hash32
+        if not callable(hashfunc):
+            raise ValueError("The hashfunc must be a callable.")
+        self.hashfunc = hashfunc
+        if hashobj is not None:
+            warnings.warn(
+                "hashobj is deprecated, use hashfunc instead.", DeprecationWarning, stacklevel=2
+            )
+        if hashvalues is not None:
+            self.hashvalues = self._parse(hashvalues, "hash values")
+        else:
+            self.hashvalues = np.full(num_perm, _MAX[scheme], dtype=_DTYPES[scheme])
+        if permutations is not None:
+            self.permutations = self._parse_permutations(permutations)
+        else:
+            if not 0 <= int(seed) < 1 << 32:
+                raise ValueError("Seed must be between 0 and 2**32 - 1")
+            self.permutations = _permutations(num_perm, int(seed), scheme)
+        if len(self) != len(self.permutations[0]):
+            raise ValueError("Numbers of hash values and permutations mismatch")
+        self._gpu_mode = gpu_mode
+
+    def _parse(self, values: Any, what: str) -> np.ndarray:
+        dtype = _DTYPES[self.scheme]
+        if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and values.size:
+            if int(values.max()) > int(_MAX[self.scheme]) or int(values.min()) < 0:
+                raise ValueError("%s out of range for scheme %r" % (what, self.scheme))
+            return values.astype(dtype)
+        try:
+            return np.array(values, dtype=dtype)
+        except OverflowError as err:
+            raise ValueError("%s out of range for scheme %r: %s" % (what, self.scheme, err)) from err
+
+    def _parse_permutations(self, permutations: Any) -> np.ndarray:
+        dtype = _DTYPES[self.scheme]
+        if (
+            isinstance(permutations, np.ndarray)
+            and permutations.dtype == dtype
+            and permutations.ndim == 2
+            and permutations.shape[0] == 2
+        ):
+            parsed = permutations
+        else:
+            parsed = np.array(
+                [
+                    self._parse(permutations[0], "permutation parameters"),
+                    self._parse(permutations[1], "permutation parameters"),
+                ]
+            )
+        if self.scheme != "legacy" and np.any(parsed[0] & dtype(1) == 0):
+            raise ValueError("all `a` permutation parameters must be odd for scheme %r" % self.scheme)
+        return parsed
+
+    def _writable(self) -> np.ndarray:
+        hv = self.hashvalues
+        if not (hv.flags.writeable and hv.flags.c_contiguous and hv.dtype == _DTYPES[self.scheme]):
+            self.hashvalues = hv = np.array(hv, dtype=_DTYPES[self.scheme])
+        return hv
+
+    def _params(self) -> tuple[np.ndarray, np.ndarray]:
+        dtype = _DTYPES[self.scheme]
+        a = np.ascontiguousarray(self.permutations[0], dtype=dtype)
+        b = np.ascontiguousarray(self.permutations[1], dtype=dtype)
+        return a, b
+
+    def _apply_hashes(self, hv_list: list) -> None:
+        if not hv_list:
+            return
+        limit = int(_MAX[self.scheme]) if self.scheme != "legacy" else (1 << 64) - 1
+        for h in hv_list:
+            if not 0 <= int(h) <= limit:
+                raise ValueError(
+                    "hashfunc returned a value out of range for scheme %r: %s. Use a hash "
+                    "function matching the scheme width, or scheme='affine64' for 64-bit hash "
+                    "values." % (self.scheme, h)
+                )
+        a, b = self._params()
+        _neardup.ds_update_hashes(self.scheme, a, b, self._writable(), [int(h) for h in hv_list])
+
+    def update(self, b: Any) -> None:
+        """Updates this MinHash with one value, hashed with ``hashfunc``."""
+        self.update_batch([b])
+
+    def update_batch(self, b: Iterable) -> None:
+        """Updates this MinHash with many values at once."""
+        items = b if isinstance(b, list) else list(b)
+        if _is_default(self.hashfunc, self.scheme):
+            a, bb = self._params()
+            if _neardup.ds_update_tokens(self.scheme, a, bb, self._writable(), items):
+                return
+        self._apply_hashes([self.hashfunc(x) for x in items])
+
+    def _check(self, other: "MinHash", what: str) -> None:
+        if getattr(other, "scheme", None) != self.scheme:
+            raise ValueError("Cannot %s given MinHash with different permutation schemes" % what)
+        if other.seed != self.seed:
+            raise ValueError("Cannot %s given MinHash with different seeds" % what)
+        if len(self) != len(other):
+            raise ValueError(
+                "Cannot %s given MinHash with different numbers of permutation functions" % what
+            )
+
+    def jaccard(self, other: "MinHash") -> float:
+        """The estimated Jaccard similarity of the two sets."""
+        self._check(other, "compute Jaccard")
+        return float(np.count_nonzero(self.hashvalues == other.hashvalues)) / float(len(self))
+
+    def count(self) -> float:
+        """The estimated cardinality of the set."""
+        k = len(self)
+        return float(k) / np.sum(self.hashvalues / float(_MAX[self.scheme])) - 1.0
+
+    def merge(self, other: "MinHash") -> None:
+        """Makes this MinHash the union of both."""
+        self._check(other, "merge")
+        self.hashvalues = np.minimum(other.hashvalues, self.hashvalues)
+
+    def digest(self) -> np.ndarray:
+        """A copy of the hash values."""
+        return _copy.copy(self.hashvalues)
+
+    def is_empty(self) -> bool:
+        """True when nothing was added."""
+        return not np.any(self.hashvalues != _MAX[self.scheme])
+
+    def clear(self) -> None:
+        """Resets the hash values."""
+        self.hashvalues = np.full(len(self), _MAX[self.scheme], dtype=_DTYPES[self.scheme])
+
+    def copy(self) -> "MinHash":
+        """A copy (sharing the permutations, which are read-only)."""
+        return MinHash(
+            seed=self.seed,
+            hashfunc=self.hashfunc,
+            hashvalues=self.digest(),
+            permutations=self.permutations,
+            gpu_mode=self._gpu_mode,
+            scheme=self.scheme,
+        )
+
+    def __len__(self) -> int:
+        return len(self.hashvalues)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(self) is type(other)
+            and self.scheme == other.scheme  # type: ignore[attr-defined]
+            and self.seed == other.seed  # type: ignore[attr-defined]
+            and np.array_equal(self.hashvalues, other.hashvalues)  # type: ignore[attr-defined]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def union(cls, *mhs: "MinHash") -> "MinHash":
+        """A new MinHash, the union of two or more."""
+        if len(mhs) < 2:
+            raise ValueError("Cannot union less than 2 MinHash")
+        num_perm, seed, scheme = len(mhs[0]), mhs[0].seed, mhs[0].scheme
+        if any(seed != m.seed or num_perm != len(m) or scheme != m.scheme for m in mhs):
+            raise ValueError(
+                "The unioning MinHash must have the same seed, number of permutation functions "
+                "and scheme"
+            )
+        return cls(
+            num_perm=num_perm,
+            seed=seed,
+            hashfunc=mhs[0].hashfunc,
+            hashvalues=np.minimum.reduce([m.hashvalues for m in mhs]),
+            permutations=mhs[0].permutations,
+            scheme=scheme,
+        )
+
+    @classmethod
+    def bulk(cls, b: Iterable, **minhash_kwargs: Any) -> list["MinHash"]:
+        """MinHashes of many sets (each an iterable of bytes), computed on every core."""
+        docs = [list(x) for x in b]
+        template = cls(**minhash_kwargs)
+        if docs and _is_default(template.hashfunc, template.scheme):
+            a, bb = template._params()
+            values = _neardup.ds_bulk(template.scheme, a, bb, docs)
+            if values is not None:
+                out = []
+                for row in values:
+                    m = object.__new__(cls)
+                    m.__dict__.update(template.__dict__)
+                    m.hashvalues = row.copy()
+                    out.append(m)
+                return out
+        return list(cls.generator(docs, **minhash_kwargs))
+
+    @classmethod
+    def generator(cls, b: Iterable, **minhash_kwargs: Any) -> Iterator["MinHash"]:
+        """MinHashes of many sets, one at a time."""
+        m = cls(**minhash_kwargs)
+        for x in b:
+            c = m.copy()
+            c.update_batch(x)
+            yield c
+
+    def __getstate__(self) -> dict:
+        return self.__dict__.copy()
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("scheme", "legacy")
+        state.setdefault("_gpu_mode", "disable")
+        self.__dict__.update(state)
+
+
+class LeanMinHash(MinHash):
+    """datasketch's ``LeanMinHash``: the seed, scheme and hash values only; cannot be updated;
+    ``serialize``/``deserialize`` in datasketch's byte layout."""
+
+    __slots__ = ("hashvalues", "scheme", "seed")
+
+    def _initialize_slots(self, seed: int, hashvalues: Any, scheme: str = "legacy") -> None:
+        if scheme not in _SCHEMES:
+            raise ValueError("scheme must be one of %s, got %r" % (", ".join(_SCHEMES), scheme))
+        self.seed = seed
+        self.scheme = scheme
+        self.hashvalues = self._parse(hashvalues, "hash values")
+        if scheme != "legacy" and len(self.hashvalues) == 0:
+            raise ValueError("hashvalues must not be empty")
+
+    def __init__(
+        self,
+        minhash: Optional[MinHash] = None,
+        seed: Optional[int] = None,
+        hashvalues: Optional[Any] = None,
+        scheme: Optional[str] = None,
+    ) -> None:
+        if minhash is not None:
+            if scheme is not None and scheme != minhash.scheme:
+                raise ValueError(
+                    "scheme %r conflicts with the scheme %r of the given MinHash"
+                    % (scheme, minhash.scheme)
+                )
+            self._initialize_slots(minhash.seed, minhash.hashvalues, minhash.scheme)
+        elif hashvalues is not None and seed is not None:
+            if scheme is None:
+                raise ValueError(
+                    "scheme must be specified explicitly when initializing from existing hash "
+                    "values: pass the scheme of the MinHash they came from, or scheme='legacy' "
+                    "for hash values created by datasketch before 2.0.0."
+                )
+            self._initialize_slots(seed, hashvalues, scheme)
+        else:
+            raise ValueError(
+                "Init parameters cannot be None: make sure to set either minhash or both of hash "
+                "values and seed"
+            )
+
+    def update(self, b: Any) -> None:
+        """Not available: raises ``TypeError``."""
+        raise TypeError("Cannot update a LeanMinHash")
+
+    def update_batch(self, b: Iterable) -> None:
+        """Not available: raises ``TypeError``."""
+        raise TypeError("Cannot update a LeanMinHash")
+
+    def copy(self) -> "LeanMinHash":
+        lmh = object.__new__(LeanMinHash)
+        lmh._initialize_slots(self.seed, self.hashvalues, self.scheme)
+        return lmh
+
+    def _fmt(self, byteorder: str) -> str:
+        if self.scheme == "legacy":
+            return "%sqi%dI" % (byteorder, len(self))
+        return "%sqiB%d%s" % (byteorder, len(self), _VALUE_FMT[self.scheme])
+
+    def bytesize(self, byteorder: str = "@") -> int:
+        """The size of :meth:`serialize`'s output."""
+        return struct.calcsize(self._fmt(byteorder))
+
+    def serialize(self, buf: Any, byteorder: str = "@") -> None:
+        """Writes the seed, the count (negated, then a scheme code, for affine schemes) and the
+        hash values into ``buf``, as datasketch does."""
+        if len(buf) < self.bytesize(byteorder):
+            raise ValueError(
+                "The buffer does not have enough space for holding this MinHash."
+            )
+        if self.scheme == "legacy":
+            struct.pack_into(self._fmt(byteorder), buf, 0, self.seed, len(self), *self.hashvalues)
+        else:
+            struct.pack_into(
+                self._fmt(byteorder), buf, 0, self.seed, -len(self), _CODES[self.scheme],
+                *self.hashvalues,
+            )
+
+    @classmethod
+    def deserialize(cls, buf: Any, byteorder: str = "@") -> "LeanMinHash":
+        """Reads what :meth:`serialize` (ours or datasketch's) wrote."""
+        try:
+            seed, num_perm = struct.unpack_from("%sqi" % byteorder, buf, 0)
+        except TypeError:
+            seed, num_perm = struct.unpack_from("%sqi" % byteorder, buffer(buf), 0)  # noqa: F821
+        if num_perm >= 0:
+            scheme = "legacy"
+            offset = struct.calcsize("%sqi" % byteorder)
+        else:
+            num_perm = -num_perm
+            (code,) = struct.unpack_from(byteorder + "B", buf, struct.calcsize("%sqi" % byteorder))
+            if code not in _CODES_INV:
+                raise ValueError("Unknown permutation scheme code: %d" % code)
+            scheme = _CODES_INV[code]
+            offset = struct.calcsize("%sqiB0%s" % (byteorder, _VALUE_FMT[scheme]))
+        values = struct.unpack_from("%s%d%s" % (byteorder, num_perm, _VALUE_FMT[scheme]), buf, offset)
+        lmh = object.__new__(LeanMinHash)
+        lmh._initialize_slots(seed, values, scheme)
+        return lmh
+
+    def __getstate__(self) -> bytearray:  # type: ignore[override]
+        buf = bytearray(self.bytesize())
+        self.serialize(buf)
+        return buf
+
+    def __setstate__(self, buf: bytearray) -> None:  # type: ignore[override]
+        other = LeanMinHash.deserialize(buf)
+        self._initialize_slots(other.seed, other.hashvalues, other.scheme)
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash((self.scheme, self.seed, tuple(self.hashvalues)))
+
+    @classmethod
+    def union(cls, *lmhs: "LeanMinHash") -> "LeanMinHash":  # type: ignore[override]
+        if len(lmhs) < 2:
+            raise ValueError("Cannot union less than 2 MinHash")
+        num_perm, seed, scheme = len(lmhs[0]), lmhs[0].seed, lmhs[0].scheme
+        if any(seed != m.seed or num_perm != len(m) or scheme != m.scheme for m in lmhs):
+            raise ValueError(
+                "The unioning MinHash must have the same seed, number of permutation functions "
+                "and scheme."
+            )
+        lmh = object.__new__(LeanMinHash)
+        lmh._initialize_slots(seed, np.minimum.reduce([m.hashvalues for m in lmhs]), scheme)
+        return lmh
+
+
+def _scheme_of(known: Optional[str], minhash: Any) -> Optional[str]:
+    scheme = getattr(minhash, "scheme", None)
+    if scheme is None:
+        return known
+    if known is not None and scheme != known:
+        raise ValueError(
+            "MinHash scheme %r does not match scheme %r of the MinHash previously given to this "
+            "index" % (scheme, known)
+        )
+    return known if known is not None else scheme
+
+
+class MinHashLSH:
+    """datasketch's ``MinHashLSH`` with dict storage: the same arguments, attributes (``h``,
+    ``b``, ``r``, ``hashtables``, ``hashranges``, ``keys``, ``prepickle``) and methods, the same
+    band keys (each band's values byte-swapped to big-endian) and the same (b, r) for a
+    threshold. :meth:`insert_many` inserts many MinHashes at once, with their band keys computed
+    on every core."""
+
+    def __init__(
+        self,
+        threshold: float = 0.9,
+        num_perm: int = 128,
+        weights: tuple = (0.5, 0.5),
+        params: Optional[tuple] = None,
+        storage_config: Optional[dict] = None,
+        prepickle: Optional[bool] = None,
+        hashfunc: Optional[Callable[[bytes], bytes]] = None,
+    ) -> None:
+        storage_config = storage_config if storage_config else {"type": "dict"}
+        if storage_config.get("type") != "dict":
+            raise ValueError(
+                "storage_config %r is not supported by neardup.datasketch: only in-memory "
+                "{'type': 'dict'} storage (use datasketch itself for Redis or Cassandra, or "
+                "neardup serve for a persistent index)" % (storage_config.get("type"),)
+            )
+        self._buffer_size = 50000
+        if threshold > 1.0 or threshold < 0.0:
+            raise ValueError("threshold must be in [0.0, 1.0]")
+        if num_perm < 2:
+            raise ValueError("Too few permutation functions")
+        if any(w < 0.0 or w > 1.0 for w in weights):
+            raise ValueError("Weight must be in [0.0, 1.0]")
+        if sum(weights) != 1.0:
+            raise ValueError("Weights must sum to 1.0")
+        self.h = num_perm
+        if params is not None:
+            self.b, self.r = params
+            if self.b * self.r > num_perm:
+                raise ValueError(
+                    "The product of b and r in params is "
+                    f"{self.b} * {self.r} = {self.b * self.r} -- it must be less than num_perm "
+                    f"{num_perm}. Did you forget to specify num_perm?"
+                )
+        else:
+            self.b, self.r = _neardup.lsh_params(threshold, num_perm, tuple(weights))
+        if self.b < 2:
+            raise ValueError("The number of bands are too small (b < 2)")
+        self.prepickle = False if prepickle is None else prepickle
+        self.hashfunc = hashfunc
+        self.hashtables: list[dict] = [dict() for _ in range(self.b)]
+        self.hashranges = [(i * self.r, (i + 1) * self.r) for i in range(self.b)]
+        self.keys: dict = {}
+        self._minhash_scheme: Optional[str] = None
+        self._query_buffer: list = []
+
+    @property
+    def buffer_size(self) -> int:
+        return self._buffer_size
+
+    @buffer_size.setter
+    def buffer_size(self, value: int) -> None:
+        self._buffer_size = value
+
+    def _H(self, hs: np.ndarray) -> bytes:
+        key = bytes(hs.byteswap().data)
+        return self.hashfunc(key) if self.hashfunc else key
+
+    def _keys_of(self, minhash: Any) -> list:
+        if len(minhash) != self.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(minhash)))
+        return [self._H(minhash.hashvalues[s:e]) for s, e in self.hashranges]
+
+    def _add(self, key: Hashable, Hs: list, check_duplication: bool) -> None:
+        if self.prepickle:
+            key = pickle.dumps(key)
+        if check_duplication and key in self.keys:
+            raise ValueError("The given key already exists")
+        self.keys[key] = Hs
+        for H, table in zip(Hs, self.hashtables):
+            table.setdefault(H, set()).add(key)
+
+    def insert(self, key: Hashable, minhash: Any, check_duplication: bool = True) -> None:
+        """Inserts a key with the MinHash of its set."""
+        Hs = self._keys_of(minhash)
+        self._minhash_scheme = _scheme_of(self._minhash_scheme, minhash)
+        self._add(key, Hs, check_duplication)
+
+    def insert_many(
+        self, entries: Iterable, minhashes: Optional[Sequence] = None, check_duplication: bool = True
+    ) -> None:
+        """Inserts many keys at once: ``insert_many([(key, minhash), ...])`` or
+        ``insert_many(keys, minhashes)``. Band keys are computed on every core."""
+        if minhashes is None:
+            pairs = list(entries)
+            keys = [k for k, _ in pairs]
+            mhs = [m for _, m in pairs]
+        else:
+            keys, mhs = list(entries), list(minhashes)
+        if len(keys) != len(mhs):
+            raise ValueError("%d keys for %d minhashes" % (len(keys), len(mhs)))
+        if not mhs:
+            return
+        for m in mhs:
+            if len(m) != self.h:
+                raise ValueError("Expecting minhash with length %d, got %d" % (self.h, len(m)))
+            self._minhash_scheme = _scheme_of(self._minhash_scheme, m)
+        scheme = self._minhash_scheme or "affine32"
+        values = np.ascontiguousarray(np.stack([m.hashvalues for m in mhs]), dtype=_DTYPES[scheme])
+        all_keys = _neardup.ds_band_keys(scheme, values, self.b, self.r)
+        if self.hashfunc:
+            all_keys = [[self.hashfunc(k) for k in ks] for ks in all_keys]
+        for key, Hs in zip(keys, all_keys):
+            self._add(key, Hs, check_duplication)
+
+    def merge(self, other: "MinHashLSH", check_overlap: bool = False) -> None:
+        """Makes this index the union of both."""
+        if not (type(self) is type(other) and self.h == other.h and self.b == other.b and self.r == other.r):
+            if type(self) is not type(other):
+                raise ValueError(f"Cannot merge type MinHashLSH and type {type(other).__name__}.")
+            raise ValueError("Cannot merge MinHashLSH with different initialization parameters.")
+        known, other_known = self._minhash_scheme, other._minhash_scheme
+        if known is not None and other_known is not None and known != other_known:
+            raise ValueError(
+                "Cannot merge MinHashLSH indexed with MinHash scheme %r into one indexed with "
+                "scheme %r" % (other_known, known)
+            )
+        if check_overlap and set(self.keys).intersection(other.keys):
+            raise ValueError("The keys are overlapping, duplicate key exists.")
+        if known is None:
+            self._minhash_scheme = other_known
+        for key, Hs in other.keys.items():
+            self.keys[key] = Hs
+            for H, table in zip(Hs, self.hashtables):
+                table.setdefault(H, set()).add(key)
+
+    def insertion_session(self, buffer_size: int = 50000) -> "MinHashLSHInsertionSession":
+        """A context manager for many inserts."""
+        return MinHashLSHInsertionSession(self, buffer_size=buffer_size)
+
+    def deletion_session(self, buffer_size: int = 50000) -> "MinHashLSHDeletionSession":
+        """A context manager for many removals."""
+        return MinHashLSHDeletionSession(self, buffer_size=buffer_size)
+
+    def query(self, minhash: Any) -> list:
+        """The keys whose sets share a band with ``minhash``'s (approximate: not verified)."""
+        Hs = self._keys_of(minhash)
+        _scheme_of(self._minhash_scheme, minhash)
+        candidates: set = set()
+        for H, table in zip(Hs, self.hashtables):
+            candidates.update(table.get(H, ()))
+        if self.prepickle:
+            return [pickle.loads(k) for k in candidates]
+        return list(candidates)
+
+    def add_to_query_buffer(self, minhash: Any) -> None:
+        """Buffers a query for :meth:`collect_query_buffer`."""
+        Hs = self._keys_of(minhash)
+        _scheme_of(self._minhash_scheme, minhash)
+        self._query_buffer.append(Hs)
+
+    def collect_query_buffer(self) -> list:
+        """The keys that every buffered query finds (the intersection), then clears the buffer."""
+        if not self._query_buffer:
+            return []
+        results = []
+        for Hs in self._query_buffer:
+            found: set = set()
+            for H, table in zip(Hs, self.hashtables):
+                found.update(table.get(H, ()))
+            results.append(found)
+        self._query_buffer = []
+        candidates = set.intersection(*results)
+        if self.prepickle:
+            return [pickle.loads(k) for k in candidates]
+        return list(candidates)
+
+    def __contains__(self, key: Hashable) -> bool:
+        if self.prepickle:
+            key = pickle.dumps(key)
+        return key in self.keys
+
+    def remove(self, key: Hashable) -> None:
+        """Removes a key; ``ValueError`` if it is not there."""
+        if self.prepickle:
+            key = pickle.dumps(key)
+        if key not in self.keys:
+            raise ValueError("The given key does not exist")
+        for H, table in zip(self.keys[key], self.hashtables):
+            bucket = table.get(H)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del table[H]
+        del self.keys[key]
+
+    def is_empty(self) -> bool:
+        """True when a hash table is empty (no key inserted)."""
+        return any(len(t) == 0 for t in self.hashtables)
+
+    def _query_b(self, minhash: Any, b: int) -> set:
+        Hs = self._keys_of(minhash)
+        if b > len(self.hashtables):
+            raise ValueError("b must be less or equal to the number of hash tables")
+        candidates: set = set()
+        for H, table in zip(Hs[:b], self.hashtables[:b]):
+            candidates.update(table.get(H, ()))
+        if self.prepickle:
+            return {pickle.loads(k) for k in candidates}
+        return candidates
+
+    def get_counts(self) -> list:
+        """Per band, ``{band key: number of keys}``."""
+        return [{H: len(keys) for H, keys in t.items()} for t in self.hashtables]
+
+    def get_subset_counts(self, *keys: Hashable) -> list:
+        """As :meth:`get_counts`, over the given keys only."""
+        if self.prepickle:
+            keys = tuple(pickle.dumps(k) for k in keys)
+        counts: list = [dict() for _ in self.hashtables]
+        for key in keys:
+            for i, H in enumerate(self.keys[key]):
+                counts[i][H] = counts[i].get(H, 0) + 1
+        return counts
+
+
+class MinHashLSHInsertionSession:
+    """A context manager for inserting many keys (``MinHashLSH.insertion_session``)."""
+
+    def __init__(self, lsh: MinHashLSH, buffer_size: int) -> None:
+        self.lsh = lsh
+        self.lsh.buffer_size = buffer_size
+        self._pending: list = []
+
+    def __enter__(self) -> "MinHashLSHInsertionSession":
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Inserts what is pending."""
+        pending, self._pending = self._pending, []
+        for check, group in _runs(pending):
+            keys = [k for k, _ in group]
+            self.lsh.insert_many(keys, [m for _, m in group], check_duplication=check)
+
+    def insert(self, key: Hashable, minhash: Any, check_duplication: bool = True) -> None:
+        """Inserts a key (in batches, on every core)."""
+        if len(minhash) != self.lsh.h:
+            raise ValueError("Expecting minhash with length %d, got %d" % (self.lsh.h, len(minhash)))
+        if check_duplication and (key in self.lsh or any(k == key for k, _, _ in self._pending)):
+            raise ValueError("The given key already exists")
+        self._pending.append((key, minhash, check_duplication))
+        if len(self._pending) >= self.lsh.buffer_size:
+            self.close()
+
+
+def _runs(pending: list) -> Iterator[tuple]:
+    """`(key, minhash, check)` entries grouped by `check`, in order."""
+    group: list = []
+    check = None
+    for key, mh, c in pending:
+        if check is not None and c != check:
+            yield check, group
+            group = []
+        check = c
+        group.append((key, mh))
+    if group:
+        yield check, group
+
+
+class MinHashLSHDeletionSession:
+    """A context manager for removing many keys (``MinHashLSH.deletion_session``)."""
+
+    def __init__(self, lsh: MinHashLSH, buffer_size: int) -> None:
+        self.lsh = lsh
+        self.lsh.buffer_size = buffer_size
+
+    def __enter__(self) -> "MinHashLSHDeletionSession":
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing is buffered in memory storage."""
+
+    def remove(self, key: Hashable) -> None:
+        """Removes a key."""
+        self.lsh.remove(key)

@@ -1,0 +1,330 @@
+//! `Index`: a live collection (`neardup::Engine`) with string ids, safe to share between
+//! threads (one lock; searches share it, writes take it alone, sketching runs outside it with the
+//! GIL released).
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use neardup::{DedupConfig, DocSketch, Engine, Pipeline, PipelineSpec, Scratch};
+
+use crate::dedup::config;
+use crate::pipeline::{Doc, PyPipeline};
+use crate::texts::Source;
+use crate::{build_error, dedup_error, guard};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyIndex>()?;
+    Ok(())
+}
+
+struct State {
+    engine: Engine,
+    key_of: FxHashMap<String, u64>,
+    id_of: FxHashMap<u64, String>,
+    next_key: u64,
+}
+
+impl State {
+    fn key_for(&mut self, id: &str) -> u64 {
+        if let Some(&k) = self.key_of.get(id) {
+            return k;
+        }
+        let k = self.next_key;
+        self.next_key += 1;
+        self.key_of.insert(id.to_string(), k);
+        self.id_of.insert(k, id.to_string());
+        k
+    }
+
+    fn insert(&mut self, id: &str, sketch: DocSketch) {
+        let key = self.key_for(id);
+        self.engine.insert(key, sketch);
+    }
+}
+
+/// A live index of documents by id: insert, remove, search and check (near-duplicate of
+/// anything stored? if not, insert it), with the same sketches and exact verification as
+/// `neardup dedup` and `neardup serve`. Thread-safe: share one index between threads.
+#[pyclass(frozen, module = "neardup._neardup", name = "Index")]
+pub(crate) struct PyIndex {
+    pipeline: Arc<Pipeline>,
+    state: RwLock<State>,
+}
+
+fn poisoned<T>(_: T) -> PyErr {
+    PyValueError::new_err("the index lock is poisoned by an earlier panic")
+}
+
+impl PyIndex {
+    fn with_config(pipeline: Arc<Pipeline>, config: DedupConfig) -> PyResult<PyIndex> {
+        let engine = Engine::new(pipeline.clone(), config).map_err(dedup_error)?;
+        Ok(PyIndex {
+            pipeline,
+            state: RwLock::new(State {
+                engine,
+                key_of: FxHashMap::default(),
+                id_of: FxHashMap::default(),
+                next_key: 0,
+            }),
+        })
+    }
+
+    /// Sketches one document. Like every use of the lock, with the GIL released: a thread that
+    /// held the GIL while waiting for the lock would deadlock with one that holds the lock and
+    /// waits for the GIL.
+    fn sketch(&self, py: Python<'_>, doc: &Doc) -> PyResult<DocSketch> {
+        py.detach(|| {
+            let state = self.state.read().map_err(poisoned)?;
+            Ok(state.engine.sketch(doc.document(), doc.len(), &mut Scratch::default()))
+        })
+    }
+
+    /// Runs `f` under the write lock, with the GIL released.
+    fn write<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut State) -> T + Send,
+    ) -> PyResult<T> {
+        py.detach(|| Ok(f(&mut *self.state.write().map_err(poisoned)?)))
+    }
+
+    /// Runs `f` under the read lock, with the GIL released.
+    fn read<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&State) -> T + Send) -> PyResult<T> {
+        py.detach(|| Ok(f(&*self.state.read().map_err(poisoned)?)))
+    }
+}
+
+#[pymethods]
+impl PyIndex {
+    #[new]
+    #[pyo3(signature = (pipeline = None, threshold = 0.8, method = None, hamming = None,
+                        verify = None, recall = None, bands = None, rows = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        pipeline: Option<&Bound<'_, PyPipeline>>,
+        threshold: f64,
+        method: Option<&str>,
+        hamming: Option<u32>,
+        verify: Option<&str>,
+        recall: Option<f64>,
+        bands: Option<usize>,
+        rows: Option<usize>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let config = config(threshold, method, hamming, verify, "first", recall, bands, rows)?;
+            PyIndex::with_config(PyPipeline::or_default(pipeline)?, config)
+        })
+    }
+
+    /// Stores (or replaces) one document.
+    fn insert(&self, py: Python<'_>, id: &str, text: &Bound<'_, PyAny>) -> PyResult<()> {
+        guard(|| {
+            let doc = Doc::from_py(text, "text")?;
+            let sketch = self.sketch(py, &doc)?;
+            self.write(py, |state| state.insert(id, sketch))
+        })
+    }
+
+    /// Stores (or replaces) many documents, sketched on every core with the GIL released.
+    fn insert_many(
+        &self,
+        py: Python<'_>,
+        ids: Vec<String>,
+        texts: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        guard(|| {
+            let source = Source::from_py(texts)?;
+            let texts = source.texts()?;
+            if ids.len() != texts.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{} ids for {} texts",
+                    ids.len(),
+                    texts.len()
+                )));
+            }
+            let sketches: Vec<DocSketch> = self.read(py, |state| {
+                texts
+                    .par_iter()
+                    .map_init(Scratch::default, |s, t| {
+                        state.engine.sketch(neardup::Document::Text(t), t.len(), s)
+                    })
+                    .collect()
+            })?;
+            self.write(py, |state| {
+                for (id, sketch) in ids.iter().zip(sketches) {
+                    state.insert(id, sketch);
+                }
+            })
+        })
+    }
+
+    /// Removes a document; returns whether it was stored.
+    fn remove(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
+        guard(|| {
+            self.write(py, |state| {
+                let Some(key) = state.key_of.remove(id) else { return false };
+                state.id_of.remove(&key);
+                state.engine.remove(key)
+            })
+        })
+    }
+
+    /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`.
+    #[pyo3(signature = (text, top_k = 10, threshold = None))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        top_k: usize,
+        threshold: Option<f64>,
+    ) -> PyResult<Vec<(String, f64)>> {
+        guard(|| {
+            check_threshold(threshold)?;
+            let doc = Doc::from_py(text, "text")?;
+            let q = self.sketch(py, &doc)?;
+            self.read(py, |state| {
+                let hits = state.engine.search(&q, threshold, top_k);
+                hits.into_iter().map(|h| (state.id_of[&h.key].clone(), h.similarity)).collect()
+            })
+        })
+    }
+
+    /// Is `text` a near-duplicate of anything stored? If not (and `insert`), store it under
+    /// `id`, atomically. Returns `{"duplicate", "matches": [(id, similarity)], "inserted"}`.
+    #[pyo3(signature = (id, text, insert = true, threshold = None, top_k = 10))]
+    fn check<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        text: &Bound<'py, PyAny>,
+        insert: bool,
+        threshold: Option<f64>,
+        top_k: usize,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            check_threshold(threshold)?;
+            let doc = Doc::from_py(text, "text")?;
+            let q = self.sketch(py, &doc)?;
+            let (matches, duplicate, inserted) = self.write(py, |state| {
+                let own = state.key_of.get(id).copied();
+                let matches: Vec<(String, f64)> = state
+                    .engine
+                    .search(&q, threshold, top_k.saturating_add(1))
+                    .into_iter()
+                    .filter(|h| Some(h.key) != own)
+                    .take(top_k)
+                    .map(|h| (state.id_of[&h.key].clone(), h.similarity))
+                    .collect();
+                let duplicate = !matches.is_empty();
+                let inserted = !duplicate && insert;
+                if inserted {
+                    state.insert(id, q);
+                }
+                (matches, duplicate, inserted)
+            })?;
+            let out = PyDict::new(py);
+            out.set_item("duplicate", duplicate)?;
+            out.set_item("matches", PyList::new(py, matches)?)?;
+            out.set_item("inserted", inserted)?;
+            Ok(out)
+        })
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.read(py, |state| state.engine.len())
+    }
+
+    fn __contains__(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
+        self.read(py, |state| state.key_of.contains_key(id))
+    }
+
+    /// The ids stored, in insertion order.
+    fn ids(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.read(py, |state| {
+            let mut keys: Vec<u64> = state.id_of.keys().copied().collect();
+            keys.sort_unstable();
+            keys.into_iter().map(|k| state.id_of[&k].clone()).collect()
+        })
+    }
+
+    /// The pipeline.
+    #[getter]
+    fn pipeline(&self) -> PyPipeline {
+        PyPipeline { inner: self.pipeline.clone() }
+    }
+
+    /// The LSH `(bands, rows)` (MinHash), or None.
+    #[getter]
+    fn banding(&self, py: Python<'_>) -> PyResult<Option<(usize, usize)>> {
+        self.read(py, |state| state.engine.banding())
+    }
+
+    /// Writes the index to a directory, in the format of `neardup dedup --save-index` (so
+    /// `neardup dedup --against DIR` reads it), each file atomically.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        guard(|| {
+            self.read(py, |state| {
+                // Saved indexes hold ids as JSON text, as `neardup dedup` writes them.
+                let json: FxHashMap<u64, String> = state
+                    .id_of
+                    .iter()
+                    .map(|(&k, id)| (k, serde_json::Value::String(id.clone()).to_string()))
+                    .collect();
+                state.engine.save(&path, |k| json[&k].as_str())
+            })?
+            .map_err(dedup_error)
+        })
+    }
+
+    /// Opens an index written by `Index.save` or `neardup dedup --save-index`, with the
+    /// pipeline and settings it was made with.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<PyIndex> {
+        guard(|| {
+            let manifest = neardup::read_manifest(&path).map_err(dedup_error)?;
+            let spec = PipelineSpec::from_value(manifest.spec.clone()).map_err(build_error)?;
+            let pipeline = Arc::new(Pipeline::new(spec).map_err(build_error)?);
+            let config = DedupConfig {
+                method: manifest.method,
+                threshold: manifest.threshold.unwrap_or(0.8),
+                hamming: manifest.hamming.unwrap_or(3),
+                verification: Some(manifest.verification),
+                banding: manifest.banding,
+                ..DedupConfig::default()
+            };
+            let index = PyIndex::with_config(pipeline, config)?;
+            index.write(py, |state| -> PyResult<()> {
+                let docs = state.engine.read_saved(&path).map_err(dedup_error)?;
+                for (id, sketch) in docs {
+                    // Ids are JSON text: a string's value, or a number as written.
+                    let id = match serde_json::from_str::<serde_json::Value>(&id) {
+                        Ok(serde_json::Value::String(s)) => s,
+                        _ => id,
+                    };
+                    state.insert(&id, sketch);
+                }
+                Ok(())
+            })??;
+            Ok(index)
+        })
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("Index(documents={}, pipeline={:?})", self.__len__(py)?, self.pipeline.id()))
+    }
+}
+
+fn check_threshold(t: Option<f64>) -> PyResult<()> {
+    match t {
+        Some(t) if !(t > 0.0 && t <= 1.0) => {
+            Err(PyValueError::new_err(format!("threshold {t} is not in (0, 1]")))
+        }
+        _ => Ok(()),
+    }
+}

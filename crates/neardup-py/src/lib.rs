@@ -1,0 +1,80 @@
+//! `neardup._neardup`: the Python extension behind the `neardup` package.
+//!
+//! Glue only, like the CLI and the server: arguments become a [`neardup::PipelineSpec`] through
+//! [`neardup::PipelineOptions`] (the names of the command line), work goes to the `neardup`
+//! library, and errors become Python exceptions with the library's messages (`ValueError` for
+//! invalid options and data, `TypeError` for wrong types, `OSError` for files). Batch calls read
+//! texts in place (Python `str` objects, or the buffers of an Arrow string array), release the
+//! GIL, and run on every core with rayon. No Rust panic reaches Python: every entry point runs
+//! under [`guard`], which turns one into a `RuntimeError`.
+
+mod datasketch;
+mod dedup;
+mod index;
+mod pipeline;
+mod profiles;
+mod texts;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+/// Runs `f`, turning a panic into `RuntimeError` (a bug in neardup, reported as such).
+pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in neardup (please report it): {message}"
+            )))
+        }
+    }
+}
+
+/// A library build error as a Python exception: files are `OSError`, the rest `ValueError`.
+pub(crate) fn build_error(e: neardup::BuildError) -> PyErr {
+    use std::error::Error as _;
+    let mut message = e.to_string();
+    if let Some(source) = e.source() {
+        message.push_str(": ");
+        message.push_str(&source.to_string());
+    }
+    match e {
+        neardup::BuildError::Io { .. } => PyOSError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// A dedup or index error as a Python exception.
+pub(crate) fn dedup_error(e: neardup::DedupError) -> PyErr {
+    use std::error::Error as _;
+    let mut message = e.to_string();
+    if let Some(source) = e.source() {
+        message.push_str(": ");
+        message.push_str(&source.to_string());
+    }
+    match e {
+        neardup::DedupError::Io { .. } => PyOSError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+#[pymodule]
+fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FORMAT_VERSION", neardup::FORMAT_VERSION)?;
+    m.add("MAX_NUM_PERM", neardup::sketch::MAX_NUM_PERM)?;
+    m.add("DEFAULT_RECALL", neardup::DEFAULT_RECALL)?;
+    pipeline::register(m)?;
+    dedup::register(m)?;
+    index::register(m)?;
+    profiles::register(m)?;
+    datasketch::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! Batches of texts read in place: a list or tuple of `str` (each read through the string's own
+//! UTF-8 buffer), or the buffers of an Arrow string array (offsets and data, as numpy arrays the
+//! Python layer takes from pyarrow without copying). `None`, `bytes` or any other object in a
+//! batch is a `TypeError` that names its position.
+
+use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+/// Where the texts of a batch live, kept alive while their `&str` are in use.
+pub(crate) enum Source<'py> {
+    /// Python strings.
+    Strings(Vec<Bound<'py, PyString>>),
+    /// An Arrow string array's buffers: data, offsets (i32 or i64) and validity.
+    Arrow {
+        data: PyReadonlyArray1<'py, u8>,
+        offsets: Offsets<'py>,
+        valid: Option<PyReadonlyArray1<'py, bool>>,
+    },
+}
+
+pub(crate) enum Offsets<'py> {
+    Small(PyReadonlyArray1<'py, i32>),
+    Large(PyReadonlyArray1<'py, i64>),
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into())
+}
+
+impl<'py> Source<'py> {
+    /// Reads `docs`: a list or tuple of `str`, or `{"offsets", "data", "valid"}` (Arrow).
+    pub(crate) fn from_py(docs: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
+        if let Ok(d) = docs.cast::<PyDict>() {
+            let get = |k: &str| -> PyResult<Bound<'py, PyAny>> {
+                d.get_item(k)?
+                    .ok_or_else(|| PyValueError::new_err(format!("arrow batch without {k:?}")))
+            };
+            let data: PyReadonlyArray1<'py, u8> = get("data")?.extract()?;
+            let offsets = get("offsets")?;
+            let offsets = match offsets.extract::<PyReadonlyArray1<'py, i32>>() {
+                Ok(o) => Offsets::Small(o),
+                Err(_) => Offsets::Large(offsets.extract::<PyReadonlyArray1<'py, i64>>()?),
+            };
+            let valid = match d.get_item("valid")? {
+                Some(v) if !v.is_none() => Some(v.extract::<PyReadonlyArray1<'py, bool>>()?),
+                _ => None,
+            };
+            return Ok(Source::Arrow { data, offsets, valid });
+        }
+        let items: Vec<Bound<'py, PyAny>> = if let Ok(list) = docs.cast::<PyList>() {
+            list.iter().collect()
+        } else if let Ok(tuple) = docs.cast::<PyTuple>() {
+            tuple.iter().collect()
+        } else {
+            // pandas, pyarrow, numpy or any iterable: the package's `as_texts` turns it into a
+            // list of str or Arrow buffers (never called again on its own result).
+            let converted =
+                docs.py().import("neardup._input")?.getattr("as_texts")?.call1((docs,))?;
+            if converted.is_instance_of::<PyList>()
+                || converted.is_instance_of::<PyTuple>()
+                || converted.is_instance_of::<PyDict>()
+            {
+                return Source::from_py(&converted);
+            }
+            return Err(PyTypeError::new_err(format!(
+                "expected a list of str, got {}",
+                type_name(docs)
+            )));
+        };
+        let mut strings = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            match item.cast_into::<PyString>() {
+                Ok(s) => strings.push(s),
+                Err(e) => {
+                    let obj = e.into_inner();
+                    let what = if obj.is_none() {
+                        "None".to_string()
+                    } else if obj.is_instance_of::<pyo3::types::PyBytes>() {
+                        "bytes (decode it first)".to_string()
+                    } else {
+                        type_name(&obj)
+                    };
+                    return Err(PyTypeError::new_err(format!("document {i} is {what}, not str")));
+                }
+            }
+        }
+        Ok(Source::Strings(strings))
+    }
+
+    /// The texts, in order.
+    pub(crate) fn texts(&self) -> PyResult<Vec<&str>> {
+        match self {
+            Source::Strings(items) => items.iter().map(|s| s.to_str()).collect(),
+            Source::Arrow { data, offsets, valid } => {
+                let data = data.as_slice()?;
+                let bounds: Vec<(i64, i64)> = match offsets {
+                    Offsets::Small(o) => {
+                        let o = o.as_slice()?;
+                        o.windows(2).map(|w| (i64::from(w[0]), i64::from(w[1]))).collect()
+                    }
+                    Offsets::Large(o) => {
+                        let o = o.as_slice()?;
+                        o.windows(2).map(|w| (w[0], w[1])).collect()
+                    }
+                };
+                if let Some(v) = valid {
+                    if v.len() != bounds.len() {
+                        return Err(PyValueError::new_err(
+                            "arrow batch: validity and offsets differ in length",
+                        ));
+                    }
+                }
+                let valid = valid.as_ref().map(|v| v.as_slice()).transpose()?;
+                let mut out = Vec::with_capacity(bounds.len());
+                for (i, &(start, end)) in bounds.iter().enumerate() {
+                    if valid.is_some_and(|v| !v[i]) {
+                        return Err(PyTypeError::new_err(format!("document {i} is null, not str")));
+                    }
+                    let (start, end) = (start as usize, end as usize);
+                    if start > end || end > data.len() {
+                        return Err(PyValueError::new_err(format!(
+                            "arrow batch: offsets of document {i} ({start}..{end}) are outside its \
+                             {} data bytes",
+                            data.len()
+                        )));
+                    }
+                    let text = std::str::from_utf8(&data[start..end]).map_err(|e| {
+                        PyValueError::new_err(format!(
+                            "document {i} is not UTF-8: invalid byte at offset {}",
+                            e.valid_up_to()
+                        ))
+                    })?;
+                    out.push(text);
+                }
+                Ok(out)
+            }
+        }
+    }
+}

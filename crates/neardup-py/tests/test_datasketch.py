@@ -1,0 +1,200 @@
+"""neardup.datasketch against the real datasketch 2.0.0 (and rensa) installed from PyPI."""
+
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+import neardup.datasketch as nd
+
+ds = pytest.importorskip("datasketch")
+
+
+def tokens(n: int, seed: int = 0) -> list[bytes]:
+    rng = random.Random(seed)
+    return [("w%d" % rng.randrange(10 * n)).encode() for _ in range(n)]
+
+
+@pytest.mark.parametrize("scheme", ["affine32", "legacy", "affine64"])
+@pytest.mark.parametrize("num_perm,seed", [(128, 1), (64, 42), (256, 7)])
+def test_hashvalues_are_bit_identical(scheme, num_perm, seed):
+    toks = tokens(300, seed)
+    a = ds.MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
+    b = nd.MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
+    a.update_batch(toks)
+    b.update_batch(toks)
+    assert b.hashvalues.dtype == a.hashvalues.dtype
+    assert np.array_equal(a.hashvalues, b.hashvalues)
+    assert np.array_equal(np.asarray(a.permutations), np.asarray(b.permutations))
+    c = nd.MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
+    for t in toks:
+        c.update(t)
+    assert np.array_equal(c.hashvalues, a.hashvalues)
+    assert b.count() == pytest.approx(a.count())
+    # bulk, on every core, equals one at a time.
+    docs = [tokens(50, s) for s in range(20)]
+    bulk = nd.MinHash.bulk(docs, num_perm=num_perm, seed=seed, scheme=scheme)
+    for d, m in zip(docs, bulk):
+        r = ds.MinHash(num_perm=num_perm, seed=seed, scheme=scheme)
+        r.update_batch(d)
+        assert np.array_equal(m.hashvalues, r.hashvalues)
+
+
+def test_default_scheme_is_affine32_and_methods_behave_alike():
+    a, b = nd.MinHash(), ds.MinHash()
+    assert a.scheme == b.scheme == "affine32" and a.seed == b.seed == 1 and len(a) == len(b)
+    assert a.is_empty() and b.is_empty()
+    x, y = tokens(100, 1), tokens(100, 2) + tokens(100, 1)[:60]
+    m1, m2 = nd.MinHash(), nd.MinHash()
+    r1, r2 = ds.MinHash(), ds.MinHash()
+    for m, r, t in ((m1, r1, x), (m2, r2, y)):
+        m.update_batch(t)
+        r.update_batch(t)
+    assert m1.jaccard(m2) == r1.jaccard(r2)
+    u, ru = nd.MinHash.union(m1, m2), ds.MinHash.union(r1, r2)
+    assert np.array_equal(u.hashvalues, ru.hashvalues)
+    c = m1.copy()
+    c.merge(m2)
+    assert np.array_equal(c.hashvalues, u.hashvalues) and c == u and c != m1
+    assert np.array_equal(m1.digest(), r1.digest())
+    c.clear()
+    assert c.is_empty()
+    assert pickle.loads(pickle.dumps(m1)) == m1
+
+
+def _hash_32(b) -> int:
+    return int.from_bytes(str(b).encode()[:4].ljust(4, b"\0"), "little") ^ len(str(b))
+
+
+def test_custom_hashfunc_and_non_bytes_input():
+    values = [1, 2, 3, "x", (4, 5)]
+    a = ds.MinHash(hashfunc=_hash_32)
+    b = nd.MinHash(hashfunc=_hash_32)
+    a.update_batch(values)
+    b.update_batch(values)
+    assert np.array_equal(a.hashvalues, b.hashvalues)
+    # The default SHA-1 hash accepts anything with the buffer protocol, as hashlib does.
+    arr = np.arange(20, dtype=np.int64)
+    a, b = ds.MinHash(), nd.MinHash()
+    a.update_batch(arr)
+    b.update_batch(arr)
+    assert np.array_equal(a.hashvalues, b.hashvalues)
+    with pytest.raises(ValueError, match="out of range"):
+        nd.MinHash(hashfunc=lambda x: 1 << 40).update(b"x")
+
+
+def test_errors_match_datasketch():
+    for kwargs in ({"scheme": "bad"}, {"num_perm": 0}, {"hashfunc": 3}):
+        with pytest.raises(ValueError):
+            ds.MinHash(**kwargs)
+        with pytest.raises(ValueError):
+            nd.MinHash(**kwargs)
+    with pytest.raises(ValueError, match="scheme must be specified"):
+        nd.MinHash(hashvalues=[1, 2, 3])
+    a, b = nd.MinHash(seed=1), nd.MinHash(seed=2)
+    with pytest.raises(ValueError, match="different seeds"):
+        a.jaccard(b)
+    with pytest.raises(ValueError, match="different permutation schemes"):
+        a.jaccard(nd.MinHash(scheme="legacy"))
+    with pytest.raises(TypeError):
+        nd.MinHash().update("a str, not bytes")
+    with pytest.raises(TypeError, match="Cannot update a LeanMinHash"):
+        nd.LeanMinHash(nd.MinHash()).update(b"x")
+    with pytest.raises(RuntimeError):
+        nd.MinHash(gpu_mode="always")
+    with pytest.raises(ValueError, match="storage_config"):
+        nd.MinHashLSH(storage_config={"type": "redis", "redis": {}})
+
+
+def test_lean_minhash_serialization_is_interchangeable():
+    for scheme in ("affine32", "legacy", "affine64"):
+        m = nd.MinHash(scheme=scheme)
+        m.update_batch(tokens(50))
+        lean = nd.LeanMinHash(m)
+        buf = bytearray(lean.bytesize())
+        lean.serialize(buf)
+        theirs = ds.LeanMinHash.deserialize(buf)
+        assert np.array_equal(theirs.hashvalues, lean.hashvalues) and theirs.scheme == scheme
+        buf2 = bytearray(theirs.bytesize())
+        theirs.serialize(buf2)
+        assert buf2 == buf
+        back = nd.LeanMinHash.deserialize(buf2)
+        assert back == lean and hash(back) == hash(lean)
+        assert pickle.loads(pickle.dumps(lean)) == lean
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7, 0.8, 0.9, 0.95])
+@pytest.mark.parametrize("num_perm", [32, 128, 256])
+def test_lsh_chooses_the_same_bands_and_rows(threshold, num_perm):
+    for weights in ((0.5, 0.5), (0.2, 0.8)):
+        try:
+            a = ds.MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights)
+        except ValueError as e:
+            with pytest.raises(ValueError, match="too small"):
+                nd.MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights)
+            assert "too small" in str(e)
+            continue
+        b = nd.MinHashLSH(threshold=threshold, num_perm=num_perm, weights=weights)
+        assert (a.b, a.r) == (b.b, b.r)
+
+
+def test_lsh_queries_return_the_same_keys():
+    rng = random.Random(5)
+    base = [tokens(80, s) for s in range(60)]
+    sets = []
+    for i in range(200):
+        src = base[i % 60]
+        sets.append(src[: rng.randint(40, 80)] + tokens(rng.randint(0, 30), 1000 + i))
+    for scheme in ("affine32", "legacy"):
+        ours = nd.MinHashLSH(threshold=0.5, num_perm=128)
+        theirs = ds.MinHashLSH(threshold=0.5, num_perm=128)
+        mine = nd.MinHash.bulk(sets, num_perm=128, scheme=scheme)
+        ref = []
+        for s in sets:
+            m = ds.MinHash(num_perm=128, scheme=scheme)
+            m.update_batch(s)
+            ref.append(m)
+        with theirs.insertion_session() as session:
+            for i, m in enumerate(ref):
+                session.insert(f"k{i}", m)
+        ours.insert_many([(f"k{i}", m) for i, m in enumerate(mine[:100])])
+        with ours.insertion_session() as session:
+            for i, m in enumerate(mine[100:], start=100):
+                session.insert(f"k{i}", m)
+        for m, r in zip(mine, ref):
+            assert sorted(ours.query(m)) == sorted(theirs.query(r))
+        assert [sorted(c.values()) for c in ours.get_counts()] == [
+            sorted(c.values()) for c in theirs.get_counts()
+        ]
+        assert set(ours.get_counts()[0]) == set(theirs.get_counts()[0]), "the same band keys"
+        assert ("k3" in ours) and ("nope" not in ours) and not ours.is_empty()
+        ours.remove("k3")
+        theirs.remove("k3")
+        with pytest.raises(ValueError):
+            ours.remove("k3")
+        assert sorted(ours.query(mine[3])) == sorted(theirs.query(ref[3]))
+        with pytest.raises(ValueError, match="already exists"):
+            ours.insert("k4", mine[4])
+        with ours.deletion_session() as session:
+            session.remove("k5")
+        assert "k5" not in ours
+
+
+def test_rensa_finds_the_same_planted_near_duplicates():
+    rensa = pytest.importorskip("rensa")
+    rng = random.Random(9)
+    base = [[f"w{rng.randrange(100000)}" for _ in range(100)] for _ in range(100)]
+    sets = base + [b[:95] + [f"x{i}"] * 1 for i, b in enumerate(base)]
+    ours = nd.MinHashLSH(threshold=0.8, num_perm=128)
+    mh = nd.MinHash.bulk([[t.encode() for t in s] for s in sets], num_perm=128)
+    ours.insert_many(list(range(len(sets))), mh)
+    r_mh = [rensa.RMinHash(128, 42) for _ in sets]
+    for m, s in zip(r_mh, sets):
+        m.update(s)
+    lsh = rensa.RMinHashLSH(0.8, 128, 16)  # rensa needs bands dividing num_perm
+    for i, m in enumerate(r_mh):
+        lsh.insert(i, m)
+    for i in range(100):
+        assert 100 + i in ours.query(mh[i]), i
+        assert 100 + i in lsh.query(r_mh[i]), i

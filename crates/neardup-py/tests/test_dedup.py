@@ -1,0 +1,119 @@
+"""dedup: the same clusters and pairs as `neardup dedup` on the same input."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import neardup
+from conftest import example_texts, run_cli
+
+
+def corpus(seed: int = 3, n: int = 400) -> list[str]:
+    """English and Chinese documents with planted near-copies and exact copies."""
+    rng = random.Random(seed)
+    base = example_texts()
+    words = " ".join(base).split()
+    han = [c for c in "".join(base) if "\u4e00" <= c <= "\u9fff"]
+    docs = []
+    for i in range(n):
+        r = rng.random()
+        if docs and r < 0.3:
+            src = rng.choice(docs)
+            if r < 0.1:
+                docs.append(src)  # an exact copy
+                continue
+            chars = list(src)
+            for _ in range(rng.randint(1, 6)):
+                k = rng.randrange(len(chars))
+                chars[k] = rng.choice(han) if "\u4e00" <= chars[k] <= "\u9fff" else chars[k].upper()
+            docs.append("".join(chars))
+        elif r < 0.65:
+            docs.append(" ".join(rng.choice(words) for _ in range(rng.randint(20, 60))))
+        else:
+            docs.append("".join(rng.choice(han) for _ in range(rng.randint(30, 90))))
+    return docs
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.9])
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_same_clusters_and_pairs_as_the_cli(binary, tmp_path, threshold, keep):
+    docs = corpus()
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(docs)))
+    out = run_cli(binary, "dedup", str(path), "--threshold", str(threshold), "--keep", keep,
+                  "--clusters", str(tmp_path / "clusters.jsonl"), "--pairs",
+                  str(tmp_path / "pairs.jsonl"), "--assignments", str(tmp_path / "a.jsonl"), "-q")
+    assert out.returncode == 0, out.stderr
+    cli_clusters = [json.loads(l) for l in open(tmp_path / "clusters.jsonl")]
+    cli_pairs = {(p["a"], p["b"], p["similarity"]) for p in map(json.loads, open(tmp_path / "pairs.jsonl"))}
+    ids = [f"d{i}" for i in range(len(docs))]
+    r = neardup.dedup(docs, threshold=threshold, keep=keep, ids=ids)
+    got = [{"cluster": c.members, "keep": c.keep, "size": len(c.members)} for c in r.clusters]
+    want = [{"cluster": c["cluster"], "keep": c["keep"], "size": c["size"]} for c in cli_clusters]
+    assert got == want
+    assert len(got) > 5, "the corpus has near-duplicates"
+    assert {(a, b, round(s, 6)) for a, b, s in r.pairs} == cli_pairs
+    assert r.pair_count == len(cli_pairs)
+    kept_cli = [json.loads(l)["kept"] for l in open(tmp_path / "a.jsonl")]
+    assert r.keep_mask.tolist() == kept_cli
+    assert r.kept_ids() == [i for i, k in zip(ids, kept_cli) if k]
+
+
+def test_positions_are_the_default_ids_and_summary_counts():
+    docs = ["a b c d e f g h i j", "a b c d e f g h i j!", "other words entirely", "a b c d e f g h i j"]
+    r = neardup.dedup(docs)
+    assert r.kept_ids() == [0, 2] and r.dropped_ids() == [1, 3]
+    assert r.clusters[0].members == [0, 1, 3]
+    s = r.summary()
+    assert s["documents"] == 4 and s["dropped"] == 2 and s["kept"] == 2
+    assert s["exact_duplicates"] == 2 and s["pairs"] == 3
+    assert r.keep_mask.dtype == np.bool_
+    a, b, sim = r.pair_arrays()
+    assert sorted(zip(a.tolist(), b.tolist())) == [(0, 1), (0, 3), (1, 3)]
+    assert r.cluster_of.tolist() == [0, 0, -1, 0]
+
+
+def test_complete_pairs_of_a_large_group_and_compact_form():
+    docs = ["the same page copied again and again by every mirror"] * 300
+    r = neardup.dedup(docs)
+    assert r.pair_count == 300 * 299 // 2
+    a, b, _ = r.pair_arrays()
+    assert len(a) == r.pair_count
+    ca, cb, _ = r.pair_arrays(compact=True)
+    assert len(ca) == 299
+
+
+def test_methods_and_options_are_checked():
+    docs = ["a b c d e f", "a b c d e f"]
+    assert neardup.dedup(docs, hamming=3).clusters[0].members == [0, 1]
+    assert neardup.dedup(docs, method="both", hamming=3).dropped == 1
+    assert neardup.dedup(docs, recall=0.999).banding is not None
+    with pytest.raises(ValueError, match="hamming"):
+        neardup.dedup(docs, method="minhash", hamming=3)
+    with pytest.raises(ValueError, match="threshold"):
+        neardup.dedup(docs, threshold=1.5)
+    with pytest.raises(ValueError, match="keep"):
+        neardup.dedup(docs, keep="oldest")
+    with pytest.raises(ValueError, match="ids"):
+        neardup.dedup(docs, ids=["x"])
+    with pytest.raises(ValueError, match="recall"):
+        neardup.dedup(docs, recall=1.0)
+
+
+def test_pandas_and_pyarrow_input_read_in_place():
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    docs = corpus(n=120)
+    want = neardup.dedup(docs).keep_mask.tolist()
+    for arr in (pa.array(docs), pa.array(docs, type=pa.large_string()),
+                pa.chunked_array([docs[:50], docs[50:]])):
+        assert neardup.dedup(arr).keep_mask.tolist() == want
+    # A slice starts at an offset into the buffers.
+    tail = neardup.dedup(docs[10:]).keep_mask.tolist()
+    assert neardup.dedup(pa.array(docs)[10:]).keep_mask.tolist() == tail
+    assert neardup.dedup(pd.Series(docs)).keep_mask.tolist() == want
+    assert neardup.dedup(pd.Series(docs, dtype="string[pyarrow]")).keep_mask.tolist() == want
+    with pytest.raises(TypeError, match="document 1 is null"):
+        neardup.dedup(pa.array(["a", None]))
