@@ -186,38 +186,45 @@ pub fn mod_mersenne61(x: u64) -> u64 {
 /// `legacy`: `values[k] = min(values[k], ((a[k] * h + b[k]) mod 2^64 mod (2^61 - 1)) & (2^32 -
 /// 1))` for every hash `h` (the 32-bit outputs of the hash function), as datasketch's
 /// `update_batch` computes it in numpy uint64.
+///
+/// Each hash updates every value in turn, so the loop over values runs in SIMD lanes; the
+/// function is compiled for AVX2 and SSE4.1 too, picked at run time (`multiversion`).
+#[multiversion::multiversion(targets("x86_64+avx2", "x86_64+sse4.1"))]
 pub fn update_legacy(a: &[u64], b: &[u64], values: &mut [u64], hashes: &[u64]) {
-    for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
-        let mut m = *v;
-        for &h in hashes {
-            m = m.min(mod_mersenne61(a.wrapping_mul(h).wrapping_add(b)) & 0xffff_ffff);
+    let n = values.len().min(a.len()).min(b.len());
+    let (a, b, values) = (&a[..n], &b[..n], &mut values[..n]);
+    for &h in hashes {
+        for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
+            *v = (*v).min(mod_mersenne61(a.wrapping_mul(h).wrapping_add(b)) & 0xffff_ffff);
         }
-        *v = m;
     }
 }
 
 /// `affine32`: `values[k] = min(values[k], a[k] * fmix32(h) + b[k] mod 2^32)` for every hash
-/// `h`; the hashes are pre-mixed once.
+/// `h`; the hashes are pre-mixed once. SIMD as [`update_legacy`].
+#[multiversion::multiversion(targets("x86_64+avx2", "x86_64+sse4.1"))]
 pub fn update_affine32(a: &[u32], b: &[u32], values: &mut [u32], hashes: &[u32]) {
-    let mixed: Vec<u32> = hashes.iter().map(|&h| fmix32(h)).collect();
-    for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
-        let mut m = *v;
-        for &g in &mixed {
-            m = m.min(a.wrapping_mul(g).wrapping_add(b));
+    let n = values.len().min(a.len()).min(b.len());
+    let (a, b, values) = (&a[..n], &b[..n], &mut values[..n]);
+    for &h in hashes {
+        let g = fmix32(h);
+        for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
+            *v = (*v).min(a.wrapping_mul(g).wrapping_add(b));
         }
-        *v = m;
     }
 }
 
 /// `affine64`: `values[k] = min(values[k], a[k] * fmix64(h) + b[k] mod 2^64)` for every hash.
+/// SIMD as [`update_legacy`].
+#[multiversion::multiversion(targets("x86_64+avx2", "x86_64+sse4.1"))]
 pub fn update_affine64(a: &[u64], b: &[u64], values: &mut [u64], hashes: &[u64]) {
-    let mixed: Vec<u64> = hashes.iter().map(|&h| fmix64(h)).collect();
-    for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
-        let mut m = *v;
-        for &g in &mixed {
-            m = m.min(a.wrapping_mul(g).wrapping_add(b));
+    let n = values.len().min(a.len()).min(b.len());
+    let (a, b, values) = (&a[..n], &b[..n], &mut values[..n]);
+    for &h in hashes {
+        let g = fmix64(h);
+        for ((v, &a), &b) in values.iter_mut().zip(a).zip(b) {
+            *v = (*v).min(a.wrapping_mul(g).wrapping_add(b));
         }
-        *v = m;
     }
 }
 

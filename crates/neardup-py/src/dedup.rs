@@ -185,11 +185,7 @@ impl PyDedupResult {
     /// Every pair at or above the threshold, copies included, as three numpy arrays `(a, b,
     /// similarity)` with `a < b` (`compact=True`: the compact form instead).
     #[pyo3(signature = (compact = false))]
-    fn pairs<'py>(
-        &self,
-        py: Python<'py>,
-        compact: bool,
-    ) -> PairArrays<'py> {
+    fn pairs<'py>(&self, py: Python<'py>, compact: bool) -> PairArrays<'py> {
         let (mut a, mut b, mut s) = (Vec::new(), Vec::new(), Vec::new());
         let mut push = |p: neardup::Pair| {
             a.push(p.a);

@@ -13,6 +13,7 @@ mod dedup;
 mod index;
 mod pipeline;
 mod profiles;
+mod spark;
 mod texts;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -76,5 +77,6 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     index::register(m)?;
     profiles::register(m)?;
     datasketch::register(m)?;
+    spark::register(m)?;
     Ok(())
 }

@@ -134,6 +134,12 @@ impl Engine {
         true
     }
 
+    /// The similarity of two sketches if they pass this engine's verification at `threshold`
+    /// (or the configured one): what dedup checks for each candidate pair.
+    pub fn similarity(&self, a: &DocSketch, b: &DocSketch, threshold: Option<f64>) -> Option<f64> {
+        verify(&self.plan, threshold.unwrap_or(self.config.threshold), self.config.hamming, a, b)
+    }
+
     /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
     /// --save-index`, readable by `--against`), each with the id `id_of` gives its key.
     pub fn save<'a>(

@@ -197,9 +197,15 @@ class MinHash:
         return hv
 
     def _params(self) -> tuple[np.ndarray, np.ndarray]:
+        """`a` and `b` as contiguous arrays of the scheme's dtype (cached while `permutations`
+        is the same object)."""
+        cached = self.__dict__.get("_ab")
+        if cached is not None and cached[0] is self.permutations:
+            return cached[1], cached[2]
         dtype = _DTYPES[self.scheme]
         a = np.ascontiguousarray(self.permutations[0], dtype=dtype)
         b = np.ascontiguousarray(self.permutations[1], dtype=dtype)
+        self.__dict__["_ab"] = (self.permutations, a, b)
         return a, b
 
     def _apply_hashes(self, hv_list: list) -> None:
@@ -319,11 +325,14 @@ class MinHash:
             a, bb = template._params()
             values = _neardup.ds_bulk(template.scheme, a, bb, docs)
             if values is not None:
+                state = template.__dict__
                 out = []
+                new = object.__new__
                 for row in values:
-                    m = object.__new__(cls)
-                    m.__dict__.update(template.__dict__)
-                    m.hashvalues = row.copy()
+                    m = new(cls)
+                    d = state.copy()
+                    d["hashvalues"] = row  # a row of one matrix: no copy per sketch
+                    m.__dict__ = d
                     out.append(m)
                 return out
         return list(cls.generator(docs, **minhash_kwargs))
@@ -338,7 +347,9 @@ class MinHash:
             yield c
 
     def __getstate__(self) -> dict:
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state.pop("_ab", None)
+        return state
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("scheme", "legacy")

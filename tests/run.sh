@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every test of neardup, in one command (the README's, and what .ci/run calls):
+#   1. Rust: unit, property, golden-vector and integration tests (the built CLI and the real
+#      server): `cargo test --workspace`;
+#   2. Python: the package built from this tree into target/test-venv, its tests (against the
+#      real datasketch and rensa, and the CLI), the Spark tests in local mode (Java 17+), the
+#      service's OpenAPI document and the pages in headless Chromium (chromium and chromedriver
+#      from Debian: `apt-get install chromium chromium-driver`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo test --workspace
+
+venv=target/test-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install -q --upgrade pip
+"$venv/bin/pip" install -q -r tests/requirements.txt
+# The extension in the dev profile: it reuses what `cargo test` just compiled (a user's
+# `pip install ./crates/neardup-py` builds it optimized).
+"$venv/bin/pip" install -q --force-reinstall --no-deps \
+  --config-settings=build-args="--profile dev" ./crates/neardup-py
+
+for tool in java chromium chromedriver; do
+  command -v "$tool" >/dev/null || {
+    echo "tests/run.sh: $tool is missing (Spark needs Java 17+; the browser tests need Debian's chromium and chromium-driver)" >&2
+    exit 1
+  }
+done
+
+export NEARDUP_BIN="$PWD/target/debug/neardup"
+"$venv/bin/python" -m pytest -q crates/neardup-py/tests tests/web
