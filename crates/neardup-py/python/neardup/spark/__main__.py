@@ -1,0 +1,117 @@
+"""``python -m neardup.spark dedup INPUT OUTPUT``: corpus dedup on Spark, for spark-submit.
+
+Reads JSON Lines (each line kept byte for byte, as ``neardup dedup`` keeps it) or Parquet with
+Spark's readers (any filesystem Spark supports), writes the kept records as JSON Lines or
+Parquet, and prints the summary ``neardup dedup`` prints.
+
+    spark-submit --master local[2] -m neardup.spark dedup corpus.jsonl kept/ --threshold 0.8
+    python -m neardup.spark dedup s3a://bucket/crawl/*.jsonl.gz s3a://bucket/kept --format parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m neardup.spark", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dedup", help="near-duplicate clusters and the kept records")
+    d.add_argument("input", nargs="+", help="JSONL (plain, .gz, .bz2) or Parquet paths or globs")
+    d.add_argument("output", help="the directory of the kept records")
+    d.add_argument("--input-format", choices=["auto", "jsonl", "parquet"], default="auto")
+    d.add_argument("--format", choices=["jsonl", "parquet"], default=None,
+                   help="output format (default: the input's)")
+    d.add_argument("--text-field", default="text")
+    d.add_argument("--id-field", default="id")
+    d.add_argument("--threshold", type=float, default=0.8)
+    d.add_argument("--keep", choices=["first", "longest", "shortest"], default="first")
+    d.add_argument("--verify", choices=["jaccard", "cosine", "estimate"], default="jaccard")
+    d.add_argument("--recall", type=float, default=None)
+    d.add_argument("--preset", default=None, help="the pipeline preset (default: default)")
+    d.add_argument("--spec", default=None, help="a pipeline spec file (JSON, as `neardup spec`)")
+    d.add_argument("--assignments", default=None, help="also write every document's cluster here")
+    d.add_argument("--pairs", default=None, help="also write every verified pair here")
+    d.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed lines and rows without text (counted) instead of failing")
+    d.add_argument("--max-bucket", type=int, default=2000)
+    d.add_argument("--master", default=None, help="the Spark master when not run by spark-submit")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    import neardup
+    from neardup.spark import dedup
+
+    builder = SparkSession.builder.appName("neardup dedup")
+    if args.master:
+        builder = builder.master(args.master)
+    spark = builder.getOrCreate()
+    fmt = args.input_format
+    if fmt == "auto":
+        fmt = "parquet" if all(p.rstrip("/").endswith(".parquet") for p in args.input) else "jsonl"
+    out_fmt = args.format or fmt
+
+    if args.spec:
+        with open(args.spec, encoding="utf-8") as f:
+            pipeline = neardup.Pipeline.from_spec(f.read())
+    else:
+        pipeline = neardup.Pipeline(args.preset)
+
+    skipped_lines = 0
+    if fmt == "jsonl":
+        lines = spark.read.text(args.input).where(F.trim("value") != "")
+        schema = T.StructType([
+            T.StructField(args.id_field, T.StringType()),
+            T.StructField(args.text_field, T.StringType()),
+        ])
+        parsed = lines.select(
+            "value", F.from_json("value", schema, {"mode": "PERMISSIVE"}).alias("r")
+        ).select("value", F.col("r." + args.id_field).alias("id"), F.col("r." + args.text_field).alias("text"))
+        bad = parsed.where(F.col("text").isNull())
+        n_bad = bad.count()
+        if n_bad:
+            if not args.skip_bad:
+                example = bad.select("value").first()[0][:200]
+                print(f"neardup: error: {n_bad} line(s) are not JSON objects with a string "
+                      f"{args.text_field!r} field, e.g. {example!r}\n(no output was written; use "
+                      "--skip-bad to skip bad records)", file=sys.stderr)
+                return 1
+            skipped_lines = n_bad
+            parsed = parsed.where(F.col("text").isNotNull())
+        df = parsed
+        text_col, id_col = "text", "id"
+    else:
+        df = spark.read.parquet(*args.input)
+        text_col, id_col = args.text_field, args.id_field if args.id_field in df.columns else None
+
+    result = dedup(df, text_col=text_col, id_col=id_col, threshold=args.threshold,
+                   pipeline=pipeline, keep=args.keep, verify=args.verify, recall=args.recall,
+                   pairs=args.pairs is not None, skip_bad=args.skip_bad,
+                   max_bucket=args.max_bucket)
+    kept = result.kept
+    if fmt == "jsonl" and out_fmt == "jsonl":
+        kept.select("value").write.mode("errorifexists").text(args.output)
+    elif out_fmt == "jsonl":
+        kept.write.mode("errorifexists").json(args.output)
+    else:
+        kept.drop("value").write.mode("errorifexists").parquet(args.output) if fmt == "jsonl" \
+            else kept.write.mode("errorifexists").parquet(args.output)
+    if args.assignments:
+        result.assignments.write.mode("errorifexists").json(args.assignments)
+    if args.pairs and result.pairs is not None:
+        result.pairs.write.mode("errorifexists").json(args.pairs)
+    result.summary["skipped"] = result.summary.get("skipped", 0) + skipped_lines
+    print(result.print_summary(), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""neardup.spark in local mode (local[2]): the same clusters as `neardup dedup`, the skew guard on
+a bucket of 50,000 near-copies, bad rows, the components algorithm, and the spark-submit
+command."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import neardup  # noqa: E402
+from conftest import example_texts, run_cli  # noqa: E402
+from test_dedup import corpus  # noqa: E402
+
+os.environ["PYSPARK_PYTHON"] = sys.executable
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    s = (
+        SparkSession.builder.master("local[2]")
+        .appName("neardup tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+def clusters_of(assignments) -> list[list]:
+    groups: dict = {}
+    for row in assignments.collect():
+        if row.cluster is not None:
+            groups.setdefault(row.cluster, []).append(row.id)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def big_corpus() -> list[str]:
+    """A few thousand English and Chinese documents with near-copies and exact copies."""
+    return corpus(seed=11, n=2500)
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.9])
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_same_clusters_as_the_cli(spark, binary, tmp_path, threshold, keep):
+    from neardup.spark import dedup
+
+    docs = big_corpus()
+    ids = [f"d{i:05d}" for i in range(len(docs))]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, docs)))
+    out = run_cli(binary, "dedup", str(path), "--threshold", str(threshold), "--keep", keep,
+                  "--clusters", str(tmp_path / "cl.jsonl"), "-o", str(tmp_path / "kept.jsonl"), "-q")
+    assert out.returncode == 0, out.stderr
+    cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "cl.jsonl"))
+    cli_kept = [json.loads(l)["id"] for l in open(tmp_path / "kept.jsonl")]
+
+    # Three partitions, so that the shuffles really cross partitions.
+    df = spark.createDataFrame(list(zip(ids, docs)), "id string, text string", ).coalesce(1)
+    df = df.repartitionByRange(3, "id").sortWithinPartitions("id")
+    result = dedup(df, threshold=threshold, keep=keep)
+    assert clusters_of(result.assignments) == cli
+    assert len(cli) > 20
+    kept = sorted(r.id for r in result.kept.select("id").collect())
+    assert kept == sorted(cli_kept)
+    s = result.summary
+    assert s["documents"] == len(docs) and s["kept"] == len(cli_kept)
+    assert set(s["stage_seconds"]) >= {"sketch", "exact copies", "candidates", "verify", "components", "keep"}
+
+
+def test_pairs_are_every_verified_pair(spark):
+    from neardup.spark import dedup
+
+    docs = corpus(seed=4, n=300)
+    ids = [f"d{i:04d}" for i in range(len(docs))]
+    df = spark.createDataFrame(list(zip(ids, docs)), "id string, text string")
+    result = dedup(df, threshold=0.7, pairs=True)
+    got = {(r.a, r.b, round(r.similarity, 6)) for r in result.pairs.collect()}
+    local = neardup.dedup(docs, threshold=0.7, ids=ids)
+    want = {(a, b, round(s, 6)) for a, b, s in local.pairs}
+    assert got == want and len(want) > 10
+
+
+def test_a_bucket_of_50000_near_copies_stays_linear(spark):
+    from neardup.spark import dedup
+
+    base = ("the same press release copied by every news site in the country with the same "
+            "long body of text about the weather the markets and the games of the weekend and "
+            "only a small change at the very end of it ")
+    docs = [base + f"edition {i}" for i in range(50_000)]  # 50,000 distinct near-copies
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(docs)], "id long, text string")
+    result = dedup(df, threshold=0.8, max_bucket=1000, star_width=2)
+    s = result.summary
+    assert s["capped_buckets"] > 0, s
+    assert s["clusters"] == 1 and s["kept"] == 1, s
+    # Linear, not quadratic: at most 2 pairs per member per band.
+    assert s["candidates"] <= 2 * 50_000 * s["bands"], s
+
+
+def test_empty_and_null_rows(spark):
+    from neardup.spark import dedup
+
+    rows = [("a", "one two three four five six"), ("b", ""), ("c", None), ("d", "one two three four five six")]
+    df = spark.createDataFrame(rows, "id string, text string")
+    with pytest.raises(ValueError, match="no text"):
+        dedup(df)
+    result = dedup(df, skip_bad=True)
+    assert result.summary["skipped"] == 1 and result.summary["empty"] == 1
+    got = {r.id: (r.cluster_size, r.kept) for r in result.assignments.collect()}
+    assert got == {"a": (2, True), "b": (1, True), "d": (2, False)}
+    with pytest.raises(ValueError, match="no column"):
+        dedup(df, text_col="body")
+
+
+def test_connected_components_equal_union_find(spark):
+    from neardup.spark import connected_components
+
+    rng = random.Random(1)
+    for n, m in ((200, 150), (500, 600), (50, 0)):
+        edges = [(rng.randrange(n), rng.randrange(n)) for _ in range(m)]
+        edges += [(i, i + 1) for i in range(0, 40)]  # a long path: many rounds for label propagation
+        parent = list(range(n))
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for a, b in edges:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+        want = {}
+        for a, b in edges:
+            if a != b:
+                for x in (a, b):
+                    want[x] = min(y for y in range(n) if find(y) == find(x))
+        df = spark.createDataFrame(edges, "a long, b long")
+        got = {r.node: r.component for r in connected_components(df).collect()}
+        assert got == want
+
+
+def test_the_spark_submit_command(spark, binary, tmp_path):
+    docs = example_texts() + example_texts()[:2]
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": i, "text": t, "extra": [i]}) for i, t in enumerate(docs)]
+    path.write_text("\n".join(lines) + "\n{not json}\n")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    cmd = [sys.executable, "-m", "neardup.spark", "dedup", str(path), str(tmp_path / "out"),
+           "--master", "local[2]", "--threshold", "0.8"]
+    bad = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and "--skip-bad" in bad.stderr, bad.stderr[-2000:]
+    ok = subprocess.run(cmd + ["--skip-bad", "--assignments", str(tmp_path / "a")],
+                        capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert "neardup dedup (spark):" in ok.stderr and "skipped 1 bad record" in ok.stderr
+    parts = sorted((tmp_path / "out").glob("part-*"))
+    kept_lines = [l for p in parts for l in p.read_text().splitlines()]
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(lines) + "\n")
+    cli = run_cli(binary, "dedup", str(good), "-o", "-", "-q")
+    assert kept_lines == cli.stdout.decode().splitlines(), "the kept lines byte for byte, in order"
