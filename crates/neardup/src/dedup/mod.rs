@@ -290,6 +290,16 @@ impl<'p> Dedup<'p> {
         Ok(Dedup { pipeline, config, plan, docs: Vec::new(), seen: 0 })
     }
 
+    /// The configuration of the run.
+    pub fn config(&self) -> &DedupConfig {
+        &self.config
+    }
+
+    /// The pipeline the documents are sketched with.
+    pub fn pipeline(&self) -> &'p Pipeline {
+        self.pipeline
+    }
+
     /// The verification in use.
     pub fn verification(&self) -> Verification {
         self.plan.verification
@@ -332,6 +342,13 @@ impl<'p> Dedup<'p> {
         sketch_with(self.pipeline, &self.plan, doc, len, scratch)
     }
 
+    /// The similarity of two sketches under the run's verification measure (the measure of
+    /// its pairs: Jaccard, cosine, `1 - d / bits` for SimHash, or the MinHash estimate),
+    /// whatever the threshold; 0 when either document is empty.
+    pub fn similarity(&self, a: &DocSketch, b: &DocSketch) -> f64 {
+        sketch::measure(&self.plan, a, b)
+    }
+
     /// Adds a document; returns its position.
     pub fn push(&mut self, sketch: DocSketch) -> u32 {
         self.docs.push(sketch);
@@ -346,6 +363,7 @@ mod tests {
     use crate::PipelineSpec;
     use neardup_sketch::jaccard_sorted;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
     use std::fs;
 
     fn pipeline() -> Pipeline {
@@ -454,6 +472,21 @@ mod tests {
             got.sort_unstable();
             prop_assert_eq!(&got, &truth);
             prop_assert_eq!(out.pair_count(), truth.len() as u64);
+            // The weights are the similarities of the complete pairs, counted; and each pair's
+            // similarity is the measure `similarity` gives the two documents.
+            let mut listed: BTreeMap<u64, u64> = BTreeMap::new();
+            let dedup_for_measure = Dedup::new(&p, DedupConfig { threshold, ..DedupConfig::default() })
+                .expect("valid config");
+            for pair in out.pairs() {
+                *listed.entry(pair.similarity.to_bits()).or_default() += 1;
+                let s = dedup_for_measure.similarity(&docs[pair.a as usize], &docs[pair.b as usize]);
+                prop_assert_eq!(s, pair.similarity);
+            }
+            let mut weighed: BTreeMap<u64, u64> = BTreeMap::new();
+            for (s, n) in out.pair_weights() {
+                *weighed.entry(s.to_bits()).or_default() += n;
+            }
+            prop_assert_eq!(listed, weighed);
             let mut got: Vec<Vec<u32>> = out.clusters.iter().map(|c| c.members.clone()).collect();
             got.sort();
             prop_assert_eq!(got, components(docs.len(), &truth));

@@ -104,25 +104,26 @@ impl DedupOutcome {
 
     /// The number of pairs [`DedupOutcome::pairs`] yields.
     pub fn pair_count(&self) -> u64 {
+        self.pair_weights().map(|(_, n)| n).sum()
+    }
+
+    /// The similarities of [`DedupOutcome::pairs`] with how often each occurs, without listing
+    /// the pairs: one item per exact-duplicate group (its pairs, at similarity 1) and one per
+    /// verified edge (every copy of one end with every copy of the other, at the edge's
+    /// similarity). Items with a count of 0 (old documents only) are left out.
+    pub fn pair_weights(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
         let seen = u64::from(self.seen);
-        let within: u64 = self
-            .groups()
-            .map(|g| {
-                let n = g.len() as u64;
-                let old = g.iter().filter(|&&m| u64::from(m) < seen).count() as u64;
-                n * (n - 1) / 2 - old * old.saturating_sub(1) / 2
-            })
-            .sum();
-        let between: u64 = self
-            .edges
-            .iter()
-            .map(|e| {
-                let (ca, cb) = (self.copies_of(e.a), self.copies_of(e.b));
-                let (oa, ob) = (ca.old(self.seen), cb.old(self.seen));
-                ca.len() as u64 * cb.len() as u64 - oa * ob
-            })
-            .sum();
-        within + between
+        let within = self.groups().map(move |g| {
+            let n = g.len() as u64;
+            let old = g.iter().filter(|&&m| u64::from(m) < seen).count() as u64;
+            (1.0, n * (n - 1) / 2 - old * old.saturating_sub(1) / 2)
+        });
+        let between = self.edges.iter().map(move |e| {
+            let (ca, cb) = (self.copies_of(e.a), self.copies_of(e.b));
+            let (oa, ob) = (ca.old(self.seen), cb.old(self.seen));
+            (e.similarity, ca.len() as u64 * cb.len() as u64 - oa * ob)
+        });
+        within.chain(between).filter(|&(_, n)| n > 0)
     }
 
     /// The compact form as pairs: each verified edge between representatives, and each copy
@@ -340,7 +341,7 @@ impl Dedup<'_> {
             .par_iter()
             .with_min_len(1024)
             .filter_map(|&(a, b)| {
-                let similarity = self.similarity(a, b)?;
+                let similarity = self.verified(a, b)?;
                 Some(Pair { a, b, similarity })
             })
             .collect();
@@ -360,7 +361,7 @@ impl Dedup<'_> {
     }
 
     /// The similarity of a candidate pair if it passes verification.
-    fn similarity(&self, a: u32, b: u32) -> Option<f64> {
+    fn verified(&self, a: u32, b: u32) -> Option<f64> {
         let (da, db) = (&self.docs[a as usize], &self.docs[b as usize]);
         super::sketch::verify(&self.plan, self.config.threshold, self.config.hamming, da, db)
     }

@@ -195,6 +195,32 @@ pub(crate) fn sketch_with(
     DocSketch { len: len as u64, empty, exact, features, vector, signature, keys, simhash }
 }
 
+/// The similarity of two documents under `plan`'s verification measure, whatever the
+/// threshold: Jaccard of the feature sets, cosine of the weighted vectors, `1 - d / bits` for
+/// a SimHash Hamming distance `d`, or the MinHash estimate. Empty documents score 0.
+pub(crate) fn measure(plan: &Plan, da: &DocSketch, db: &DocSketch) -> f64 {
+    if da.empty || db.empty {
+        return 0.0;
+    }
+    let hamming_similarity = || {
+        let d = (da.simhash ^ db.simhash).count_ones();
+        1.0 - f64::from(d) / f64::from(plan.bits)
+    };
+    match plan.verification {
+        Verification::Jaccard => jaccard_sorted(&da.features, &db.features),
+        Verification::Cosine => cosine(&da.vector, &db.vector),
+        Verification::Hamming => hamming_similarity(),
+        Verification::Estimate => match plan.method {
+            Method::SimHash => hamming_similarity(),
+            Method::MinHash | Method::Both => {
+                let equal =
+                    da.signature.iter().zip(db.signature.iter()).filter(|(x, y)| x == y).count();
+                equal as f64 / da.signature.len().max(1) as f64
+            }
+        },
+    }
+}
+
 /// The similarity of two documents if they pass `plan`'s verification at `threshold` (or
 /// within `hamming` bits). Empty documents match nothing.
 pub(crate) fn verify(
@@ -207,32 +233,17 @@ pub(crate) fn verify(
     if da.empty || db.empty {
         return None;
     }
-    let hamming_similarity = || {
-        let d = (da.simhash ^ db.simhash).count_ones();
-        (d <= hamming).then(|| 1.0 - f64::from(d) / f64::from(plan.bits))
-    };
+    let within_hamming = || (da.simhash ^ db.simhash).count_ones() <= hamming;
     // Guard against the rounding of a similarity that equals the threshold exactly
     // (4/5 computed as 0.7999999999999999).
     let passes = |s: f64| s >= threshold - 1e-12;
-    match plan.verification {
-        Verification::Jaccard => {
-            let s = jaccard_sorted(&da.features, &db.features);
-            passes(s).then_some(s)
-        }
-        Verification::Cosine => {
-            let s = cosine(&da.vector, &db.vector);
-            passes(s).then_some(s)
-        }
-        Verification::Hamming => hamming_similarity(),
-        Verification::Estimate => match plan.method {
-            Method::SimHash => hamming_similarity(),
-            Method::MinHash | Method::Both => {
-                let equal =
-                    da.signature.iter().zip(db.signature.iter()).filter(|(x, y)| x == y).count();
-                let s = equal as f64 / da.signature.len().max(1) as f64;
-                passes(s).then_some(s)
-            }
-        },
+    let s = measure(plan, da, db);
+    let hamming_rule = plan.verification == Verification::Hamming
+        || (plan.verification == Verification::Estimate && plan.method == Method::SimHash);
+    if hamming_rule {
+        within_hamming().then_some(s)
+    } else {
+        passes(s).then_some(s)
     }
 }
 
