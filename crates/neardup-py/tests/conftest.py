@@ -1,31 +1,12 @@
-"""Shared fixtures: the repository, the neardup binary, the golden vectors."""
+"""Shared fixtures: the repository and the neardup binary (helpers are in pyhelpers.py)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def neardup_binary() -> Path:
-    """The CLI built by `cargo build` (NEARDUP_BIN overrides)."""
-    env = os.environ.get("NEARDUP_BIN")
-    if env:
-        return Path(env)
-    for profile in ("debug", "release"):
-        p = ROOT / "target" / profile / "neardup"
-        if p.exists():
-            return p
-    found = shutil.which("neardup")
-    if found:
-        return Path(found)
-    pytest.fail("the neardup binary is not built: run `cargo build` (or set NEARDUP_BIN)")
+from pyhelpers import ROOT, neardup_binary
 
 
 @pytest.fixture(scope="session")
@@ -36,25 +17,3 @@ def binary() -> Path:
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
-
-
-def golden_lines(name: str) -> list[dict]:
-    with open(ROOT / "tests" / "golden" / name, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def golden(name: str) -> dict:
-    with open(ROOT / "tests" / "golden" / name, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def run_cli(binary: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(binary), *args], input=input, capture_output=True, check=False)
-
-
-def example_texts() -> list[str]:
-    """The bundled example documents plus near-copies, English and Chinese."""
-    texts = []
-    for p in sorted((ROOT / "examples" / "data").glob("*/*.txt")):
-        texts.append(p.read_text(encoding="utf-8"))
-    return texts

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import neardup
-from conftest import example_texts, run_cli
+from pyhelpers import example_texts, run_cli
 
 
 def corpus(seed: int = 3, n: int = 400) -> list[str]:

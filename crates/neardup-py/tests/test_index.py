@@ -6,7 +6,7 @@ import threading
 import pytest
 
 import neardup
-from conftest import run_cli
+from pyhelpers import run_cli
 
 BASE = "the quick brown fox jumps over the lazy dog near the river bank in the morning"
 

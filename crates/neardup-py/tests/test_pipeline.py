@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import neardup
-from conftest import ROOT, run_cli
+from pyhelpers import ROOT, run_cli
 
 
 def test_fingerprint_equals_the_cli(binary):

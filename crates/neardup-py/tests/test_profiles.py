@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import golden, golden_lines
+from pyhelpers import golden, golden_lines
 from neardup import profiles
 
 

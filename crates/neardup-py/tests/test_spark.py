@@ -15,7 +15,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import neardup  # noqa: E402
-from conftest import example_texts, run_cli  # noqa: E402
+from pyhelpers import example_texts, run_cli  # noqa: E402
 from test_dedup import corpus  # noqa: E402
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
