@@ -24,6 +24,8 @@ struct Cli {
     command: Command,
 }
 
+// One command is parsed per run: the size of the largest does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Fingerprint documents: one JSON object per document on stdout, in input order.
@@ -40,6 +42,9 @@ enum Command {
     Params(cmd::params::ParamsArgs),
     /// List the pipeline presets.
     Presets,
+    /// Build the HTML report of a dedup run from its --clusters (and --pairs) output and its
+    /// input: the page `dedup --report` writes.
+    Report(cmd::report::ReportArgs),
     /// Serve collections over HTTP: similar-text search and near-duplicate checks on an
     /// embedded store.
     Serve(cmd::serve::ServeArgs),
@@ -84,6 +89,7 @@ fn main() -> ExitCode {
         Command::Idf(command) => cmd::idf::run(command),
         Command::Params(args) => cmd::params::run(args),
         Command::Presets => cmd::presets(),
+        Command::Report(args) => cmd::report::run(args),
         Command::Spec(args) => cmd::spec(args),
         Command::Serve(args) => cmd::serve::run(args),
     };

@@ -1056,6 +1056,8 @@ fn a_closed_pipe_ends_every_command_quietly() {
     closed_pipe(&["spec"], false);
     closed_pipe(&["params", "--threshold", "0.8"], false);
     closed_pipe(&["compare", "--text", "a b c", "--text", "a b d"], false);
+    closed_pipe(&["compare", "--html", "--text", "a b c", "--text", "a b d"], false);
+    closed_pipe(&["dedup", &c, "--report", "-", "-q"], true);
     closed_pipe(&["idf", "build", "--jsonl", &c, "-o", "-"], true);
 }
 
@@ -1293,5 +1295,169 @@ fn recipe_profiles_reproduce_every_golden_vector_through_the_cli() {
     }
     // gojieba needs its topk.
     let o = run(&["fingerprint", "--profile", "gojieba", "--text", "你好"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// The data block of a page, as JSON.
+fn page_data(html: &str, block: &str) -> Value {
+    let open = format!("<script type=\"application/json\" id=\"{block}\">");
+    let start = html.find(&open).expect("data block") + open.len();
+    let end = start + html[start..].find("</script>").expect("end of block");
+    serde_json::from_str(&html[start..end]).expect("JSON")
+}
+
+/// A corpus of clusters with markup in one member, and singletons.
+fn report_corpus(dir: &Path) -> PathBuf {
+    let mut lines = String::new();
+    let base: Vec<String> = (0..200).map(|i| format!("w{}", (i * 7919) % 1000)).collect();
+    for i in 0..5 {
+        let mut w = base.clone();
+        if i > 0 {
+            w[i * 10] = "changed".into();
+        }
+        let prefix = if i == 2 { "</script><script>alert(1)</script> " } else { "" };
+        lines.push_str(
+            &serde_json::json!({"id": format!("c{i}"), "text": format!("{prefix}{}", w.join(" "))})
+                .to_string(),
+        );
+        lines.push('\n');
+    }
+    for i in 0..30 {
+        let words: Vec<String> = (0..40).map(|j| format!("s{i}x{j}")).collect();
+        lines.push_str(&serde_json::json!({"id": i, "text": words.join(" ")}).to_string());
+        lines.push('\n');
+    }
+    let path = dir.join("corpus.jsonl");
+    std::fs::write(&path, lines).expect("write corpus");
+    path
+}
+
+#[test]
+fn dedup_report_and_report_command_write_the_same_clusters() {
+    let dir = tempdir("report");
+    let corpus = report_corpus(&dir);
+    let (c, html) = (corpus.display().to_string(), dir.join("r.html"));
+    let (clusters, pairs) = (dir.join("c.jsonl"), dir.join("p.jsonl"));
+    let o = run(&[
+        "dedup",
+        &c,
+        "--report",
+        html.to_str().expect("utf8"),
+        "--clusters",
+        clusters.to_str().expect("utf8"),
+        "--pairs",
+        pairs.to_str().expect("utf8"),
+        "-q",
+        "--report-members",
+        "3",
+        "--report-text-chars",
+        "100",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).expect("report");
+    assert!(page.starts_with("<!doctype html>"));
+    // Nothing from the documents can close the data block or run.
+    assert_eq!(page.matches("<script").count(), 2, "only the data block and the code");
+    // It loads nothing: no address to fetch anywhere in it.
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http") && !page.contains("url(")
+    );
+    let data = page_data(&page, "report-data");
+    let cluster = &data["clusters"][0];
+    assert_eq!(cluster["size"], 5);
+    let members = cluster["members"].as_array().expect("members");
+    // The kept one and the two least similar; two hidden; texts cut at 100 characters.
+    assert_eq!(members.len(), 3);
+    assert_eq!(cluster["hidden"], 2);
+    assert_eq!(members[0]["kept"], true);
+    assert!(members[1]["similarity"].as_f64() <= members[2]["similarity"].as_f64());
+    assert!(members.iter().all(|m| m["text"].as_str().expect("text").chars().count() <= 100));
+    assert!(members.iter().all(|m| m["cut"] == true));
+
+    let again = dir.join("again.html");
+    let o = run(&[
+        "report",
+        &c,
+        "--clusters",
+        clusters.to_str().expect("utf8"),
+        "--pairs",
+        pairs.to_str().expect("utf8"),
+        "-o",
+        again.to_str().expect("utf8"),
+        "-q",
+        "--report-members",
+        "3",
+        "--report-text-chars",
+        "100",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again = std::fs::read_to_string(&again).expect("report");
+    assert_eq!(page_data(&again, "report-data"), data);
+}
+
+#[test]
+fn report_refuses_bad_inputs_with_their_place_and_writes_nothing() {
+    let dir = tempdir("report-bad");
+    let corpus = report_corpus(&dir);
+    let c = corpus.display().to_string();
+    let out = dir.join("r.html");
+    let o = out.to_str().expect("utf8");
+
+    // A cluster naming a document that is not in the input.
+    let clusters = dir.join("c.jsonl");
+    std::fs::write(&clusters, "{\"cluster\":[\"c0\",\"c1\"],\"keep\":\"c0\",\"size\":2,\"similarity\":0.9}\n{\"cluster\":[\"c2\",\"nope\"],\"keep\":\"c2\",\"size\":2,\"similarity\":0.9}\n").expect("write");
+    let r = run(&["report", &c, "--clusters", clusters.to_str().expect("utf8"), "-o", o]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(stderr(&r).contains(":2: the document \"nope\" is not in the input"), "{}", stderr(&r));
+    assert!(!out.exists());
+
+    // A malformed line, and a kept document outside its cluster.
+    std::fs::write(&clusters, "{\"cluster\":[\"c0\",\"c1\"],\"keep\":\"c0\"}\n{oops\n")
+        .expect("write");
+    let r = run(&["report", &c, "--clusters", clusters.to_str().expect("utf8"), "-o", o]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(stderr(&r).contains("c.jsonl:2: not a cluster line"), "{}", stderr(&r));
+    std::fs::write(&clusters, "{\"cluster\":[\"c0\",\"c1\"],\"keep\":\"c3\"}\n").expect("write");
+    let r = run(&["report", &c, "--clusters", clusters.to_str().expect("utf8"), "-o", o]);
+    assert!(
+        stderr(&r).contains("c.jsonl:1: the kept document \"c3\" is not a member"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!out.exists());
+
+    // The report may not overwrite an input; the limits have bounds.
+    let r = run(&["report", &c, "--clusters", clusters.to_str().expect("utf8"), "-o", &c]);
+    assert_eq!(r.status.code(), Some(2));
+    let r = run(&["dedup", &c, "--report", &c]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    for (flag, value) in
+        [("--report-members", "1"), ("--report-text-chars", "99"), ("--report-clusters", "100001")]
+    {
+        let r = run(&["dedup", &c, "--report", o, flag, value]);
+        assert_eq!(r.status.code(), Some(2), "{flag} {value}");
+        assert!(stderr(&r).contains("is not between"), "{}", stderr(&r));
+    }
+    assert!(!out.exists());
+}
+
+#[test]
+fn compare_html_is_a_page_with_every_measure() {
+    let o = run(&[
+        "compare",
+        "--html",
+        "--text",
+        "the cat sat on the mat <b>",
+        "--text",
+        "the cat sat on a mat",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = stdout(&o);
+    assert!(page.contains("<th>jaccard exact</th>"));
+    assert!(page.contains("the cat sat on the mat &lt;b&gt;"));
+    assert!(!page.contains("<b>"));
+    let data = page_data(&page, "compare-data");
+    assert_eq!(data["a"]["text"], "the cat sat on the mat <b>");
+    let o = run(&["compare", "--html", "--json", "--text", "a", "--text", "b"]);
     assert_eq!(o.status.code(), Some(2));
 }

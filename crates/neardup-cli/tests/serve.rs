@@ -268,6 +268,12 @@ fn token_loopback_and_shutdown() {
     let mut s =
         Server::start(&dir.join("data"), &["--token-file", token_file.to_str().expect("utf8")]);
     assert_eq!(s.call("GET", "/v1/health", None).0, 200, "health is open");
+    // The page is open too (it asks for the token itself), with its policy.
+    let page = ureq::get(&format!("{}/", s.base)).call().expect("page");
+    assert_eq!(page.header("Content-Type"), Some("text/html; charset=utf-8"));
+    let policy = page.header("Content-Security-Policy").expect("policy").to_string();
+    assert!(policy.contains("connect-src 'self'") && !policy.contains("unsafe"), "{policy}");
+    assert!(page.into_string().expect("body").contains("id=\"token-form\""));
     let (st, v) = s.call("GET", "/v1/collections", None);
     assert_eq!((st, error_code(&v)), (401, "unauthorized"));
     s.token = Some("wrong".into());

@@ -980,6 +980,18 @@ async fn guard(State(state): State<Shared>, req: Request, next: Next) -> Respons
     next.run(req).await
 }
 
+/// The page at `/`: a static document whose script uses the public API of this origin.
+async fn page() -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CONTENT_SECURITY_POLICY, neardup_web::service::content_security_policy()),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-cache"),
+    ];
+    (StatusCode::OK, headers, neardup_web::service::page()).into_response()
+}
+
 async fn openapi() -> Response {
     Json(crate::openapi::document()).into_response()
 }
@@ -1000,6 +1012,7 @@ async fn method_not_allowed() -> ApiError {
 pub fn router(state: Shared) -> Router {
     let limit = state.limits.max_body_bytes;
     Router::new()
+        .route("/", get(page))
         .route("/v1/collections", get(list_collections))
         .route(
             "/v1/collections/{name}",

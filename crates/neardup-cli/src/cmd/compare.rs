@@ -10,7 +10,7 @@ use neardup::compare;
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::profile::{Profile, ProfileArgs};
 use crate::cmd::{build_pipeline, build_pipeline_from, output_error};
-use crate::input::{read_all, Record, Source};
+use crate::input::{read_all, Body, Record, Source};
 use crate::Failure;
 
 /// Options of `neardup compare`.
@@ -29,8 +29,13 @@ With --profile, the two fingerprints of that profile and their distance instead:
 distance for the SimHash profiles (yanyiwu, jiebar, gojieba, jieba-md5), the estimated Jaccard
 for datasketch, the Jaccard of the min_hash token sets for lucene.
 
+With --html, a page instead of the table: every measure, and the two texts side by side with
+the passages they share marked (runs of 3 words, or of 4 characters for Chinese and Japanese).
+One self-contained file: `neardup compare --html a.txt b.txt > compare.html`.
+
 Examples:
   neardup compare examples/data/zh/news_a.txt examples/data/zh/news_b.txt
+  neardup compare --html examples/data/en/report_a.txt examples/data/en/report_b.txt > compare.html
   neardup compare --text 'the cat sat on the mat' --text 'the cat sat on a mat' --json
   neardup compare --profile gojieba --topn 20 a.txt b.txt")]
 pub struct CompareArgs {
@@ -43,8 +48,13 @@ pub struct CompareArgs {
     text: Vec<String>,
 
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "html")]
     json: bool,
+
+    /// Print an HTML page instead: every measure, and the two texts side by side with the
+    /// passages they share marked (self-contained; redirect it to a file and open it).
+    #[arg(long, conflicts_with = "profile")]
+    html: bool,
 
     #[command(flatten)]
     input: InputArgs,
@@ -105,6 +115,22 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
         ("edit similarity", edit),
         ("features", format!("{} / {}", c.features[0], c.features[1])),
     ];
+    if args.html {
+        let side = |r: &Record| neardup_web::compare::Side {
+            title: crate::cmd::report::display_id(r.id.get()),
+            text: match &r.body {
+                Body::Text(t) => t.clone(),
+                Body::Tokens(t) => t.join(" "),
+            },
+        };
+        let page = neardup_web::compare::ComparePage {
+            a: side(&records[0]),
+            b: side(&records[1]),
+            measures: rows.iter().map(|(n, v)| (n.to_string(), v.clone())).collect(),
+        };
+        out.write_all(page.render().as_bytes()).map_err(output_error)?;
+        return out.flush().map_err(output_error);
+    }
     for (name, value) in rows {
         writeln!(out, "{name:<20} {value}").map_err(output_error)?;
     }

@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::build_pipeline;
+use crate::cmd::report::{self, LimitArgs};
 use crate::input::{
     expand_inputs, open, read_source, Digester, InputError, Record, Source, SourceDigest,
 };
@@ -157,6 +158,14 @@ pub struct DedupArgs {
     #[arg(long, value_name = "FILE")]
     assignments: Option<PathBuf>,
 
+    /// Write an HTML report here: the summary, charts of the similarities and cluster sizes,
+    /// and the clusters with their texts side by side (one self-contained file).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+
+    #[command(flatten)]
+    report_limits: LimitArgs,
+
     /// Deduplicate against the index saved in this directory.
     #[arg(long, value_name = "DIR")]
     against: Option<PathBuf>,
@@ -182,18 +191,29 @@ pub struct DedupArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum MethodArg {
+pub(crate) enum MethodArg {
     Minhash,
     Simhash,
     Both,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum VerifyArg {
+pub(crate) enum VerifyArg {
     Jaccard,
     Cosine,
     Hamming,
     Estimate,
+}
+
+impl VerifyArg {
+    pub(crate) fn verification(self) -> Verification {
+        match self {
+            VerifyArg::Jaccard => Verification::Jaccard,
+            VerifyArg::Cosine => Verification::Cosine,
+            VerifyArg::Hamming => Verification::Hamming,
+            VerifyArg::Estimate => Verification::Estimate,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -255,6 +275,7 @@ struct Outputs {
     pairs: Option<OutputFile>,
     compact_pairs: Option<OutputFile>,
     assignments: Option<OutputFile>,
+    report: Option<OutputFile>,
 }
 
 impl Outputs {
@@ -266,6 +287,7 @@ impl Outputs {
             ("--pairs", &args.pairs),
             ("--compact-pairs", &args.compact_pairs),
             ("--assignments", &args.assignments),
+            ("--report", &args.report),
         ];
         let mut out: Vec<Output> = list
             .into_iter()
@@ -289,23 +311,40 @@ impl Outputs {
             pairs: open("--pairs", &args.pairs)?,
             compact_pairs: open("--compact-pairs", &args.compact_pairs)?,
             assignments: open("--assignments", &args.assignments)?,
+            report: open("--report", &args.report)?,
         })
     }
 
     fn all(self) -> impl Iterator<Item = OutputFile> {
         let [kept, dropped] = self.records;
-        [kept, dropped, self.clusters, self.pairs, self.compact_pairs, self.assignments]
-            .into_iter()
-            .flatten()
+        [
+            kept,
+            dropped,
+            self.clusters,
+            self.pairs,
+            self.compact_pairs,
+            self.assignments,
+            self.report,
+        ]
+        .into_iter()
+        .flatten()
     }
 
     /// True when some output is a file (not standard output).
     fn any_file(&self) -> bool {
         let [kept, dropped] = &self.records;
-        [kept, dropped, &self.clusters, &self.pairs, &self.compact_pairs, &self.assignments]
-            .into_iter()
-            .flatten()
-            .any(|o| !o.is_stdout())
+        [
+            kept,
+            dropped,
+            &self.clusters,
+            &self.pairs,
+            &self.compact_pairs,
+            &self.assignments,
+            &self.report,
+        ]
+        .into_iter()
+        .flatten()
+        .any(|o| !o.is_stdout())
     }
 }
 
@@ -503,6 +542,23 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         pause_between_passes();
         copy_records(&sources, &digests, &places, &outcome.kept[seen..], &mut outputs)?;
     }
+    if outputs.report.is_some() {
+        let figures = Figures {
+            new: places.len(),
+            bytes,
+            skipped,
+            started,
+            read_time,
+            search_time,
+            write_time: write_started.elapsed(),
+        };
+        let page = build_report(
+            &args, &dedup, &outcome, &ids, &sources, &digests, &places, &input, &figures,
+        )?;
+        if let Some(out) = &mut outputs.report {
+            out.write_bytes(page.as_bytes())?;
+        }
+    }
     if let Some(dir) = &args.save_index {
         dedup.save(dir, &ids.to_vec()).map_err(|e| Failure::Runtime(e.into()))?;
     }
@@ -524,17 +580,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             outcome.clusters.len(),
             new - dropped
         );
-        let lsh = |b: usize, r: usize| {
-            let p = dedup.candidate_probability().unwrap_or(0.0);
-            format!("{b} bands x {r} rows, P(candidate) {p:.4} at Jaccard {}", config.threshold)
-        };
-        let how = match (config.method, dedup.banding()) {
-            (Method::MinHash, Some((b, r))) => format!("minhash, {}", lsh(b, r)),
-            (Method::Both, Some((b, r))) => {
-                format!("minhash ({}) and simhash (Hamming <= {})", lsh(b, r), config.hamming)
-            }
-            _ => format!("simhash, Hamming <= {}", config.hamming),
-        };
+        let how = method_line(&dedup, &config);
         let _ = writeln!(
             err,
             "  {how}, verified by {}: {} candidate pairs, {} verified between distinct texts, \
@@ -580,6 +626,176 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The candidate search of a run, in words: "minhash, 16 bands x 6 rows, P(candidate) ...".
+fn method_line(dedup: &Dedup<'_>, config: &DedupConfig) -> String {
+    let lsh = |b: usize, r: usize| {
+        let p = dedup.candidate_probability().unwrap_or(0.0);
+        format!("{b} bands x {r} rows, P(candidate) {p:.4} at Jaccard {}", config.threshold)
+    };
+    match (config.method, dedup.banding()) {
+        (Method::MinHash, Some((b, r))) => format!("minhash, {}", lsh(b, r)),
+        (Method::Both, Some((b, r))) => {
+            format!("minhash ({}) and simhash (Hamming <= {})", lsh(b, r), config.hamming)
+        }
+        _ => format!("simhash, Hamming <= {}", config.hamming),
+    }
+}
+
+/// What a run measured, for its report.
+struct Figures {
+    new: usize,
+    bytes: u64,
+    skipped: usize,
+    started: Instant,
+    read_time: Duration,
+    search_time: Duration,
+    write_time: Duration,
+}
+
+/// The report of this run: the clusters chosen, their members' similarities to the kept
+/// document from the sketches in memory, and the shown texts from a further read of the input
+/// (checked against the first read's digests).
+#[allow(clippy::too_many_arguments)]
+fn build_report(
+    args: &DedupArgs,
+    dedup: &Dedup<'_>,
+    outcome: &DedupOutcome,
+    ids: &Ids,
+    sources: &[Source],
+    digests: &[Option<SourceDigest>],
+    places: &[Place],
+    input: &crate::args::InputArgs,
+    figures: &Figures,
+) -> Result<String, Failure> {
+    let limits = args.report_limits.limits();
+    let seen = outcome.seen() as usize;
+    let config = dedup.config();
+    let mut page = neardup_web::report::Report::new(&report::input_title(&args.inputs), limits);
+    page.threshold = config.threshold;
+    page.measure = report::measure_name(dedup.verification()).to_string();
+    let mut pairs = 0u64;
+    for (similarity, n) in outcome.pair_weights() {
+        page.add_pair(similarity, n);
+        pairs += n;
+    }
+    for c in &outcome.clusters {
+        page.add_cluster_size(c.members.len() as u64);
+    }
+    let sizes: Vec<u64> = outcome.clusters.iter().map(|c| c.members.len() as u64).collect();
+    let keys: Vec<u64> =
+        outcome.clusters.iter().map(|c| report::sample_key(ids.get(c.keep as usize))).collect();
+    let chosen: Vec<report::Chosen<u32>> =
+        neardup_web::report::select_clusters(&sizes, &keys, limits)
+            .into_iter()
+            .map(|(i, sampled)| {
+                let c = &outcome.clusters[i];
+                let kept = dedup.document(c.keep as usize);
+                let others: Vec<(u32, f64)> = c
+                    .members
+                    .iter()
+                    .filter(|&&m| m != c.keep)
+                    .map(|&m| (m, dedup.similarity(kept, dedup.document(m as usize))))
+                    .collect();
+                let (others, hidden) = neardup_web::report::choose_members(others, limits);
+                report::Chosen {
+                    number: i as u64,
+                    size: sizes[i],
+                    weakest: (c.similarity * 1e6).round() / 1e6, // as --clusters writes it
+                    sampled,
+                    keep: c.keep,
+                    others,
+                    hidden,
+                }
+            })
+            .collect();
+    let wanted: HashSet<u32> = chosen
+        .iter()
+        .flat_map(|c| std::iter::once(c.keep).chain(c.others.iter().map(|o| o.0)))
+        .filter(|&p| p as usize >= seen)
+        .collect();
+    let mut texts = std::collections::HashMap::new();
+    let mut next = 0usize;
+    if !wanted.is_empty() {
+        report::read_again(sources, input, Some(digests), |source, record| {
+            // Records arrive in input order; the first pass placed each accepted one.
+            if let Some(place) = places.get(next) {
+                if place.source == source && place.line == record.line {
+                    let position = (seen + next) as u32;
+                    if wanted.contains(&position) {
+                        texts.insert(position, report::ShownText::of(&record, limits.text_chars));
+                    }
+                    next += 1;
+                }
+            }
+        })?;
+    }
+    page.clusters = chosen
+        .iter()
+        .map(|c| {
+            c.view(
+                |k| ids.get(k as usize).to_string(),
+                &texts,
+                "(a document of the --against index: its text is not in this run's input)",
+            )
+        })
+        .collect();
+    let n = |x: u64| neardup_web::thousands(x);
+    let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count() as u64;
+    let empty = (seen..dedup.len()).filter(|&i| dedup.document(i).empty).count() as u64;
+    let new = figures.new as u64;
+    page.subtitle = format!(
+        "neardup dedup {} · threshold {} · keep {}",
+        env!("CARGO_PKG_VERSION"),
+        config.threshold,
+        match config.keep {
+            Keep::First => "first",
+            Keep::Longest => "longest",
+            Keep::Shortest => "shortest",
+        }
+    );
+    let mut rows = vec![
+        (
+            "documents".to_string(),
+            format!("{} ({:.1} MB, {} empty)", n(new), figures.bytes as f64 / 1e6, n(empty)),
+        ),
+        ("clusters".into(), n(outcome.clusters.len() as u64)),
+        ("dropped".into(), n(dropped)),
+        ("kept".into(), n(new - dropped)),
+        ("method".into(), method_line(dedup, config)),
+        (
+            "verified by".into(),
+            format!(
+                "{}: {} candidate pairs, {} verified between distinct texts, {} exact copies",
+                dedup.verification().name(),
+                n(outcome.candidates as u64),
+                n(outcome.edges.len() as u64),
+                n(outcome.exact_duplicates as u64)
+            ),
+        ),
+        ("pairs at or above the threshold".into(), format!("{} (copies included)", n(pairs))),
+        ("pipeline".into(), dedup.pipeline().id().to_string()),
+    ];
+    if seen > 0 {
+        rows.push(("against an index of".into(), format!("{} documents", n(seen as u64))));
+    }
+    if figures.skipped > 0 {
+        rows.push(("skipped (bad records)".into(), n(figures.skipped as u64)));
+    }
+    rows.push((
+        "time".into(),
+        format!(
+            "{:.2} s (read and sketch {:.2} s, search and verify {:.2} s, write {:.2} s), then              this report",
+            figures.started.elapsed().as_secs_f64(),
+            figures.read_time.as_secs_f64(),
+            figures.search_time.as_secs_f64(),
+            figures.write_time.as_secs_f64()
+        ),
+    ));
+    rows.push(("peak memory".into(), peak_memory().unwrap_or_else(|| "unknown".into())));
+    page.summary = rows;
+    Ok(page.render())
+}
+
 fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     let usage = |m: String| Failure::Usage(anyhow!(m));
     let method = match (args.method, args.hamming) {
@@ -609,12 +825,7 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
             }
         }
     }
-    let verification = args.verify.map(|v| match v {
-        VerifyArg::Jaccard => Verification::Jaccard,
-        VerifyArg::Cosine => Verification::Cosine,
-        VerifyArg::Hamming => Verification::Hamming,
-        VerifyArg::Estimate => Verification::Estimate,
-    });
+    let verification = args.verify.map(VerifyArg::verification);
     if verification == Some(Verification::Hamming) && args.hamming.is_none() {
         return Err(usage("--verify hamming needs --hamming K".into()));
     }
@@ -821,7 +1032,7 @@ fn round(s: f64) -> Value {
 }
 
 /// Peak resident memory, from /proc (Linux).
-fn peak_memory() -> Option<String> {
+pub(crate) fn peak_memory() -> Option<String> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;

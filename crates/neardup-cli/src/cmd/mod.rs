@@ -6,6 +6,7 @@ pub mod fingerprint;
 pub mod idf;
 pub mod params;
 pub mod profile;
+pub mod report;
 pub mod serve;
 
 use std::io::{self, Write};

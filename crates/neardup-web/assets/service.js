@@ -1,0 +1,239 @@
+// The service's page: its health, its collections, and a text searched or checked against one,
+// with the hits side by side. Only the public HTTP API is used (the routes curl would call), on
+// this page's own origin; texts from the service are inserted with textContent (shared.js).
+"use strict";
+
+(() => {
+  const { element, sideBySide } = Shared;
+  const $ = (id) => document.getElementById(id);
+  const TOKEN_KEY = "neardup-token";
+  // Stored texts can be large; the side-by-side view shows at most this many characters.
+  const VIEW_CHARS = 200000;
+  let token = sessionStorage.getItem(TOKEN_KEY) || "";
+  let collections = [];
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+    });
+    let json = null;
+    try {
+      json = await res.json();
+    } catch (_) {
+      json = null;
+    }
+    if (res.status === 401) {
+      askToken(token ? "The service refused this token." : "");
+      throw new ApiError(401, "a token is needed");
+    }
+    if (!res.ok) {
+      const message = json && json.error ? `${json.error.code}: ${json.error.message}` : `HTTP ${res.status}`;
+      throw new ApiError(res.status, message);
+    }
+    return json;
+  }
+
+  function askToken(message) {
+    $("token-box").classList.remove("hidden");
+    $("token-error").textContent = message;
+    $("token").focus();
+  }
+
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    token = $("token").value.trim();
+    sessionStorage.setItem(TOKEN_KEY, token);
+    $("token-error").textContent = "";
+    loadCollections().then(() => {
+      if (!$("token-error").textContent) $("token-box").classList.add("hidden");
+    });
+  });
+
+  async function health() {
+    const el = $("health");
+    try {
+      const res = await fetch("/v1/health", { cache: "no-store" });
+      const h = await res.json();
+      if (h.status === "ok") {
+        el.className = "good";
+        el.textContent = `Healthy · neardup ${h.version} · ${location.host}`;
+      } else {
+        el.className = "bad";
+        el.textContent = `Unhealthy: ${h.reason || h.status} · neardup ${h.version}`;
+      }
+    } catch (e) {
+      el.className = "bad";
+      el.textContent = `The service does not answer (${e.message}).`;
+    }
+  }
+
+  async function loadCollections() {
+    const status = $("collections-status");
+    let list;
+    try {
+      list = (await api("GET", "/v1/collections")).collections;
+    } catch (e) {
+      status.textContent = e.status === 401 ? "Give the token above to see the collections." : e.message;
+      return;
+    }
+    collections = list.sort((a, b) => a.name.localeCompare(b.name));
+    const body = $("collections").querySelector("tbody");
+    body.replaceChildren();
+    const select = $("collection");
+    const before = select.value;
+    select.replaceChildren();
+    for (const c of collections) {
+      const tr = element("tr");
+      const lsh = c.lsh ? `${c.lsh.bands} × ${c.lsh.rows}` : c.method === "simhash" ? `Hamming ≤ ${c.hamming}` : "";
+      const cells = [
+        c.name,
+        c.documents === null ? c.error || "unavailable" : c.documents.toLocaleString("en-US"),
+        c.method,
+        c.threshold,
+        lsh,
+        c.verification || "",
+        c.store_text ? "yes" : "no",
+        c.pipeline_id,
+      ];
+      cells.forEach((v, i) => tr.append(element("td", i === 7 ? "id mono" : i === 0 ? "id" : null, v)));
+      body.append(tr);
+      const o = element("option", null, `${c.name} (${c.documents ?? "?"} documents)`);
+      o.value = c.name;
+      select.append(o);
+    }
+    if (collections.some((c) => c.name === before)) select.value = before;
+    status.textContent = collections.length
+      ? `${collections.length} collection${collections.length === 1 ? "" : "s"}.`
+      : "No collections yet: create one with PUT /v1/collections/NAME (see /v1/openapi.json).";
+  }
+
+  function current() {
+    return collections.find((c) => c.name === $("collection").value);
+  }
+
+  function options() {
+    const o = {};
+    const k = $("top-k").value;
+    if (k !== "") o.top_k = Math.max(1, Math.floor(+k));
+    const t = $("threshold").value;
+    if (t !== "") o.threshold = +t;
+    return o;
+  }
+
+  function setStatus(text, cls) {
+    const s = $("status");
+    s.className = `note ${cls || ""}`;
+    s.textContent = text;
+  }
+
+  async function showSideBySide(c, query, id, similarity) {
+    const view = $("view");
+    view.replaceChildren(element("p", "note", `Fetching ${id}…`));
+    let doc;
+    try {
+      doc = await api("GET", `/v1/collections/${encodeURIComponent(c.name)}/docs/${encodeURIComponent(id)}`);
+    } catch (e) {
+      view.replaceChildren(element("p", "bad", e.message));
+      return;
+    }
+    if (typeof doc.text !== "string") {
+      view.replaceChildren(
+        element("p", "note", `${c.name} does not store texts (store_text is false), so only the ids and similarities can be shown.`),
+      );
+      return;
+    }
+    const cut = (t) => (t.length > VIEW_CHARS ? t.slice(0, VIEW_CHARS) : t);
+    const note = (t, what) =>
+      t.length > VIEW_CHARS ? `${what}; cut here at ${VIEW_CHARS.toLocaleString("en-US")} of ${t.length.toLocaleString("en-US")} characters` : what;
+    sideBySide(
+      view,
+      { title: "Your text", note: note(query, `${query.length.toLocaleString("en-US")} characters`), text: cut(query) },
+      { title: id, note: note(doc.text, `stored in ${c.name} · similarity ${similarity.toFixed(3)}`), text: cut(doc.text) },
+    );
+    view.scrollIntoView({ block: "nearest" });
+  }
+
+  function renderHits(c, query, hits) {
+    const list = $("hits");
+    list.replaceChildren();
+    $("view").replaceChildren();
+    for (const h of hits) {
+      const li = element("li", "hit");
+      li.dataset.id = h.id;
+      const row = element("div", "cluster-body");
+      row.append(element("strong", "id", h.id));
+      row.append(` · similarity ${h.similarity.toFixed(3)}`);
+      const bar = element("span", "simbar");
+      const fill = element("span");
+      fill.style.width = `${Math.round(Math.max(0, Math.min(1, h.similarity)) * 100)}%`;
+      bar.append(fill);
+      row.append(bar, " ");
+      if (c.store_text) {
+        const b = element("button", "link", "side by side");
+        b.type = "button";
+        b.addEventListener("click", () => showSideBySide(c, query, h.id, h.similarity));
+        row.append(b);
+      }
+      if (h.metadata !== undefined && h.metadata !== null) {
+        row.append(element("div", "note mono", `metadata: ${JSON.stringify(h.metadata)}`));
+      }
+      li.append(row);
+      list.append(li);
+    }
+    if (hits.length && c.store_text) showSideBySide(c, query, hits[0].id, hits[0].similarity);
+  }
+
+  async function run(kind) {
+    const c = current();
+    const text = $("text").value;
+    if (!c) {
+      setStatus("Choose a collection first.", "bad");
+      return;
+    }
+    if (!text.trim()) {
+      setStatus("Paste a text first.", "bad");
+      return;
+    }
+    setStatus(kind === "search" ? "Searching…" : "Checking…");
+    const base = `/v1/collections/${encodeURIComponent(c.name)}`;
+    try {
+      if (kind === "search") {
+        const r = await api("POST", `${base}/search`, { text, ...options() });
+        setStatus(r.hits.length ? `${r.hits.length} hit${r.hits.length === 1 ? "" : "s"} in ${c.name}.` : `Nothing in ${c.name} is similar enough.`);
+        renderHits(c, text, r.hits);
+      } else {
+        const id = $("check-id").value.trim();
+        const r = await api("POST", `${base}/check`, { id: id || "query", text, insert: id !== "", ...options() });
+        const what = r.duplicate
+          ? `A near-duplicate of ${r.matches.length} stored document${r.matches.length === 1 ? "" : "s"}${r.inserted ? "" : "; not inserted"}.`
+          : r.inserted
+            ? `New: nothing stored matches it; inserted as ${id}.`
+            : "New: nothing stored matches it (not inserted: no id given).";
+        setStatus(what, r.duplicate ? "warn" : "good");
+        renderHits(c, text, r.matches);
+        if (r.inserted) loadCollections();
+      }
+    } catch (e) {
+      setStatus(e.message, "bad");
+    }
+  }
+
+  $("search").addEventListener("click", () => run("search"));
+  $("check").addEventListener("click", () => run("check"));
+  health();
+  setInterval(health, 15000);
+  loadCollections();
+})();

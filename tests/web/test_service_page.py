@@ -1,0 +1,151 @@
+"""The page `neardup serve` shows at `/`, in headless Chromium against a real server: it lists the
+collections, searches and checks a pasted text, shows the hits side by side with the shared
+passages marked, keeps a stored document's markup as text, and asks for the token when the
+service wants one."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from webhelpers import ROOT, Server, page_errors, screenshot, wait_for
+
+MARKUP = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
+EN = (ROOT / "examples" / "data" / "en" / "report_a.txt").read_text(encoding="utf-8")
+ZH_A, ZH_B = ((ROOT / "examples" / "data" / "zh" / f"news_{s}.txt").read_text(encoding="utf-8") for s in "ab")
+
+
+def call(server: Server, method: str, path: str, body=None, token: str | None = None):
+    req = urllib.request.Request(server.base + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode())
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)
+
+
+def fill(server: Server, token: str | None = None) -> None:
+    call(server, "PUT", "/v1/collections/news", {"store_text": True}, token)
+    call(server, "PUT", "/v1/collections/ids-only", {}, token)
+    docs = [
+        {"id": "zh-a", "text": ZH_A, "metadata": {"source": "example"}},
+        {"id": "en-report", "text": EN},
+        {"id": "markup", "text": MARKUP + " " + EN.replace("Tuesday", "Monday")},
+    ]
+    call(server, "POST", "/v1/collections/news/docs", {"docs": docs}, token)
+
+
+def search(driver, text: str) -> list:
+    box = driver.find_element(By.ID, "text")
+    box.clear()
+    driver.execute_script("arguments[0].value = arguments[1]", box, text)
+    driver.find_element(By.ID, "search").click()
+    return wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#hits > li"), what="hits")
+
+
+def test_the_page_searches_and_shows_hits_side_by_side(server, browser):
+    fill(server)
+    browser.get(server.base + "/")
+    wait_for(lambda: "Healthy" in browser.find_element(By.ID, "health").text, what="health")
+    rows = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#collections tbody tr"), what="collections")
+    cells = {r.find_elements(By.TAG_NAME, "td")[0].text: r.text for r in rows}
+    assert set(cells) == {"news", "ids-only"}
+    assert "3" in cells["news"] and "yes" in cells["news"]
+
+    # Chinese: the near-duplicate is found, and its passages are marked by character.
+    browser.find_element(By.ID, "collection").send_keys("news")
+    hits = search(browser, ZH_B)
+    assert hits[0].get_attribute("data-id") == "zh-a"
+    assert "similarity 0.8" in hits[0].text or "similarity 0.9" in hits[0].text
+    view = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#view .sbs"), what="side by side")[0]
+    assert "character level" in view.find_element(By.CSS_SELECTOR, ".sbs-legend").text
+    marks = view.find_elements(By.CSS_SELECTOR, ".pane-right mark")
+    assert any("新闻发布会" in m.text for m in marks)
+    assert 'metadata: {"source":"example"}' in hits[0].text
+    screenshot(browser, "service")
+
+    # A stored document with markup: shown as text, nothing runs.
+    hits = search(browser, EN)
+    ids = [h.get_attribute("data-id") for h in hits]
+    assert ids[:2] == ["en-report", "markup"]
+    hits[1].find_element(By.XPATH, ".//button[text()='side by side']").click()
+    right = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#view .pane-right .text"), what="pane")
+    wait_for(lambda: right.text.startswith(MARKUP), what="markup as text")
+    assert browser.execute_script("return window.__pwned") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, "#view img")
+
+    # Check: a near-duplicate is reported and not inserted without an id.
+    browser.find_element(By.ID, "check").click()
+    wait_for(lambda: "near-duplicate" in browser.find_element(By.ID, "status").text, what="check")
+    assert call(server, "GET", "/v1/collections/news")["documents"] == 3
+    # A new text with an id is inserted, and the table follows.
+    browser.execute_script("arguments[0].value = arguments[1]", browser.find_element(By.ID, "text"),
+                           "an unrelated note about the harbour festival and its fireworks this summer")
+    browser.find_element(By.ID, "check-id").send_keys("note-1")
+    browser.find_element(By.ID, "check").click()
+    wait_for(lambda: "inserted as note-1" in browser.find_element(By.ID, "status").text, what="insert")
+    assert call(server, "GET", "/v1/collections/news")["documents"] == 4
+    assert not page_errors(browser)
+
+
+def test_a_collection_without_texts_says_so(server, browser):
+    fill(server)
+    call(server, "POST", "/v1/collections/ids-only/docs", {"docs": [{"id": "x", "text": EN}]})
+    browser.get(server.base + "/")
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#collection option")) == 2, what="options")
+    browser.execute_script("document.getElementById('collection').value = 'ids-only'")
+    hits = search(browser, EN)
+    assert hits[0].get_attribute("data-id") == "x"
+    assert not hits[0].find_elements(By.XPATH, ".//button[text()='side by side']")
+
+
+def test_the_page_asks_for_the_token(tmp_path, browser):
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    server = Server(tmp_path / "data", "--token-file", str(token_file))
+    try:
+        fill(server, "s3cret-token")
+        browser.get(server.base + "/")
+        box = wait_for(lambda: browser.find_element(By.ID, "token-box"), what="token box")
+        wait_for(lambda: box.is_displayed(), what="token box shown")
+        assert not browser.find_elements(By.CSS_SELECTOR, "#collections tbody tr")
+        field = browser.find_element(By.ID, "token")
+        field.send_keys("wrong")
+        browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
+        wait_for(lambda: "refused" in browser.find_element(By.ID, "token-error").text, what="refusal")
+        field.clear()
+        field.send_keys("s3cret-token")
+        browser.find_element(By.CSS_SELECTOR, "#token-form button").click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#collections tbody tr"), what="collections")
+        assert not box.is_displayed()
+        browser.execute_script("document.getElementById('collection').value = 'news'")
+        hits = search(browser, ZH_B)
+        assert hits[0].get_attribute("data-id") == "zh-a"
+    finally:
+        browser.execute_script("sessionStorage.clear()")
+        server.stop()
+
+
+def test_the_page_is_served_with_its_policy(server):
+    with urllib.request.urlopen(server.base + "/") as r:
+        policy = r.headers["Content-Security-Policy"]
+        body = r.read().decode()
+    assert r.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "connect-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-inline" not in policy
+    assert "http://" not in body.replace(server.base, "") and "https://" not in body
+
+
+@pytest.mark.parametrize("path", ["/", "/v1/health"])
+def test_the_page_and_health_are_open_with_a_token(tmp_path, path):
+    token_file = tmp_path / "token"
+    token_file.write_text("t0ken\n")
+    server = Server(tmp_path / "data", "--token-file", str(token_file))
+    try:
+        with urllib.request.urlopen(server.base + path) as r:
+            assert r.status == 200
+    finally:
+        server.stop()
