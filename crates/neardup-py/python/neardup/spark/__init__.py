@@ -13,10 +13,12 @@ reaches the driver (only counts and the banding). Its stages, each a named Spark
    executor's cores with the GIL released: per document its length, its feature-set key, its LSH
    band keys and its sketch bytes (the sorted 32-bit feature hashes that verification reads).
 2. **exact copies**: documents with the same feature-set key form a group (shuffle by key); the
-   first in input order represents it, as in the CLI.
-3. **candidates**: the representatives' band keys exploded and grouped by (band, key); each bucket
-   gives its pairs. Skew plan: a bucket of more than ``max_bucket`` documents (near-copies of one
-   text, boilerplate) pairs only its first ``star_width`` members with every other member
+   first in input order represents it, as in the CLI, and carries its band keys on.
+3. **buckets** and **candidates**: the representatives' band keys exploded and grouped by
+   (band, key) with a fixed-width aggregate (count, min, max), so that the many buckets of one
+   document cost no list; a bucket of two is its pair, and only buckets of three or more are
+   gathered as lists. Skew plan: a bucket of more than ``max_bucket`` documents (near-copies of
+   one text, boilerplate) pairs only its first ``star_width`` members with every other member
    instead of all pairs, so its cost is linear; such buckets are counted in the summary.
 4. **verify** (``mapInArrow``): each candidate pair joined with both sketches and checked
    exactly in Rust (the CLI's ``verify``).
@@ -26,8 +28,11 @@ reaches the driver (only counts and the banding). Its stages, each a named Spark
 6. **keep**: the keeper rule (``first`` in input order, ``longest``, ``shortest``; ties to the
    first), then the kept rows.
 
-What crosses each shuffle: (exact key, position) in stage 2; (band, key, position) in stage 3;
-(position, sketch bytes) for both ends of each candidate pair in stage 4; edges (two longs) in
+What crosses each shuffle: (exact key, position, band keys) in stage 2; (bucket, count, smallest
+and largest position) in stage 3, and (bucket, position) for buckets of three or more, a bucket
+being the hash of (band, key);
+(position, sketch bytes) of the candidates' ends only in stage 4 (the sketches are filtered to
+them by a broadcast first); edges (two longs) in
 stage 5; (position, cluster, length) in stage 6.
 """
 
@@ -38,6 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 __all__ = ["dedup", "SparkDedupResult", "connected_components"]
+
+# Up to this many clustered documents are broadcast to the corpus's partitions at the end.
+_BROADCAST_ROWS = 2_000_000
 
 # The per-process sketcher, rebuilt only when the settings change (executors reuse it across
 # batches and tasks).
@@ -88,6 +96,7 @@ def _sketch_batches(settings: dict):
             if n == 0:
                 continue
             text = batch.column("text")
+            missing = text.is_null()
             if text.null_count:
                 text = pa.compute.fill_null(text, "")
             out = sk.sketch(as_texts(text))
@@ -102,13 +111,14 @@ def _sketch_batches(settings: dict):
             yield pa.RecordBatch.from_arrays(
                 [
                     batch.column("pos"),
+                    missing,
                     pa.array(out["len"]),
                     pa.array(out["empty"]),
                     exact.cast(pa.binary()),
                     keys,
                     _binary_array(out["sketch_offsets"], out["sketch_data"]),
                 ],
-                names=["pos", "len", "empty", "exact", "keys", "sketch"],
+                names=["pos", "missing", "len", "empty", "exact", "keys", "sketch"],
             )
 
     return run
@@ -256,6 +266,7 @@ def dedup(
     max_bucket: int = 2000,
     star_width: int = 2,
     order_col: Optional[str] = None,
+    cache_input: bool = True,
 ) -> SparkDedupResult:
     """Near-duplicate clusters of a Spark DataFrame, as ``neardup dedup`` finds them.
 
@@ -269,6 +280,12 @@ def dedup(
         skip_bad: drop rows whose text is null (counted) instead of failing.
         max_bucket, star_width: the skew guard of the candidate stage (see the module doc).
         order_col: a column giving input order (default: the order Spark reads the rows in).
+        cache_input: persist ``df`` (memory and disk) for the run. Rows are numbered in the order
+            Spark reads them, and the kept rows are joined back by number at the end, so the
+            numbers must come out the same on both reads: true for a plain read of files (Spark
+            splits and reads them the same way each time), not for an arbitrary plan (a
+            repartition by range samples). The default caches; pass False for a plain file
+            read, or with ``order_col``, to save the cache's memory and time.
 
     Each stage runs as its own Spark job (named in the Spark UI, its result persisted for the
     stages after it), and its seconds are in ``summary["stage_seconds"]``.
@@ -319,59 +336,107 @@ def dedup(
     if id_col is None:
         indexed = indexed.withColumn("__id", F.col("__pos"))
         id_col = "__id"
-    indexed = indexed.persist(StorageLevel.MEMORY_AND_DISK)
-    sc.setJobDescription("neardup dedup: read")
-    bad = indexed.where(F.col(text_col).isNull())
-    skipped = 0
-    if skip_bad:
-        skipped = bad.count()
-        indexed = indexed.where(F.col(text_col).isNotNull())
-    else:
-        first_bad = bad.select(id_col).limit(1).collect()
-        if first_bad:
-            raise ValueError(
-                f"a row has no text (null {text_col!r}), e.g. id {first_bad[0][0]!r}; use "
-                "skip_bad=True to skip such rows"
-            )
+    # Persisted (filled by the sketch stage's read, not by a pass of its own): the positions of
+    # monotonically_increasing_id are only stable between computations of a plan that reads
+    # the same rows into the same partitions, and the kept rows and assignments are joined back
+    # to them at the end. A plain file read does; with cache_input=False the caller says so.
+    if cache_input:
+        indexed = indexed.persist(StorageLevel.MEMORY_AND_DISK)
 
-    # 1. sketch
-    schema = "pos long, len long, empty boolean, exact binary, keys array<long>, sketch binary"
+    # 1. sketch (a null text is flagged here, so that finding one costs no pass of its own)
+    schema = (
+        "pos long, missing boolean, len long, empty boolean, exact binary, keys array<long>, "
+        "sketch binary"
+    )
     sketched = indexed.select(F.col("__pos").alias("pos"), F.col(text_col).alias("text")).mapInArrow(
         _sketch_batches(settings), schema
     )
     sketched = stage("sketch", sketched)
+    skipped = 0
+    missing = sketched.where(F.col("missing"))
+    if skip_bad:
+        skipped = missing.count()
+        if skipped:
+            indexed = indexed.where(F.col(text_col).isNotNull())
+            sketched = sketched.where(~F.col("missing"))
+    else:
+        first_bad = missing.select("pos").limit(1).collect()
+        if first_bad:
+            pos = first_bad[0][0]
+            row = indexed.where(F.col("__pos") == pos).select(id_col).limit(1).collect()
+            shown = row[0][0] if row else pos
+            raise ValueError(
+                f"a row has no text (null {text_col!r}), e.g. id {shown!r}; use "
+                "skip_bad=True to skip such rows"
+            )
 
-    # 2. exact copies: the first of each feature-set key represents it.
-    nonempty = sketched.where(~F.col("empty"))
-    groups = nonempty.groupBy("exact").agg(F.min("pos").alias("rep"), F.count(F.lit(1)).alias("copies"))
-    membership = stage(
-        "exact copies",
-        nonempty.select("pos", "exact").join(groups, "exact").select("pos", "rep", "copies"),
+    # 2. exact copies: the first of each feature-set key represents it (one shuffle by key, a
+    # window over each key's documents); only representatives keep their band keys.
+    from pyspark.sql.window import Window
+
+    by_key = Window.partitionBy("exact")
+    grouped = (
+        sketched.where(~F.col("empty"))
+        .select("pos", "exact", "keys")
+        .withColumn("rep", F.min("pos").over(by_key))
+        .withColumn("copies", F.count(F.lit(1)).over(by_key))
+        .select(
+            "pos",
+            "rep",
+            "copies",
+            F.when(F.col("pos") == F.col("rep"), F.col("keys")).alias("keys"),
+        )
     )
-    reps = membership.where(F.col("pos") == F.col("rep")).select("pos")
+    grouped = stage("exact copies", grouped)
+    membership = grouped.where(F.col("copies") > 1).select("pos", "rep")
+    groups = grouped.where(F.col("pos") == F.col("rep"))
 
-    # 3. candidates from the band keys, with the skew guard.
-    banded = (
-        sketched.join(reps, "pos")
-        .select("pos", F.posexplode("keys").alias("band", "key"))
+    # 3. candidates from the band keys. Most buckets hold one representative: a fixed-width
+    # aggregate (count, min, max) finds the others without building lists; a bucket of two
+    # is its pair (min, max), and only buckets of three or more are gathered as lists.
+    # A bucket is named by one long, the hash of (band, key): two buckets sharing a name
+    # (probability about 2^-64 per pair) only add candidates, which verification rejects.
+    banded = groups.select("pos", F.posexplode("keys").alias("band", "key")).select(
+        "pos", F.xxhash64("band", "key").alias("bucket")
     )
     buckets = (
-        banded.groupBy("band", "key")
-        .agg(F.sort_array(F.collect_list("pos")).alias("m"))
-        .where(F.size("m") > 1)
+        banded.groupBy("bucket")
+        .agg(F.count(F.lit(1)).alias("n"), F.min("pos").alias("lo"), F.max("pos").alias("hi"))
+        .where(F.col("n") > 1)
     )
-    # Pairs of each bucket: every member with every later one, or, over max_bucket members,
-    # only the first star_width members with every later one (linear in the bucket's size).
+    buckets = stage("buckets", buckets)
+    big = buckets.where(F.col("n") > 2).select("bucket")
+    # The big buckets are few beside the exploded keys: broadcast them (no shuffle of the
+    # exploded keys) unless there are too many to ship to every executor.
+    if big.count() <= 1_000_000:
+        big = F.broadcast(big)
+    lists = (
+        banded.join(big, "bucket", "left_semi")
+        .groupBy("bucket")
+        .agg(F.sort_array(F.collect_list("pos")).alias("m"))
+    )
+    # Pairs of each big bucket: every member with every later one, or, over max_bucket
+    # members, only the first star_width members with every later one (linear in its size).
     heads = f"IF(size(m) <= {int(max_bucket)}, size(m), {int(star_width)})"
     pair_expr = (
         f"flatten(transform(slice(m, 1, {heads}), (x, i) -> "
         "transform(slice(m, i + 2, size(m)), y -> named_struct('a', x, 'b', y))))"
     )
-    candidates = buckets.select(F.explode(F.expr(pair_expr)).alias("p")).select("p.a", "p.b").distinct()
-    candidates = stage("candidates", candidates)
+    from_lists = lists.select(F.explode(F.expr(pair_expr)).alias("p")).select("p.a", "p.b")
+    twos = buckets.where(F.col("n") == 2).select(F.col("lo").alias("a"), F.col("hi").alias("b"))
+    candidates = stage("candidates", twos.unionByName(from_lists).distinct())
 
-    # 4. verify each candidate with both sketches.
-    sk = sketched.select("pos", "sketch")
+    # 4. verify each candidate with both sketches. Only the candidates' ends need theirs: the
+    # sketches are filtered to them first (by broadcast, without moving the others), so the
+    # joins shuffle the candidates' sketches, not the corpus's.
+    ends = (
+        candidates.select(F.col("a").alias("pos"))
+        .unionByName(candidates.select(F.col("b").alias("pos")))
+        .distinct()
+    )
+    ends = stage("candidate ends", ends)
+    ends_side = F.broadcast(ends) if ends.count() <= _BROADCAST_ROWS else ends
+    sk = sketched.select("pos", "sketch").join(ends_side, "pos", "left_semi")
     joined = (
         candidates.join(sk.select(F.col("pos").alias("a"), F.col("sketch").alias("sa")), "a")
         .join(sk.select(F.col("pos").alias("b"), F.col("sketch").alias("sb")), "b")
@@ -410,9 +475,16 @@ def dedup(
         .select("pos", "cluster", "cluster_size", (F.col("rank") == 1).alias("kept"))
     )
     ranked = stage("keep", ranked)
+    # The clustered documents are few beside the corpus: joined to it by broadcast (no shuffle
+    # of the corpus), which also keeps the input's partitions in order, so the kept rows come
+    # out in input order without a sort. Too many to broadcast (or an order_col, whose order
+    # the partitions need not follow): a shuffle join, then a sort by position.
+    n_clustered = ranked.count()
+    small = n_clustered <= _BROADCAST_ROWS and order_col is None
+    side = F.broadcast if small else (lambda d: d)
     assignments = (
         indexed.select("__pos", F.col(id_col).alias("id"))
-        .join(ranked.withColumnRenamed("pos", "__pos"), "__pos", "left")
+        .join(side(ranked.withColumnRenamed("pos", "__pos")), "__pos", "left")
         .select(
             "__pos",
             "id",
@@ -422,9 +494,9 @@ def dedup(
         )
     )
     dropped = ranked.where(~F.col("kept")).select(F.col("pos").alias("__pos"))
-    kept_rows = indexed.join(dropped, "__pos", "left_anti")
+    kept_rows = indexed.join(side(dropped), "__pos", "left_anti")
     out_cols = [c for c in df.columns]
-    kept = kept_rows.orderBy("__pos").select(*out_cols)
+    kept = (kept_rows if small else kept_rows.orderBy("__pos")).select(*out_cols)
 
     pair_df = None
     if pairs:
@@ -432,7 +504,15 @@ def dedup(
         group_of = membership.select("pos", "rep")
         ga = group_of.select(F.col("rep").alias("a"), F.col("pos").alias("x"))
         gb = group_of.select(F.col("rep").alias("b"), F.col("pos").alias("y"))
-        between = verified.join(ga, "a").join(gb, "b").select("x", "y", "similarity")
+        # A verified pair between representatives stands for every copy of one with every copy
+        # of the other; a representative without copies stands for itself.
+        between = (
+            verified.join(ga, "a", "left")
+            .withColumn("x", F.coalesce("x", "a"))
+            .join(gb, "b", "left")
+            .withColumn("y", F.coalesce("y", "b"))
+            .select("x", "y", "similarity")
+        )
         within = (
             group_of.alias("p")
             .join(group_of.alias("q"), F.col("p.rep") == F.col("q.rep"))
@@ -450,14 +530,18 @@ def dedup(
 
     # The summary: a few aggregates (scalars) on the driver.
     sc.setJobDescription("neardup dedup: summary")
+    t = time.perf_counter()
     counts = sketched.agg(
         F.count(F.lit(1)).alias("documents"),
         F.sum(F.col("empty").cast("long")).alias("empty"),
     ).first()
     n_clusters = ranked.select("cluster").distinct().count()
     n_dropped = dropped.count()
-    copies = groups.agg(F.sum(F.col("copies") - 1).alias("c")).first()["c"] or 0
-    capped = buckets.where(F.size("m") > max_bucket).count()
+    copies = membership.where(F.col("pos") != F.col("rep")).count()
+    capped = buckets.where(F.col("n") > max_bucket).count()
+    n_candidates = candidates.count()
+    n_verified = verified.count()
+    stage_seconds["summary"] = time.perf_counter() - t
     summary = {
         "documents": counts["documents"],
         "empty": counts["empty"] or 0,
@@ -469,8 +553,8 @@ def dedup(
         "threshold": threshold,
         "candidate_probability": local.candidate_probability,
         "verification": local.verification,
-        "candidates": candidates.count(),
-        "verified": verified.count(),
+        "candidates": n_candidates,
+        "verified": n_verified,
         "exact_duplicates": copies,
         "capped_buckets": capped,
         "skipped": skipped,

@@ -95,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     result = dedup(df, text_col=text_col, id_col=id_col, threshold=args.threshold,
                    pipeline=pipeline, keep=args.keep, verify=args.verify, recall=args.recall,
                    pairs=args.pairs is not None, skip_bad=args.skip_bad,
-                   max_bucket=args.max_bucket)
+                   max_bucket=args.max_bucket,
+                   # A plain read of files: Spark reads the same rows into the same partitions
+                   # every time, so the input need not be cached.
+                   cache_input=False)
     kept = result.kept
     if fmt == "jsonl" and out_fmt == "jsonl":
         kept.select("value").write.mode("errorifexists").text(args.output)

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""neardup.spark on the 1,000,000-document corpus of the dedup benchmark, in local[2], against
+`neardup dedup` on the same file and cores: each stage's time, the totals, the peak memory of
+each process tree (Spark's JVM and its Python workers together), the shuffle volume per stage
+(from the Spark REST API), and whether the clusters are identical.
+
+Usage: bash bench/run_spark_1m.sh [--docs 1000000] [--driver-memory 8g]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data"
+
+
+def tree_rss_mb(pid: int) -> float:
+    """The resident memory of a process and all its descendants, from /proc."""
+    total = 0
+    children: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(stat[1]), []).append(int(p.name))
+        except OSError:
+            continue
+    stack = [pid]
+    while stack:
+        q = stack.pop()
+        try:
+            for line in (Path("/proc") / str(q) / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+        stack.extend(children.get(q, []))
+    return total / 1024
+
+
+def run_measured(cmd: list[str], env: dict) -> tuple[float, float, subprocess.CompletedProcess]:
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak = [0.0]
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+            time.sleep(0.5)
+
+    threading.Thread(target=poll, daemon=True).start()
+    out, err = proc.communicate()
+    done.set()
+    return time.perf_counter() - t, peak[0], subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=1_000_000)
+    ap.add_argument("--driver-memory", default="8g")
+    ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"))
+    args = ap.parse_args()
+    corpus = DATA / f"en_dedup_{args.docs}.jsonl"
+    if not corpus.exists():
+        subprocess.run([sys.executable, str(ROOT / "bench" / "dedup_1m.py"), "--docs",
+                        str(args.docs), "--peers", ""], check=True)
+    out = DATA / "spark_out"
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
+               PYSPARK_SUBMIT_ARGS=f"--driver-memory {args.driver_memory} pyspark-shell")
+    cmd = [sys.executable, str(ROOT / "bench" / "spark_job.py"), str(corpus), str(out)]
+    spark_s, spark_rss, r = run_measured(cmd, env)
+    if r.returncode != 0:
+        raise SystemExit(r.stderr[-4000:])
+    report = json.loads(r.stdout.strip().splitlines()[-1])
+
+    clusters = DATA / "spark_cli_clusters.jsonl"
+    cli_s, cli_rss, c = run_measured([args.binary, "dedup", str(corpus), "--clusters",
+                                      str(clusters), "-o", str(DATA / "kept.jsonl"), "-q"], dict(os.environ))
+    if c.returncode != 0:
+        raise SystemExit(c.stderr)
+    cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(clusters))
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out / "assignments").to_pydict()
+    groups: dict = {}
+    for i, cl in zip(table["id"], table["cluster"]):
+        if cl is not None:
+            groups.setdefault(cl, []).append(int(i))
+    spark_clusters = sorted(sorted(g) for g in groups.values())
+    same = spark_clusters == cli
+
+    print(f"corpus {corpus.name}: {args.docs} documents; local[2]; driver memory {args.driver_memory}\n")
+    print("| stage | seconds | shuffle write |")
+    print("|---|---:|---:|")
+    for name, secs in report["stage_seconds"].items():
+        mb = report["shuffle_mb"].get(name)
+        print(f"| {name} | {secs:.1f} | {'' if mb is None else f'{mb:,.0f} MB'} |")
+    print(f"\n| run | seconds | peak RSS (process tree) |")
+    print("|---|---:|---:|")
+    print(f"| neardup.spark, local[2] (JVM start, read, all stages, write) | {spark_s:.1f} | {spark_rss:,.0f} MB |")
+    print(f"| neardup dedup, 2 threads | {cli_s:.1f} | {cli_rss:,.0f} MB |")
+    print(f"\nSpark / CLI: {spark_s / cli_s:.1f}x; clusters identical: {same} ({len(cli)} clusters)")
+    print(json.dumps({"spark_s": spark_s, "cli_s": cli_s, "spark_rss_mb": spark_rss,
+                      "cli_rss_mb": cli_rss, "same": same, **report}))
+
+
+if __name__ == "__main__":
+    main()
