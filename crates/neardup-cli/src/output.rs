@@ -50,11 +50,17 @@ enum Cleanup {
     Prefixed(PathBuf, &'static [&'static str]),
 }
 
-/// Reads the umask (call once, before threads start: reading it means setting it).
+/// Reads the umask (call once, before threads start: reading it means setting it), and lets a
+/// write past the file size limit (RLIMIT_FSIZE) fail with an error that the command reports,
+/// instead of killing the process with SIGXFSZ (and leaving its temporary files behind).
 pub fn init() {
     let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
     UMASK.store(old.bits(), Ordering::Relaxed);
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
 }
 
 /// Installs the signal handler that removes temporary files and exits with 128 + the signal.

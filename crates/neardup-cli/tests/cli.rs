@@ -1461,3 +1461,60 @@ fn compare_html_is_a_page_with_every_measure() {
     let o = run(&["compare", "--html", "--json", "--text", "a", "--text", "b"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn the_spill_file_of_feature_hashes_is_bounded_and_its_errors_are_clear() {
+    let dir = tempdir("spill");
+    let corpus = big_corpus(&dir, 20_000);
+    let c = corpus.display().to_string();
+    let out = dir.join("kept.jsonl");
+    let o = out.to_str().expect("utf8");
+    // Spilled or in memory: the same clusters.
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    let spill = dir.join("spill");
+    std::fs::create_dir_all(&spill).expect("dir");
+    let r = run(&[
+        "dedup",
+        &c,
+        "--clusters",
+        a.to_str().expect("utf8"),
+        "--spill-dir",
+        spill.to_str().expect("utf8"),
+        "-q",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let r = run(&["dedup", &c, "--clusters", b.to_str().expect("utf8"), "--in-memory", "-q"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
+    assert_eq!(std::fs::read_dir(&spill).expect("dir").count(), 0, "no spill file is left");
+
+    // A directory that is not there, and two contradicting options: usage errors.
+    let r = run(&["dedup", &c, "--spill-dir", "/no/such/dir", "-o", o]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(stderr(&r).contains("--spill-dir /no/such/dir: not a directory"), "{}", stderr(&r));
+    let r = run(&["dedup", &c, "--spill-dir", spill.to_str().expect("utf8"), "--in-memory"]);
+    assert_eq!(r.status.code(), Some(2));
+
+    // No room for the spill file (the file size limit, as a full disk): a clear error, and
+    // nothing written.
+    let r = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 512; exec '{}' dedup '{c}' --spill-dir '{}' -o '{o}'",
+            env!("CARGO_BIN_EXE_neardup"),
+            spill.display()
+        ))
+        .output()
+        .expect("bash");
+    assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
+    assert!(stderr(&r).contains("the spill file of the feature hashes in"), "{}", stderr(&r));
+    assert!(stderr(&r).contains("File too large"), "{}", stderr(&r));
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_dir(&dir)
+            .expect("dir")
+            .filter(|e| e.as_ref().expect("entry").file_name().to_string_lossy().ends_with(".tmp"))
+            .count(),
+        0
+    );
+}

@@ -11,4 +11,6 @@ mod hamming;
 mod lsh;
 
 pub use hamming::{brute_force, brute_force_pairs, hamming_pairs, HammingIndex, IndexError};
-pub use lsh::{brute_force_candidates, candidate_pairs, Banding, BandingError, MinHashLsh};
+pub use lsh::{
+    brute_force_candidates, candidate_pairs, candidate_pairs_by, Banding, BandingError, MinHashLsh,
+};

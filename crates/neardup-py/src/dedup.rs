@@ -94,6 +94,8 @@ pub(crate) fn config(
         weights: None,
         recall,
         keep,
+        // A Python list is in memory already; its sketches stay there too.
+        spill_dir: None,
     })
 }
 
@@ -127,9 +129,9 @@ fn dedup_texts(
                 .map_init(Scratch::default, |s, t| dedup.sketch(Document::Text(t), t.len(), s))
                 .collect();
             for s in sketches {
-                dedup.push(s);
+                dedup.push(s).map_err(dedup_error)?;
             }
-            let outcome = dedup.run();
+            let outcome = dedup.run().map_err(dedup_error)?;
             Ok(PyDedupResult {
                 banding: dedup.banding(),
                 candidate_probability: dedup.candidate_probability(),

@@ -137,7 +137,13 @@ impl Engine {
     /// The similarity of two sketches if they pass this engine's verification at `threshold`
     /// (or the configured one): what dedup checks for each candidate pair.
     pub fn similarity(&self, a: &DocSketch, b: &DocSketch, threshold: Option<f64>) -> Option<f64> {
-        verify(&self.plan, threshold.unwrap_or(self.config.threshold), self.config.hamming, a, b)
+        verify(
+            &self.plan,
+            threshold.unwrap_or(self.config.threshold),
+            self.config.hamming,
+            &a.view(),
+            &b.view(),
+        )
     }
 
     /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
@@ -151,7 +157,7 @@ impl Engine {
             manifest_for(&self.pipeline, &self.plan, &self.config, self.docs.len() as u64);
         let mut keys: Vec<u64> = self.docs.keys().copied().collect();
         keys.sort_unstable();
-        write_index(dir, &manifest, keys.into_iter().map(|k| (id_of(k), &self.docs[&k])))
+        write_index(dir, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &self.docs[&k]))))
     }
 
     /// Reads a saved index made with this engine's pipeline and settings (refusing any other):
@@ -185,7 +191,8 @@ impl Engine {
             .into_iter()
             .filter_map(|key| {
                 let doc = self.docs.get(&key)?;
-                let similarity = verify(&self.plan, threshold, self.config.hamming, query, doc)?;
+                let similarity =
+                    verify(&self.plan, threshold, self.config.hamming, &query.view(), &doc.view())?;
                 Some(Hit { key, similarity })
             })
             .collect();

@@ -79,6 +79,11 @@ since the rest of the file could not be read. An input that changes between the 
 detected and nothing is written. Empty documents (or only stop words) are near-duplicates of
 nothing: always kept. Duplicate ids are reported and the documents kept apart.
 
+Memory: per document, its id, where it came from, and its sketch: a few fixed-width values and
+the LSH band keys (about 160 bytes). The feature hashes that verify candidates go to an unnamed
+temporary file (--spill-dir, default $TMPDIR; about 700 bytes per 1 KB document), read back
+for candidate pairs only; --in-memory keeps them in memory instead.
+
 Incremental: --save-index DIR writes every document's sketch; --against DIR deduplicates new
 documents against a saved index (its documents are never dropped or written; a new document
 near one of them is dropped). The index records the pipeline and settings and refuses others.
@@ -173,6 +178,16 @@ pub struct DedupArgs {
     /// Save an index of every document (those of --against included) to this directory.
     #[arg(long, value_name = "DIR")]
     save_index: Option<PathBuf>,
+
+    /// Where the feature hashes that verify candidates are kept: an unnamed temporary file in
+    /// this directory, read back for candidate pairs only (memory per document about 160
+    /// bytes instead of about 1 KB) [default: the system's temporary directory, $TMPDIR].
+    #[arg(long, value_name = "DIR", conflicts_with = "in_memory")]
+    spill_dir: Option<PathBuf>,
+
+    /// Keep the feature hashes in memory instead of a temporary file.
+    #[arg(long)]
+    in_memory: bool,
 
     /// Worker threads, 1 to 256 (default: all cores).
     #[arg(long, short = 'j', value_name = "N",
@@ -491,7 +506,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
                 })
                 .collect();
             for (record, sketch) in records.iter().zip(sketches) {
-                dedup.push(sketch);
+                dedup.push(sketch).map_err(|e| Failure::Runtime(e.into()))?;
                 let id = record.id.get();
                 if !id_hashes.insert(xxhash_rust::xxh3::xxh3_64(id.as_bytes())) {
                     duplicate_id_count += 1;
@@ -517,7 +532,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let read_time = started.elapsed();
 
     let search_started = Instant::now();
-    let outcome = dedup.run();
+    let outcome = dedup.run().map_err(|e| Failure::Runtime(e.into()))?;
     let search_time = search_started.elapsed();
 
     let write_started = Instant::now();
@@ -570,7 +585,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     if !args.quiet && !output::stdout_closed() {
         let new = places.len();
         let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count();
-        let empty = (seen..dedup.len()).filter(|&i| dedup.document(i).empty).count();
+        let empty = (seen..dedup.len()).filter(|&i| dedup.is_empty_at(i)).count();
         let mut err = io::stderr().lock();
         let _ = writeln!(
             err,
@@ -684,30 +699,25 @@ fn build_report(
     let sizes: Vec<u64> = outcome.clusters.iter().map(|c| c.members.len() as u64).collect();
     let keys: Vec<u64> =
         outcome.clusters.iter().map(|c| report::sample_key(ids.get(c.keep as usize))).collect();
-    let chosen: Vec<report::Chosen<u32>> =
-        neardup_web::report::select_clusters(&sizes, &keys, limits)
-            .into_iter()
-            .map(|(i, sampled)| {
-                let c = &outcome.clusters[i];
-                let kept = dedup.document(c.keep as usize);
-                let others: Vec<(u32, f64)> = c
-                    .members
-                    .iter()
-                    .filter(|&&m| m != c.keep)
-                    .map(|&m| (m, dedup.similarity(kept, dedup.document(m as usize))))
-                    .collect();
-                let (others, hidden) = neardup_web::report::choose_members(others, limits);
-                report::Chosen {
-                    number: i as u64,
-                    size: sizes[i],
-                    weakest: (c.similarity * 1e6).round() / 1e6, // as --clusters writes it
-                    sampled,
-                    keep: c.keep,
-                    others,
-                    hidden,
-                }
-            })
-            .collect();
+    let mut chosen: Vec<report::Chosen<u32>> = Vec::new();
+    for (i, sampled) in neardup_web::report::select_clusters(&sizes, &keys, limits) {
+        let c = &outcome.clusters[i];
+        let mut others: Vec<(u32, f64)> = Vec::with_capacity(c.members.len());
+        for &m in c.members.iter().filter(|&&m| m != c.keep) {
+            let s = dedup.similarity_at(c.keep, m).map_err(|e| Failure::Runtime(e.into()))?;
+            others.push((m, s));
+        }
+        let (others, hidden) = neardup_web::report::choose_members(others, limits);
+        chosen.push(report::Chosen {
+            number: i as u64,
+            size: sizes[i],
+            weakest: (c.similarity * 1e6).round() / 1e6, // as --clusters writes it
+            sampled,
+            keep: c.keep,
+            others,
+            hidden,
+        });
+    }
     let wanted: HashSet<u32> = chosen
         .iter()
         .flat_map(|c| std::iter::once(c.keep).chain(c.others.iter().map(|o| o.0)))
@@ -741,7 +751,7 @@ fn build_report(
         .collect();
     let n = |x: u64| neardup_web::thousands(x);
     let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count() as u64;
-    let empty = (seen..dedup.len()).filter(|&i| dedup.document(i).empty).count() as u64;
+    let empty = (seen..dedup.len()).filter(|&i| dedup.is_empty_at(i)).count() as u64;
     let new = figures.new as u64;
     page.subtitle = format!(
         "neardup dedup {} · threshold {} · keep {}",
@@ -844,6 +854,19 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         banding: args.bands.zip(args.rows),
         weights,
         recall: args.recall,
+        spill_dir: if args.in_memory {
+            None
+        } else {
+            let dir = args.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+            if !dir.is_dir() {
+                return Err(usage(format!(
+                    "--spill-dir {}: not a directory (give one with room for about 700 bytes \
+                     per document, or --in-memory)",
+                    dir.display()
+                )));
+            }
+            Some(dir)
+        },
         keep: match args.keep {
             KeepArg::First => Keep::First,
             KeepArg::Longest => Keep::Longest,

@@ -2,8 +2,6 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
@@ -149,10 +147,8 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
              NEARDUP_TOKEN), or --insecure"
         )));
     }
-    // A write past RLIMIT_FSIZE must fail with EFBIG (reported, recovered from), not kill the
-    // process with SIGXFSZ.
-    signal_hook::flag::register(signal_hook::consts::SIGXFSZ, Arc::new(AtomicBool::new(false)))
-        .context("installing the SIGXFSZ handler")?;
+    // A write past RLIMIT_FSIZE fails with EFBIG (reported, recovered from): SIGXFSZ is
+    // ignored from the start (`output::init`).
     let config = Config {
         data_dir: args.data_dir.clone(),
         token,

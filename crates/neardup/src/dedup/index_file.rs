@@ -5,13 +5,17 @@
 //! it closes the file. Each file is written to a temporary file beside it, synced and renamed,
 //! so a crash or a failure leaves the previous index as it was and no temporary file behind.
 
+use std::borrow::Borrow;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
 use super::sketch::Reader;
+use super::sketch::{ByteSource, StreamReader};
+use super::store::ReadScratch;
 use super::{Dedup, DedupConfig, DedupError, DocSketch, Method, Plan, Verification};
 use crate::{Pipeline, FORMAT_VERSION};
 
@@ -107,29 +111,36 @@ fn parse_manifest(
     serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))
 }
 
-/// Writes `docs` (id and sketch, `count` of them) and the manifest to `dir` (created if needed),
-/// each file atomically.
-pub(crate) fn write_index<'a>(
+/// Writes `docs` (id and sketch, `manifest.documents` of them) and the manifest to `dir`
+/// (created if needed), each file atomically.
+pub(crate) fn write_index<'a, D: Borrow<DocSketch>>(
     dir: &Path,
     manifest: &IndexManifest,
-    docs: impl Iterator<Item = (&'a str, &'a DocSketch)>,
+    docs: impl Iterator<Item = Result<(&'a str, D), DedupError>>,
 ) -> Result<(), DedupError> {
     fs::create_dir_all(dir).map_err(io_err(dir))?;
-    write_atomically(&dir.join("docs.bin"), |out| {
+    let docs_path = dir.join("docs.bin");
+    write_atomically(&docs_path, |out| {
         let mut out = HashingWriter::new(out);
-        write_docs(&mut out, manifest.documents, docs)?;
+        write_docs(&mut out, manifest.documents, docs, &docs_path)?;
         let sum = out.hasher.digest();
-        out.inner.write_all(&sum.to_le_bytes())
+        out.inner.write_all(&sum.to_le_bytes()).map_err(io_err(&docs_path))
     })?;
     let text = serde_json::to_string_pretty(manifest).expect("manifest serializes");
-    write_atomically(&dir.join("manifest.json"), |out| out.write_all(text.as_bytes()))
+    let manifest_path = dir.join("manifest.json");
+    write_atomically(&manifest_path, |out| {
+        out.write_all(text.as_bytes()).map_err(io_err(&manifest_path))
+    })
 }
 
-/// Reads the index in `dir`, refusing one whose format or settings differ from `expected`'s.
-pub(crate) fn read_index(
+/// Reads the index in `dir` record by record (never the whole file at once), calling `each`
+/// with each id and sketch, and refusing an index whose format or settings differ from
+/// `expected`'s. Returns the number of documents.
+pub(crate) fn read_index_with(
     dir: &Path,
     expected: &IndexManifest,
-) -> Result<(Vec<DocSketch>, Vec<String>), DedupError> {
+    each: impl FnMut(String, DocSketch) -> Result<(), DedupError>,
+) -> Result<u64, DedupError> {
     let manifest = read_manifest(dir)?;
     let corrupt =
         |path: &Path, message: String| DedupError::Corrupt { path: path.to_path_buf(), message };
@@ -155,17 +166,30 @@ pub(crate) fn read_index(
     check("SimHash width", format!("{} bits", manifest.bits), format!("{} bits", expected.bits))?;
 
     let docs_path = dir.join("docs.bin");
-    let mut bytes = Vec::new();
-    File::open(&docs_path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(io_err(&docs_path))?;
-    let (docs, ids) = read_docs(&bytes).map_err(|message| corrupt(&docs_path, message))?;
-    if docs.len() as u64 != manifest.documents {
+    let file = File::open(&docs_path).map_err(io_err(&docs_path))?;
+    let len = file.metadata().map_err(io_err(&docs_path))?.len();
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let count = read_docs_stream(&mut reader, len, each).map_err(|e| e.into_dedup(&docs_path))?;
+    if count != manifest.documents {
         return Err(corrupt(
             &docs_path,
-            format!("{} documents, the manifest says {}", docs.len(), manifest.documents),
+            format!("{count} documents, the manifest says {}", manifest.documents),
         ));
     }
+    Ok(count)
+}
+
+/// [`read_index_with`], collected.
+pub(crate) fn read_index(
+    dir: &Path,
+    expected: &IndexManifest,
+) -> Result<(Vec<DocSketch>, Vec<String>), DedupError> {
+    let (mut docs, mut ids) = (Vec::new(), Vec::new());
+    read_index_with(dir, expected, |id, doc| {
+        ids.push(id);
+        docs.push(doc);
+        Ok(())
+    })?;
     Ok((docs, ids))
 }
 
@@ -173,21 +197,39 @@ impl<'p> Dedup<'p> {
     /// Writes every document with its id to `dir` (created if needed). Each file is written to a
     /// temporary file beside it, synced and renamed, so a crash or an error leaves the previous
     /// index intact and no temporary file behind.
-    pub fn save(&self, dir: &Path, ids: &[String]) -> Result<(), DedupError> {
+    pub fn save(&mut self, dir: &Path, ids: &[String]) -> Result<(), DedupError> {
         assert_eq!(ids.len(), self.docs.len(), "one id per document");
+        self.docs.finish_writing()?;
         let manifest =
             manifest_for(self.pipeline, &self.plan, &self.config, self.docs.len() as u64);
-        write_index(dir, &manifest, ids.iter().map(String::as_str).zip(&self.docs))
+        let docs = &self.docs;
+        let mut scratch = ReadScratch::default();
+        let sketches = ids
+            .iter()
+            .enumerate()
+            .map(move |(i, id)| docs.sketch(i, &mut scratch).map(|d| (id.as_str(), d)));
+        write_index(dir, &manifest, sketches)
     }
 
     /// Loads a saved index as the documents already seen; returns their ids. Refuses an index
     /// made with another pipeline, method, verification, banding or width, or by a build with
     /// another index format (saying to rebuild it).
     pub fn load(&mut self, dir: &Path) -> Result<Vec<String>, DedupError> {
-        assert!(self.docs.is_empty(), "load an index before adding documents");
-        let (docs, ids) =
-            read_index(dir, &manifest_for(self.pipeline, &self.plan, &self.config, 0))?;
-        self.docs = docs;
+        assert!(self.docs.len() == 0, "load an index before adding documents");
+        let expected = manifest_for(self.pipeline, &self.plan, &self.config, 0);
+        let mut ids = Vec::new();
+        let docs = &mut self.docs;
+        let docs_path = dir.join("docs.bin");
+        read_index_with(dir, &expected, |id, doc| {
+            ids.push(id);
+            docs.push(doc).map_err(|e| match e {
+                // A record whose widths differ from the manifest's banding is damage.
+                DedupError::InvalidConfig { message } => {
+                    DedupError::Corrupt { path: docs_path.clone(), message }
+                }
+                other => other,
+            })
+        })?;
         self.seen = self.docs.len();
         Ok(ids)
     }
@@ -202,7 +244,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> DedupError {
 /// renames it over `path`. On any error the temporary file is removed and `path` is untouched.
 fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<&File>) -> io::Result<()>,
+    write: impl FnOnce(&mut BufWriter<&File>) -> Result<(), DedupError>,
 ) -> Result<(), DedupError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -213,7 +255,7 @@ fn write_atomically(
         .map_err(io_err(path))?;
     {
         let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
-        write(&mut out).map_err(io_err(path))?;
+        write(&mut out)?;
         out.flush().map_err(io_err(path))?;
     }
     tmp.as_file().sync_all().map_err(io_err(path))?;
@@ -246,28 +288,109 @@ impl<W: Write> Write for HashingWriter<W> {
 }
 
 /// `docs.bin` without its checksum: `count` documents.
-fn write_docs<'a, W: Write>(
+fn write_docs<'a, W: Write, D: Borrow<DocSketch>>(
     out: &mut W,
     count: u64,
-    docs: impl Iterator<Item = (&'a str, &'a DocSketch)>,
-) -> io::Result<()> {
-    out.write_all(DOCS_MAGIC)?;
-    out.write_all(&INDEX_FORMAT_VERSION.to_le_bytes())?;
-    out.write_all(&count.to_le_bytes())?;
+    docs: impl Iterator<Item = Result<(&'a str, D), DedupError>>,
+    path: &Path,
+) -> Result<(), DedupError> {
+    let io = |e: io::Error| DedupError::Io { path: path.to_path_buf(), source: e };
+    out.write_all(DOCS_MAGIC).map_err(io)?;
+    out.write_all(&INDEX_FORMAT_VERSION.to_le_bytes()).map_err(io)?;
+    out.write_all(&count.to_le_bytes()).map_err(io)?;
     let mut written = 0u64;
-    for (id, d) in docs {
-        out.write_all(&(id.len() as u32).to_le_bytes())?;
-        out.write_all(id.as_bytes())?;
-        d.write_to(out)?;
+    for doc in docs {
+        let (id, d) = doc?;
+        out.write_all(&(id.len() as u32).to_le_bytes()).map_err(io)?;
+        out.write_all(id.as_bytes()).map_err(io)?;
+        d.borrow().write_to(out).map_err(io)?;
         written += 1;
     }
     if written != count {
-        return Err(io::Error::other(format!("{written} documents written, {count} announced")));
+        return Err(io(io::Error::other(format!(
+            "{written} documents written, {count} announced"
+        ))));
     }
     Ok(())
 }
 
-/// Reads what [`write_docs`] wrote; the error says what is wrong and at which byte offset.
+/// Why `docs.bin` could not be read: damage (with its byte offset), or the caller's error.
+#[derive(Debug)]
+pub(crate) enum DocsError {
+    Corrupt(String),
+    Caller(DedupError),
+}
+
+impl DocsError {
+    fn into_dedup(self, path: &Path) -> DedupError {
+        match self {
+            DocsError::Corrupt(message) => {
+                DedupError::Corrupt { path: path.to_path_buf(), message }
+            }
+            DocsError::Caller(e) => e,
+        }
+    }
+}
+
+impl From<String> for DocsError {
+    fn from(message: String) -> DocsError {
+        DocsError::Corrupt(message)
+    }
+}
+
+/// The records of `docs.bin` after its magic, from any byte source: `each(id, sketch)`;
+/// returns how many.
+fn read_records<S: ByteSource>(
+    r: &mut S,
+    mut each: impl FnMut(String, DocSketch) -> Result<(), DedupError>,
+) -> Result<u64, DocsError> {
+    let version = r.u32()?;
+    if version != INDEX_FORMAT_VERSION {
+        return Err(
+            format!("format version {version}, this build reads {INDEX_FORMAT_VERSION}").into()
+        );
+    }
+    let count = r.u64()?;
+    for _ in 0..count {
+        let id_len = r.count(1)?;
+        let at = r.pos();
+        let id = String::from_utf8(r.take(id_len)?.to_vec())
+            .map_err(|_| format!("invalid UTF-8 in an id at byte offset {at}"))?;
+        let doc = DocSketch::read_from(r)?;
+        each(id, doc).map_err(DocsError::Caller)?;
+    }
+    if r.remaining() != 0 {
+        return Err(format!("{} unexpected bytes at offset {}", r.remaining(), r.pos()).into());
+    }
+    Ok(count)
+}
+
+/// Reads `docs.bin` (`len` bytes) from `input` as it streams, then checks its checksum.
+fn read_docs_stream<R: Read>(
+    input: &mut R,
+    len: u64,
+    each: impl FnMut(String, DocSketch) -> Result<(), DedupError>,
+) -> Result<u64, DocsError> {
+    if len < 28 {
+        return Err("missing the docs.bin header".to_string().into());
+    }
+    let mut r = StreamReader::new(&mut *input, len - 8);
+    if r.take(8)? != DOCS_MAGIC {
+        return Err("missing the docs.bin header".to_string().into());
+    }
+    let count = read_records(&mut r, each)?;
+    let digest = r.hasher.digest();
+    let mut sum = [0u8; 8];
+    input.read_exact(&mut sum).map_err(|e| format!("read error at the checksum: {e}"))?;
+    if u64::from_le_bytes(sum) != digest {
+        return Err("checksum mismatch (the file is truncated or damaged)".to_string().into());
+    }
+    Ok(count)
+}
+
+/// Reads what [`write_docs`] wrote, from memory; the error says what is wrong and at which byte
+/// offset.
+#[cfg(test)]
 pub(crate) fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), String> {
     if bytes.len() < 28 || &bytes[..8] != DOCS_MAGIC {
         return Err("missing the docs.bin header".into());
@@ -278,27 +401,16 @@ pub(crate) fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), S
         return Err("checksum mismatch (the file is truncated or damaged)".into());
     }
     let mut r = Reader { bytes: body, pos: 8 };
-    let version = r.u32()?;
-    if version != INDEX_FORMAT_VERSION {
-        return Err(format!("format version {version}, this build reads {INDEX_FORMAT_VERSION}"));
-    }
-    let count = r.u64()?;
-    // Every record takes at least 57 bytes: a damaged count cannot reserve more than that.
-    let cap = count.min((body.len() / 57) as u64) as usize;
-    let mut docs = Vec::with_capacity(cap);
-    let mut ids = Vec::with_capacity(cap);
-    for _ in 0..count {
-        let id_len = r.u32()? as usize;
-        let at = r.pos;
-        let id = String::from_utf8(r.take(id_len)?.to_vec())
-            .map_err(|_| format!("invalid UTF-8 in an id at byte offset {at}"))?;
-        let doc = DocSketch::read_from(&mut r)?;
+    let (mut docs, mut ids) = (Vec::new(), Vec::new());
+    read_records(&mut r, |id, doc| {
         ids.push(id);
         docs.push(doc);
-    }
-    if r.pos != body.len() {
-        return Err(format!("{} unexpected bytes at offset {}", body.len() - r.pos, r.pos));
-    }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        DocsError::Corrupt(m) => m,
+        DocsError::Caller(e) => e.to_string(),
+    })?;
     Ok((docs, ids))
 }
 
@@ -312,18 +424,19 @@ mod tests {
     /// A valid `docs.bin` of a few documents.
     fn valid_docs() -> Vec<u8> {
         let p = Pipeline::new(PipelineSpec::default()).expect("valid");
-        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let d = Dedup::new(&p, DedupConfig::default()).expect("valid");
         let mut scratch = Scratch::default();
         let texts = ["one two three four five six", "seven eight nine ten", ""];
+        let mut sketches = Vec::new();
         for t in texts {
             let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
-            d.push(s);
+            sketches.push(s);
         }
         let ids: Vec<String> = (0..texts.len()).map(|i| format!("\"d{i}\"")).collect();
         let mut out = Vec::new();
         let mut w = HashingWriter::new(&mut out);
-        write_docs(&mut w, ids.len() as u64, ids.iter().map(String::as_str).zip(&d.docs))
-            .expect("write");
+        let docs = ids.iter().map(String::as_str).zip(&sketches).map(Ok);
+        write_docs(&mut w, ids.len() as u64, docs, Path::new("docs.bin")).expect("write");
         let sum = w.hasher.digest();
         out.extend_from_slice(&sum.to_le_bytes());
         out
@@ -391,14 +504,15 @@ mod tests {
         let path = dir.path().join("docs.bin");
         fs::write(&path, b"old").expect("write");
         let e = write_atomically(&path, |out| {
-            out.write_all(b"partial")?;
-            Err(io::Error::other("disk full"))
+            out.write_all(b"partial").map_err(io_err(&path))?;
+            Err(io_err(&path)(io::Error::other("disk full")))
         })
         .expect_err("fails");
         assert!(e.to_string().contains("docs.bin"), "{e}");
         assert_eq!(fs::read(&path).expect("read"), b"old");
         assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 1);
-        write_atomically(&path, |out| out.write_all(b"new")).expect("writes");
+        write_atomically(&path, |out| out.write_all(b"new").map_err(io_err(&path)))
+            .expect("writes");
         assert_eq!(fs::read(&path).expect("read"), b"new");
     }
 }

@@ -29,6 +29,7 @@ mod index_file;
 mod plan;
 mod run;
 mod sketch;
+mod store;
 mod union_find;
 
 pub(crate) use index_file::{manifest_for, read_index, write_index};
@@ -156,6 +157,12 @@ pub struct DedupConfig {
     pub recall: Option<f64>,
     /// Which document of a cluster is kept.
     pub keep: Keep,
+    /// Where the verification data (the feature hashes of Jaccard) goes: an unnamed temporary
+    /// file in this directory, read back for candidate pairs only, so that memory per document
+    /// stays about 160 bytes; `None` keeps it in memory (about 800 bytes more per 1 KB
+    /// English document). [`Dedup`] only; the live engine keeps its sketches in memory.
+    #[serde(default)]
+    pub spill_dir: Option<PathBuf>,
 }
 
 impl Default for DedupConfig {
@@ -169,6 +176,7 @@ impl Default for DedupConfig {
             weights: None,
             recall: None,
             keep: Keep::First,
+            spill_dir: None,
         }
     }
 }
@@ -205,6 +213,13 @@ pub enum DedupError {
         /// The version this build reads.
         current: u32,
     },
+    /// Writing or reading the spill file failed.
+    Spill {
+        /// The directory of the spill file.
+        path: PathBuf,
+        /// What went wrong.
+        source: io::Error,
+    },
     /// A saved index was built with other settings than the ones asked for.
     Mismatch {
         /// The setting.
@@ -222,6 +237,12 @@ impl fmt::Display for DedupError {
             DedupError::InvalidConfig { message } => write!(f, "{message}"),
             // The I/O error itself is `source()`.
             DedupError::Io { path, .. } => write!(f, "index file {}", path.display()),
+            DedupError::Spill { path, source } => write!(
+                f,
+                "the spill file of the feature hashes in {}: {source} (give a directory with \
+                 room, or keep them in memory)",
+                path.display()
+            ),
             DedupError::Corrupt { path, message } => {
                 write!(f, "{}: not a valid neardup index: {message}", path.display())
             }
@@ -245,6 +266,7 @@ impl std::error::Error for DedupError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             DedupError::Io { source, .. } => Some(source),
+            // Spill errors say their cause in the message (it decides what the user does).
             _ => None,
         }
     }
@@ -265,9 +287,9 @@ impl std::error::Error for DedupError {
 ///     "the quick brown fox jumps over the lazy dog near the river bank!",
 /// ] {
 ///     let sketch = dedup.sketch(Document::Text(text), text.len(), &mut scratch);
-///     dedup.push(sketch);
+///     dedup.push(sketch)?;
 /// }
-/// let outcome = dedup.run();
+/// let outcome = dedup.run()?;
 /// assert_eq!(outcome.kept, vec![true, true, false]);
 /// assert_eq!(outcome.clusters[0].members, vec![0, 2]);
 /// assert_eq!(outcome.pairs().map(|p| (p.a, p.b)).collect::<Vec<_>>(), vec![(0, 2)]);
@@ -278,7 +300,7 @@ pub struct Dedup<'p> {
     pipeline: &'p Pipeline,
     config: DedupConfig,
     plan: Plan,
-    docs: Vec<DocSketch>,
+    docs: store::Columns,
     /// Documents `0..seen` came from a saved index and are never dropped.
     seen: usize,
 }
@@ -287,7 +309,8 @@ impl<'p> Dedup<'p> {
     /// A run over documents fingerprinted by `pipeline`.
     pub fn new(pipeline: &'p Pipeline, config: DedupConfig) -> Result<Dedup<'p>, DedupError> {
         let plan = Plan::resolve(pipeline, &config)?;
-        Ok(Dedup { pipeline, config, plan, docs: Vec::new(), seen: 0 })
+        let docs = store::Columns::new(&plan, config.spill_dir.as_deref())?;
+        Ok(Dedup { pipeline, config, plan, docs, seen: 0 })
     }
 
     /// The configuration of the run.
@@ -323,12 +346,17 @@ impl<'p> Dedup<'p> {
 
     /// True when no document was added.
     pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
+        self.docs.len() == 0
     }
 
-    /// The sketch of the document at `position`.
-    pub fn document(&self, position: usize) -> &DocSketch {
-        &self.docs[position]
+    /// True when the document at `position` has no features (a near-duplicate of nothing).
+    pub fn is_empty_at(&self, position: usize) -> bool {
+        self.docs.is_empty_at(position)
+    }
+
+    /// The length in bytes of the document at `position`.
+    pub fn len_at(&self, position: usize) -> u64 {
+        self.docs.doc_len(position)
     }
 
     /// The number of documents that came from a loaded index (positions `0..seen`).
@@ -346,13 +374,23 @@ impl<'p> Dedup<'p> {
     /// its pairs: Jaccard, cosine, `1 - d / bits` for SimHash, or the MinHash estimate),
     /// whatever the threshold; 0 when either document is empty.
     pub fn similarity(&self, a: &DocSketch, b: &DocSketch) -> f64 {
-        sketch::measure(&self.plan, a, b)
+        sketch::measure(&self.plan, &a.view(), &b.view())
     }
 
-    /// Adds a document; returns its position.
-    pub fn push(&mut self, sketch: DocSketch) -> u32 {
-        self.docs.push(sketch);
-        (self.docs.len() - 1) as u32
+    /// [`Dedup::similarity`] of the documents at two positions (after [`Dedup::run`], or
+    /// whenever nothing is being added). Fails only when a spilled document cannot be read.
+    pub fn similarity_at(&self, a: u32, b: u32) -> Result<f64, DedupError> {
+        let mut scratch = store::ReadScratch::default();
+        self.docs.with_pair(a as usize, b as usize, &mut scratch, |x, y| {
+            sketch::measure(&self.plan, x, y)
+        })
+    }
+
+    /// Adds a document; returns its position. Fails only when the spill file cannot be
+    /// written, or the sketch was made under another plan.
+    pub fn push(&mut self, sketch: DocSketch) -> Result<u32, DedupError> {
+        self.docs.push(sketch)?;
+        Ok((self.docs.len() - 1) as u32)
     }
 }
 
@@ -373,11 +411,19 @@ mod tests {
     fn run(p: &Pipeline, config: DedupConfig, texts: &[String]) -> (DedupOutcome, Vec<DocSketch>) {
         let mut d = Dedup::new(p, config).expect("valid config");
         let mut scratch = Scratch::default();
+        let mut docs = Vec::new();
         for t in texts {
             let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
-            d.push(s);
+            docs.push(s.clone());
+            d.push(s).expect("push");
         }
-        (d.run(), d.docs.clone())
+        (d.run().expect("run"), docs)
+    }
+
+    /// Every document of a run, as sketches.
+    fn sketches(d: &Dedup<'_>) -> Vec<DocSketch> {
+        let mut scratch = store::ReadScratch::default();
+        (0..d.len()).map(|i| d.docs.sketch(i, &mut scratch).expect("readable")).collect()
     }
 
     /// Connected components of a graph given as edges, as sorted member lists of size >= 2.
@@ -446,6 +492,36 @@ mod tests {
             got_sorted.sort();
             prop_assert_eq!(got_sorted, components(docs.len(), &edges));
             check_keepers(&out);
+        }
+
+        /// MinHash with Jaccard verification: every reported pair is a true pair at the
+        /// Spilling the feature hashes to a file changes nothing: the same outcome, and the
+        /// same sketches read back (as a saved index writes them).
+        #[test]
+        fn a_spilled_run_equals_one_in_memory(texts in corpus(), t in 1u32..10) {
+            let threshold = f64::from(t) / 10.0;
+            let p = pipeline();
+            let dir = tempfile::tempdir().expect("tempdir");
+            let memory = DedupConfig { threshold, ..DedupConfig::default() };
+            let spill = DedupConfig { spill_dir: Some(dir.path().to_path_buf()), ..memory.clone() };
+            let mut a = Dedup::new(&p, memory).expect("valid");
+            let mut b = Dedup::new(&p, spill).expect("valid");
+            let mut scratch = Scratch::default();
+            for t in &texts {
+                let s = a.sketch(Document::Text(t), t.len(), &mut scratch);
+                a.push(s.clone()).expect("push");
+                b.push(s).expect("push");
+            }
+            let (x, y) = (a.run().expect("run"), b.run().expect("run"));
+            prop_assert_eq!(&x.edges, &y.edges);
+            prop_assert_eq!(&x.clusters, &y.clusters);
+            prop_assert_eq!(&x.kept, &y.kept);
+            prop_assert_eq!(sketches(&a), sketches(&b));
+            for i in 0..texts.len() as u32 {
+                prop_assert_eq!(a.similarity_at(0, i).expect("a"), b.similarity_at(0, i).expect("b"));
+            }
+            // Nothing is left in the directory: the spill file has no name.
+            prop_assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
         }
 
         /// MinHash with Jaccard verification: every reported pair is a true pair at the
@@ -588,9 +664,9 @@ mod tests {
         let mut scratch = Scratch::default();
         let sketch = d.sketch(Document::Text(t), t.len(), &mut scratch);
         for _ in 0..3000 {
-            d.push(sketch.clone());
+            d.push(sketch.clone()).expect("push");
         }
-        let out = d.run();
+        let out = d.run().expect("run");
         assert_eq!(out.edges.len(), 0);
         assert_eq!(out.pair_count(), 3000 * 2999 / 2);
         assert_eq!(out.pairs().count() as u64, out.pair_count());
@@ -622,7 +698,7 @@ mod tests {
         let mut scratch = Scratch::default();
         for t in &old {
             let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
-            d.push(s);
+            d.push(s).expect("push");
         }
         d.save(&dir, &["a".into(), "b".into()]).expect("saved");
 
@@ -630,16 +706,16 @@ mod tests {
             .expect("valid");
         let ids = again.load(&dir).expect("loaded");
         assert_eq!(ids, vec!["a", "b"]);
-        assert_eq!(again.docs, d.docs);
+        assert_eq!(sketches(&again), sketches(&d));
         let new = texts(&[
             "the first stored page talks about rivers and mountains in the north!",
             "something never seen before about trains and stations and tickets",
         ]);
         for t in &new {
             let s = again.sketch(Document::Text(t), t.len(), &mut scratch);
-            again.push(s);
+            again.push(s).expect("push");
         }
-        let out = again.run();
+        let out = again.run().expect("run");
         assert_eq!(out.kept, vec![true, true, false, true]);
         assert_eq!(out.clusters[0].keep, 0);
 
@@ -681,14 +757,14 @@ mod tests {
         let mut scratch = Scratch::default();
         for t in [a, b] {
             let s = old.sketch(Document::Text(t), t.len(), &mut scratch);
-            old.push(s);
+            old.push(s).expect("push");
         }
         old.save(&dir, &["a".into(), "b".into()]).expect("saved");
         let mut d = Dedup::new(&p, config).expect("valid");
         d.load(&dir).expect("loaded");
         let s = d.sketch(Document::Text(a), a.len(), &mut scratch);
-        d.push(s);
-        let out = d.run();
+        d.push(s).expect("push");
+        let out = d.run().expect("run");
         let mut got: Vec<(u32, u32)> = out.pairs().map(|p| (p.a, p.b)).collect();
         got.sort_unstable();
         assert_eq!(got, vec![(0, 2), (1, 2)]);

@@ -16,6 +16,8 @@ pub(crate) struct Plan {
     /// The probability that a pair exactly at the threshold shares a band (MinHash).
     pub(crate) candidate_probability: Option<f64>,
     pub(crate) bits: u32,
+    /// MinHash values per signature (the pipeline's `num_perm`).
+    pub(crate) num_perm: usize,
 }
 
 impl Plan {
@@ -90,7 +92,14 @@ impl Plan {
                 (Some(banding), Some(p))
             }
         };
-        Ok(Plan { method: config.method, verification, banding, candidate_probability, bits })
+        Ok(Plan {
+            method: config.method,
+            verification,
+            banding,
+            candidate_probability,
+            bits,
+            num_perm,
+        })
     }
 
     /// How many MinHash values the plan reads: `bands x rows`, or every value when the
@@ -100,5 +109,10 @@ impl Plan {
             (Verification::Estimate, _) | (_, None) => num_perm,
             (_, Some(b)) => b.bands() * b.rows(),
         }
+    }
+
+    /// The MinHash values kept per document for [`Verification::Estimate`].
+    pub(crate) fn signature_width(&self) -> usize {
+        self.num_perm
     }
 }

@@ -3,11 +3,12 @@
 //! expanded on demand so that every pair at or above the threshold can be listed without
 //! holding them all.
 
-use neardup_index::{candidate_pairs, hamming_pairs};
+use neardup_index::{candidate_pairs_by, hamming_pairs};
 use rayon::prelude::*;
 
+use super::store::ReadScratch;
 use super::union_find::UnionFind;
-use super::{Dedup, Keep, Method};
+use super::{Dedup, DedupError, Keep, Method};
 
 /// A verified pair, by document position.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -261,15 +262,17 @@ fn nth(o: &DedupOutcome, doc: u32, i: usize) -> u32 {
 }
 
 impl Dedup<'_> {
-    /// Finds the clusters among everything added.
-    pub fn run(&self) -> DedupOutcome {
+    /// Finds the clusters among everything added. Fails only when spilled verification data
+    /// cannot be written or read back.
+    pub fn run(&mut self) -> Result<DedupOutcome, DedupError> {
+        self.docs.finish_writing()?;
         let n = self.docs.len();
         let seen = self.seen as u32;
         // Exact duplicates: group non-empty documents by their exact key; the first of each
         // group represents it.
         let mut by_key: Vec<u32> =
-            (0..n as u32).filter(|&i| !self.docs[i as usize].empty).collect();
-        by_key.sort_unstable_by_key(|&i| (self.docs[i as usize].exact, i));
+            (0..n as u32).filter(|&i| !self.docs.is_empty_at(i as usize)).collect();
+        by_key.sort_unstable_by_key(|&i| (self.docs.exact(i as usize), i));
         let mut reps: Vec<u32> = Vec::new();
         let mut group_of = vec![NO_GROUP; n];
         let mut group_members: Vec<u32> = Vec::new();
@@ -279,9 +282,9 @@ impl Dedup<'_> {
         let mut exact_duplicates = 0;
         let mut start = 0;
         while start < by_key.len() {
-            let key = self.docs[by_key[start] as usize].exact;
+            let key = self.docs.exact(by_key[start] as usize);
             let mut end = start + 1;
-            while end < by_key.len() && self.docs[by_key[end] as usize].exact == key {
+            while end < by_key.len() && self.docs.exact(by_key[end] as usize) == key {
                 end += 1;
             }
             let members = &by_key[start..end];
@@ -310,16 +313,14 @@ impl Dedup<'_> {
 
         // Candidates among representatives, as positions into `reps`.
         let mut candidates: Vec<(u32, u32)> = Vec::new();
-        if self.plan.method.uses_minhash() {
-            let bands = self.plan.banding.map_or(1, |b| b.bands());
-            let mut keys = Vec::with_capacity(reps.len() * bands);
-            for &r in &reps {
-                keys.extend_from_slice(&self.docs[r as usize].keys);
-            }
-            candidates = candidate_pairs(&keys, bands);
+        if self.plan.method.uses_minhash() && self.docs.bands() > 0 {
+            let docs = &self.docs;
+            candidates = candidate_pairs_by(reps.len(), docs.bands(), |i, band| {
+                docs.keys(reps[i] as usize)[band]
+            });
         }
         if self.plan.method.uses_simhash() {
-            let fps: Vec<u128> = reps.iter().map(|&r| self.docs[r as usize].simhash).collect();
+            let fps: Vec<u128> = reps.iter().map(|&r| self.docs.simhash(r as usize)).collect();
             candidates.extend(
                 hamming_pairs(self.plan.bits, self.config.hamming, &fps)
                     .expect("widths and distances are validated in Dedup::new")
@@ -337,14 +338,15 @@ impl Dedup<'_> {
             .filter(|&(a, b)| has_new(a) || has_new(b))
             .collect();
         let checked = to_check.len();
-        let mut edges: Vec<Pair> = to_check
+        let checked_pairs: Vec<Option<Pair>> = to_check
             .par_iter()
             .with_min_len(1024)
-            .filter_map(|&(a, b)| {
-                let similarity = self.verified(a, b)?;
-                Some(Pair { a, b, similarity })
+            .map_init(ReadScratch::default, |scratch, &(a, b)| {
+                let similarity = self.verified(a, b, scratch)?;
+                Ok(similarity.map(|similarity| Pair { a, b, similarity }))
             })
-            .collect();
+            .collect::<Result<_, DedupError>>()?;
+        let mut edges: Vec<Pair> = checked_pairs.into_iter().flatten().collect();
         edges.sort_unstable_by_key(|p| (p.a, p.b));
         let mut outcome = DedupOutcome {
             edges,
@@ -357,13 +359,20 @@ impl Dedup<'_> {
             ..DedupOutcome::default()
         };
         self.cluster(&mut outcome);
-        outcome
+        Ok(outcome)
     }
 
     /// The similarity of a candidate pair if it passes verification.
-    fn verified(&self, a: u32, b: u32) -> Option<f64> {
-        let (da, db) = (&self.docs[a as usize], &self.docs[b as usize]);
-        super::sketch::verify(&self.plan, self.config.threshold, self.config.hamming, da, db)
+    fn verified(
+        &self,
+        a: u32,
+        b: u32,
+        scratch: &mut ReadScratch,
+    ) -> Result<Option<f64>, DedupError> {
+        let (threshold, hamming) = (self.config.threshold, self.config.hamming);
+        self.docs.with_pair(a as usize, b as usize, scratch, |da, db| {
+            super::sketch::verify(&self.plan, threshold, hamming, da, db)
+        })
     }
 
     /// Clusters: the components of the edges and the exact-duplicate groups.
@@ -424,7 +433,7 @@ impl Dedup<'_> {
         if let Some(&old) = members.iter().find(|&&m| (m as usize) < self.seen) {
             return old;
         }
-        let len = |m: &u32| self.docs[*m as usize].len;
+        let len = |m: &u32| self.docs.doc_len(*m as usize);
         let first = members[0];
         match self.config.keep {
             Keep::First => first,

@@ -45,7 +45,29 @@ pub struct DocSketch {
     pub(crate) simhash: u128,
 }
 
+/// The parts of a sketch that verification reads, borrowed (from a `DocSketch`, or from the
+/// columns of a run).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DocRef<'a> {
+    pub(crate) empty: bool,
+    pub(crate) simhash: u128,
+    pub(crate) features: &'a [u32],
+    pub(crate) vector: &'a SparseVector,
+    pub(crate) signature: &'a [u32],
+}
+
 impl DocSketch {
+    /// The parts verification reads.
+    pub(crate) fn view(&self) -> DocRef<'_> {
+        DocRef {
+            empty: self.empty,
+            simhash: self.simhash,
+            features: &self.features,
+            vector: &self.vector,
+            signature: &self.signature,
+        }
+    }
+
     /// The LSH band keys (MinHash method).
     pub fn band_keys(&self) -> &[u64] {
         &self.keys
@@ -112,7 +134,7 @@ impl DocSketch {
         Ok(())
     }
 
-    pub(crate) fn read_from(r: &mut Reader<'_>) -> Result<DocSketch, String> {
+    pub(crate) fn read_from<S: ByteSource>(r: &mut S) -> Result<DocSketch, String> {
         let len = r.u64()?;
         let empty = r.take(1)?[0] != 0;
         let exact = r.u128()?;
@@ -120,7 +142,7 @@ impl DocSketch {
         let n = r.count(4)?;
         let features = (0..n).map(|_| r.u32()).collect::<Result<Box<[u32]>, _>>()?;
         if !features.windows(2).all(|w| w[0] < w[1]) {
-            return Err(format!("feature hashes out of order before byte offset {}", r.pos));
+            return Err(format!("feature hashes out of order before byte offset {}", r.pos()));
         }
         let n = r.count(16)?;
         let vector = SparseVector::from_entries(
@@ -198,7 +220,7 @@ pub(crate) fn sketch_with(
 /// The similarity of two documents under `plan`'s verification measure, whatever the
 /// threshold: Jaccard of the feature sets, cosine of the weighted vectors, `1 - d / bits` for
 /// a SimHash Hamming distance `d`, or the MinHash estimate. Empty documents score 0.
-pub(crate) fn measure(plan: &Plan, da: &DocSketch, db: &DocSketch) -> f64 {
+pub(crate) fn measure(plan: &Plan, da: &DocRef<'_>, db: &DocRef<'_>) -> f64 {
     if da.empty || db.empty {
         return 0.0;
     }
@@ -207,8 +229,8 @@ pub(crate) fn measure(plan: &Plan, da: &DocSketch, db: &DocSketch) -> f64 {
         1.0 - f64::from(d) / f64::from(plan.bits)
     };
     match plan.verification {
-        Verification::Jaccard => jaccard_sorted(&da.features, &db.features),
-        Verification::Cosine => cosine(&da.vector, &db.vector),
+        Verification::Jaccard => jaccard_sorted(da.features, db.features),
+        Verification::Cosine => cosine(da.vector, db.vector),
         Verification::Hamming => hamming_similarity(),
         Verification::Estimate => match plan.method {
             Method::SimHash => hamming_similarity(),
@@ -227,8 +249,8 @@ pub(crate) fn verify(
     plan: &Plan,
     threshold: f64,
     hamming: u32,
-    da: &DocSketch,
-    db: &DocSketch,
+    da: &DocRef<'_>,
+    db: &DocRef<'_>,
 ) -> Option<f64> {
     if da.empty || db.empty {
         return None;
@@ -247,15 +269,48 @@ pub(crate) fn verify(
     }
 }
 
-/// A cursor over little-endian bytes whose errors say where they happened.
+/// Little-endian bytes read in order, whose errors say at which byte offset they happened.
+pub(crate) trait ByteSource {
+    /// The next `n` bytes.
+    fn take(&mut self, n: usize) -> Result<&[u8], String>;
+    /// Bytes read so far.
+    fn pos(&self) -> u64;
+    /// Bytes left.
+    fn remaining(&self) -> u64;
+
+    /// A u32 count of items of `size` bytes each, refused when they cannot fit in what is
+    /// left (so a damaged count never allocates more than the input holds).
+    fn count(&mut self, size: usize) -> Result<usize, String> {
+        let at = self.pos();
+        let n = self.u32()? as usize;
+        if (n as u64).saturating_mul(size as u64) > self.remaining() {
+            return Err(format!("a count of {n} at byte offset {at} runs past the end"));
+        }
+        Ok(n)
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    fn u128(&mut self) -> Result<u128, String> {
+        Ok(u128::from_le_bytes(self.take(16)?.try_into().expect("16 bytes")))
+    }
+}
+
+/// A cursor over bytes in memory.
 #[derive(Debug)]
 pub(crate) struct Reader<'a> {
     pub(crate) bytes: &'a [u8],
     pub(crate) pos: usize,
 }
 
-impl<'a> Reader<'a> {
-    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+impl ByteSource for Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
         let end = end.ok_or_else(|| format!("truncated at byte offset {}", self.pos))?;
         let out = &self.bytes[self.pos..end];
@@ -263,26 +318,56 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// A u32 count of items of `size` bytes each, refused when they cannot fit in what is
-    /// left (so a damaged count never allocates more than the input holds).
-    pub(crate) fn count(&mut self, size: usize) -> Result<usize, String> {
-        let at = self.pos;
-        let n = self.u32()? as usize;
-        if n.saturating_mul(size) > self.bytes.len() - self.pos {
-            return Err(format!("a count of {n} at byte offset {at} runs past the end"));
+    fn pos(&self) -> u64 {
+        self.pos as u64
+    }
+
+    fn remaining(&self) -> u64 {
+        (self.bytes.len() - self.pos) as u64
+    }
+}
+
+/// A cursor over a stream of `len` bytes (a file read without holding it), hashing what it
+/// reads (xxh3-64) for a trailing checksum.
+pub(crate) struct StreamReader<R> {
+    inner: R,
+    pos: u64,
+    len: u64,
+    buf: Vec<u8>,
+    pub(crate) hasher: xxhash_rust::xxh3::Xxh3,
+}
+
+impl<R: io::Read> StreamReader<R> {
+    pub(crate) fn new(inner: R, len: u64) -> StreamReader<R> {
+        StreamReader { inner, pos: 0, len, buf: Vec::new(), hasher: xxhash_rust::xxh3::Xxh3::new() }
+    }
+}
+
+impl<R> std::fmt::Debug for StreamReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamReader").field("pos", &self.pos).field("len", &self.len).finish()
+    }
+}
+
+impl<R: io::Read> ByteSource for StreamReader<R> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        if n as u64 > self.len - self.pos {
+            return Err(format!("truncated at byte offset {}", self.pos));
         }
-        Ok(n)
+        self.buf.resize(n, 0);
+        self.inner
+            .read_exact(&mut self.buf)
+            .map_err(|e| format!("read error at byte offset {}: {e}", self.pos))?;
+        self.hasher.update(&self.buf);
+        self.pos += n as u64;
+        Ok(&self.buf)
     }
 
-    pub(crate) fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    fn pos(&self) -> u64 {
+        self.pos
     }
 
-    pub(crate) fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-
-    pub(crate) fn u128(&mut self) -> Result<u128, String> {
-        Ok(u128::from_le_bytes(self.take(16)?.try_into().expect("16 bytes")))
+    fn remaining(&self) -> u64 {
+        self.len - self.pos
     }
 }
