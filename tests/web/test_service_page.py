@@ -10,6 +10,8 @@ import urllib.request
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
 
 from webhelpers import ROOT, Server, page_errors, screenshot, wait_for
 
@@ -42,7 +44,12 @@ def search(driver, text: str) -> list:
     box = driver.find_element(By.ID, "text")
     box.clear()
     driver.execute_script("arguments[0].value = arguments[1]", box, text)
+    # The hits of an earlier search stay until the new answer replaces them:
+    # wait for them to go, or the test reads (and races) the old list.
+    before = driver.find_elements(By.CSS_SELECTOR, "#hits > li")
     driver.find_element(By.ID, "search").click()
+    if before:
+        WebDriverWait(driver, 20).until(EC.staleness_of(before[0]))
     return wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#hits > li"), what="hits")
 
 
@@ -72,8 +79,8 @@ def test_the_page_searches_and_shows_hits_side_by_side(server, browser):
     ids = [h.get_attribute("data-id") for h in hits]
     assert ids[:2] == ["en-report", "markup"]
     hits[1].find_element(By.XPATH, ".//button[text()='side by side']").click()
-    right = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#view .pane-right .text"), what="pane")
-    wait_for(lambda: right.text.startswith(MARKUP), what="markup as text")
+    wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#view .pane-right .text").text.startswith(MARKUP),
+             what="markup as text")
     assert browser.execute_script("return window.__pwned") is None
     assert not browser.find_elements(By.CSS_SELECTOR, "#view img")
 

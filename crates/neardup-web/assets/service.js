@@ -139,16 +139,22 @@
     s.textContent = text;
   }
 
+  // Each side-by-side request takes a ticket; an answer that arrives after a newer request
+  // (the first hit's view still loading when another hit is clicked) is dropped.
+  let viewTicket = 0;
+
   async function showSideBySide(c, query, id, similarity) {
     const view = $("view");
+    const ticket = ++viewTicket;
     view.replaceChildren(element("p", "note", `Fetching ${id}…`));
     let doc;
     try {
       doc = await api("GET", `/v1/collections/${encodeURIComponent(c.name)}/docs/${encodeURIComponent(id)}`);
     } catch (e) {
-      view.replaceChildren(element("p", "bad", e.message));
+      if (ticket === viewTicket) view.replaceChildren(element("p", "bad", e.message));
       return;
     }
+    if (ticket !== viewTicket) return;
     if (typeof doc.text !== "string") {
       view.replaceChildren(
         element("p", "note", `${c.name} does not store texts (store_text is false), so only the ids and similarities can be shown.`),
@@ -169,6 +175,7 @@
   function renderHits(c, query, hits) {
     const list = $("hits");
     list.replaceChildren();
+    viewTicket++;
     $("view").replaceChildren();
     for (const h of hits) {
       const li = element("li", "hit");
