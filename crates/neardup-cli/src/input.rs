@@ -426,7 +426,7 @@ fn strip_bom(mut bytes: Vec<u8>) -> Vec<u8> {
 /// UTF-8 from bytes; `base` is the bytes' offset in the file, for the error message.
 fn decode(
     bytes: Vec<u8>,
-    place: &str,
+    place: &(impl fmt::Display + ?Sized),
     base: usize,
     opts: &InputArgs,
 ) -> Result<(String, usize), InputError> {
@@ -464,7 +464,11 @@ fn count_invalid(mut bytes: &[u8]) -> usize {
     n
 }
 
-fn check_size(record: Record, place: &str, opts: &InputArgs) -> Result<Record, InputError> {
+fn check_size(
+    record: Record,
+    place: &(impl fmt::Display + ?Sized),
+    opts: &InputArgs,
+) -> Result<Record, InputError> {
     if record.body.len() > opts.max_doc_bytes {
         return Err(InputError {
             place: place.to_string(),
@@ -495,7 +499,7 @@ fn read_jsonl<R: BufRead + ?Sized>(
             Err(e) => return visit(Err(stream_error(name, number - 1, offset, &e, compressed))),
         };
         digest.update(&line);
-        let place = format!("{name}:{number}");
+        let place = LinePlace { name, number };
         let start = offset;
         offset += n as u64;
         while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
@@ -518,6 +522,18 @@ fn read_jsonl<R: BufRead + ?Sized>(
         visit(record)?;
     }
     ControlFlow::Continue(())
+}
+
+/// `file:line`, formatted only when an error names it (not once per line read).
+struct LinePlace<'a> {
+    name: &'a str,
+    number: u64,
+}
+
+impl fmt::Display for LinePlace<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.name, self.number)
+    }
 }
 
 /// Which wanted field a key names.
@@ -623,9 +639,20 @@ fn kind(raw: &RawValue) -> &'static str {
     }
 }
 
+/// The string a raw JSON string value holds. The parser has already checked it (escapes and
+/// control characters), so one without a backslash is its inner slice as it stands: copied once
+/// instead of scanned again (BENCHMARKS.md, "Reading JSONL").
+fn unescape(raw: &RawValue) -> Result<String, serde_json::Error> {
+    let json = raw.get();
+    match json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(inner) if !inner.as_bytes().contains(&b'\\') => Ok(inner.to_string()),
+        _ => serde_json::from_str::<String>(json),
+    }
+}
+
 fn parse_record(
     line: &str,
-    place: &str,
+    place: &LinePlace<'_>,
     number: u64,
     name: &str,
     opts: &InputArgs,
@@ -664,7 +691,7 @@ fn parse_record(
         }
         None => json_string(format!("{name}:{number}")),
     };
-    let string = |raw: &RawValue| serde_json::from_str::<String>(raw.get()).map_err(malformed);
+    let string = |raw: &RawValue| unescape(raw).map_err(malformed);
     let body = match (found.text, found.tokens) {
         (Some(raw), _) if kind(raw) == "a string" => Body::Text(string(raw)?),
         (Some(raw), _) => {
