@@ -262,22 +262,38 @@ impl SimHasher {
 
 /// The all-ones-weights path for 64 bits, the common case, without the width dispatch.
 fn unit64(features: &[Feature]) -> u64 {
-    let mut ones = [0u64; 64];
-    for chunk in features.chunks(255) {
-        let mut lanes = [0u64; 8];
-        for f in chunk {
-            let h = f.hash;
-            for (byte, lane) in lanes.iter_mut().enumerate() {
-                *lane += SPREAD[((h >> (8 * byte)) & 0xff) as usize];
-            }
-        }
+    unit_simhash64(features.iter().map(|f| f.hash))
+}
+
+/// The 64-bit SimHash of features of weight 1 given by their hashes: bit i is 1 iff more than
+/// half of the hashes have bit i set, as [`SimHasher::fingerprint`] gives for unit weights (0 for
+/// no hashes). What a pipeline uses when it needs no list of weighted features. Counts live in
+/// byte lanes (8 counters per u64, kept in registers), flushed every 255 hashes.
+pub fn unit_simhash64(hashes: impl IntoIterator<Item = u64>) -> u64 {
+    fn flush(ones: &mut [u64; 64], lanes: &mut [u64; 8]) {
         for (lane_index, lane) in lanes.iter().enumerate() {
             for k in 0..8 {
                 ones[lane_index * 8 + k] += (lane >> (8 * k)) & 0xff;
             }
         }
+        *lanes = [0; 8];
     }
-    let n = features.len() as u64;
+    let mut ones = [0u64; 64];
+    let mut lanes = [0u64; 8];
+    let (mut in_lanes, mut n) = (0u32, 0u64);
+    for h in hashes {
+        for (byte, lane) in lanes.iter_mut().enumerate() {
+            *lane += SPREAD[((h >> (8 * byte)) & 0xff) as usize];
+        }
+        in_lanes += 1;
+        if in_lanes == 255 {
+            flush(&mut ones, &mut lanes);
+            n += 255;
+            in_lanes = 0;
+        }
+    }
+    flush(&mut ones, &mut lanes);
+    n += u64::from(in_lanes);
     ones.iter().enumerate().filter(|(_, &c)| 2 * c > n).fold(0u64, |v, (i, _)| v | (1 << i))
 }
 

@@ -39,7 +39,7 @@ impl TokenKind {
                 return TokenKind::Word;
             }
         }
-        if s.chars().any(char::is_alphanumeric) {
+        if s.chars().any(crate::script::is_alphanumeric) {
             TokenKind::Word
         } else if s.chars().all(char::is_whitespace) {
             TokenKind::Space

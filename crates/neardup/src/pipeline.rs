@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use neardup_sketch::{
-    Feature, FeatureHasher, IdfTable, MinHash, MinHasher, SimHash, SimHashBits, SimHasher,
-    SparseVector,
+    unit_simhash64, Feature, FeatureHasher, IdfTable, MinHash, MinHasher, SimHash, SimHashBits,
+    SimHasher, SparseVector,
 };
 use neardup_text::{FeatureKind, StopWords, TextConfig, TextPipeline, TextScratch};
 use serde::Serialize;
@@ -256,8 +256,33 @@ impl Pipeline {
         SparseVector::from_features(&scratch.features)
     }
 
+    /// True when every feature occurrence weighs 1 and the fingerprint is 64 bits wide: the
+    /// SimHash can then be counted while the features are hashed, with no list between.
+    fn streams_simhash(&self) -> bool {
+        self.spec.weighting == Weighting::Uniform
+            && !matches!(self.spec.features, FeatureKind::Keywords { .. })
+            && self.spec.simhash_bits == SimHashBits::B64
+    }
+
+    /// Hashes every feature occurrence of `doc` into `scratch.hashes` (for the streamed case
+    /// of [`Pipeline::streams_simhash`]) and returns their SimHash.
+    fn stream_simhash(&self, doc: Document<'_>, scratch: &mut Scratch) -> SimHash {
+        let hasher = self.hasher;
+        let Scratch { text, hashes, .. } = scratch;
+        hashes.clear();
+        let sink = |f: &str| hashes.push(hasher.hash64(f.as_bytes()));
+        match doc {
+            Document::Text(t) => self.text.features(t, text, sink),
+            Document::Tokens(t) => self.text.features_pretokenized(t, text, sink),
+        }
+        SimHash::new(u128::from(unit_simhash64(hashes.iter().copied())), SimHashBits::B64)
+    }
+
     /// The SimHash of `doc`.
     pub fn simhash(&self, doc: Document<'_>, scratch: &mut Scratch) -> SimHash {
+        if self.streams_simhash() {
+            return self.stream_simhash(doc, scratch);
+        }
         self.collect(doc, scratch, false);
         self.weigh(&mut scratch.features);
         self.simhasher.fingerprint(&scratch.features)
@@ -280,6 +305,15 @@ impl Pipeline {
         sketches: Sketches,
     ) -> Fingerprint {
         let explain = sketches.contains(Sketches::EXPLAIN);
+        if !explain && self.streams_simhash() {
+            let simhash = self.stream_simhash(doc, scratch);
+            let minhash = sketches
+                .contains(Sketches::MINHASH)
+                .then(|| self.minhasher.sketch_hashes(&scratch.hashes));
+            scratch.hashes.sort_unstable();
+            scratch.hashes.dedup();
+            return Fingerprint { simhash, minhash, features: scratch.hashes.len(), explain: None };
+        }
         self.collect(doc, scratch, explain);
         let merged = self.weigh(&mut scratch.features);
         let features = &scratch.features;
@@ -349,6 +383,32 @@ mod tests {
 
     fn pipeline(spec: PipelineSpec) -> Pipeline {
         Pipeline::new(spec).expect("valid spec")
+    }
+
+    proptest::proptest! {
+        /// The SimHash counted while hashing equals the one of the collected features, for
+        /// the streamed case (uniform weights, 64 bits) and the others.
+        #[test]
+        fn streamed_simhash_equals_collected(
+            text in "[a-e \u{4e00}-\u{4e08}，。\n]{0,300}",
+            preset in proptest::sample::select(crate::PRESETS.iter().map(|p| p.name).collect::<Vec<_>>()),
+        ) {
+            let p = pipeline(PipelineSpec::preset(preset).expect("a preset"));
+            let mut scratch = Scratch::default();
+            let streamed = p.simhash(Document::Text(&text), &mut scratch);
+            let fingerprint = p.fingerprint(Document::Text(&text), &mut scratch, Sketches::MINHASH);
+            let explained = p.fingerprint(
+                Document::Text(&text),
+                &mut scratch,
+                Sketches::MINHASH | Sketches::EXPLAIN,
+            );
+            let features = p.features(Document::Text(&text), &mut scratch).to_vec();
+            proptest::prop_assert_eq!(streamed, p.simhasher().fingerprint(&features));
+            // The streamed fingerprint equals the collected one (EXPLAIN always collects).
+            proptest::prop_assert_eq!(fingerprint.simhash, explained.simhash);
+            proptest::prop_assert_eq!(&fingerprint.minhash, &explained.minhash);
+            proptest::prop_assert_eq!(fingerprint.features, explained.features);
+        }
     }
 
     #[test]
