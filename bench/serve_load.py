@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -98,12 +99,20 @@ def edit(text, rng):
     return " ".join(words)
 
 
+def server_memory(pid):
+    """The server's resident memory now and its peak so far (VmRSS, VmHWM), in MB."""
+    fields = {l.split(":")[0]: int(l.split()[1]) / 1024 for l in open(f"/proc/{pid}/status")
+              if l.startswith(("VmRSS", "VmHWM"))}
+    return fields["VmRSS"], fields["VmHWM"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--peer-docs", type=int, default=50_000)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--server-args", default="", help="more options for neardup serve")
     ap.add_argument("--clients", type=int, default=2, help="concurrent batch-insert clients")
     ap.add_argument("--collection", default="{}",
                     help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
@@ -115,7 +124,8 @@ def main():
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
     binary = ROOT / "target" / "release" / "neardup"
     server = subprocess.Popen([str(binary), "serve", "--data-dir", str(data_dir),
-                               "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)],
+                               "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)]
+                              + shlex.split(args.server_args),
                               stderr=subprocess.PIPE, text=True)
     for line in server.stderr:
         if "listening on" in line:
@@ -147,8 +157,8 @@ def main():
         [w.join() for w in workers]
         insert_s = time.perf_counter() - t
         stored = request(conn, "GET", "/v1/collections/load")["documents"]
-        rss = int(next(l for l in open(f"/proc/{server.pid}/status") if l.startswith("VmRSS")).split()[1]) / 1024
-        results.append((f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{len(lines) / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB"))
+        rss, peak = server_memory(server.pid)
+        results.append((f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{len(lines) / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
         del batches
 
         # 2. search
@@ -165,7 +175,8 @@ def main():
                  [json.dumps({"id": "__ID__", "text": t}) for t in new_pages]
         lua = lua_bodies(DATA / "check.lua", bodies, "/v1/collections/load/check")
         rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
-        results.append(("neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", "; ".join(errors) or "no errors"))
+        rss, peak = server_memory(server.pid)
+        results.append(("neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", ("; ".join(errors) or "no errors") + f"; server RSS {rss:.0f} MB, peak {peak:.0f} MB over the whole run"))
     finally:
         server.terminate()
         server.wait()

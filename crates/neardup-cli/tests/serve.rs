@@ -876,3 +876,61 @@ fn a_storage_io_error_is_reported_and_recovered_from() {
     let n = v["documents"].as_u64().expect("n");
     assert!(n == 2 || n == 401, "the failed batch is all or nothing: {n}");
 }
+
+/// Group commit: many concurrent checks of the same few new texts (distinct ids) are decided as
+/// one-at-a-time checks would be. Of each group of copies exactly one is inserted and every
+/// other copy names an earlier one as its match, whatever group commit they shared; every
+/// inserted document is stored, every refused one is not.
+#[test]
+fn concurrent_checks_are_decided_one_at_a_time() {
+    let data = tempdir("group-commit");
+    let s = Arc::new(Server::start(&data, &[]));
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    const TEXTS: usize = 4;
+    const COPIES: usize = 24;
+    let text = |t: usize| format!("text number {t} {}", doc_text(&format!("group-{t}")));
+    let threads: Vec<_> = (0..COPIES)
+        .map(|copy| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                (0..TEXTS)
+                    .map(|t| {
+                        let id = format!("t{t}-copy{copy}");
+                        let (st, v) = s.json(
+                            "POST",
+                            "/v1/collections/c/check",
+                            json!({"id": id, "text": text((t + copy) % TEXTS)}),
+                        );
+                        assert_eq!(st, 200, "{v}");
+                        (id, (t + copy) % TEXTS, v)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let answers: Vec<(String, usize, Value)> =
+        threads.into_iter().flat_map(|t| t.join().expect("client")).collect();
+    for t in 0..TEXTS {
+        let of_text: Vec<&(String, usize, Value)> =
+            answers.iter().filter(|(_, which, _)| *which == t).collect();
+        let inserted: Vec<&String> = of_text
+            .iter()
+            .filter(|(_, _, v)| v["inserted"] == json!(true))
+            .map(|(id, _, _)| id)
+            .collect();
+        assert_eq!(inserted.len(), 1, "text {t}: inserted {inserted:?}");
+        for (id, _, v) in &of_text {
+            let stored = s.call("GET", &format!("/v1/collections/c/docs/{id}"), None).0 == 200;
+            if v["inserted"] == json!(true) {
+                assert!(stored, "{id} acknowledged but not stored");
+                assert_eq!(v["duplicate"], json!(false));
+            } else {
+                assert!(!stored, "{id} refused but stored");
+                assert_eq!(v["duplicate"], json!(true), "{id}: {v}");
+                assert_eq!(v["matches"][0]["id"], json!(inserted[0]), "{id}: {v}");
+            }
+        }
+    }
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(TEXTS));
+}

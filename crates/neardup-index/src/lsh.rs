@@ -16,8 +16,9 @@
 use rayon::prelude::*;
 use std::fmt;
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
 /// How a signature is cut into bands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,17 +170,27 @@ pub fn candidate_pairs_by(
 }
 
 /// An incremental MinHash LSH index: a hash table per band from key to documents.
+///
+/// Memory: most band keys belong to one document, so a table maps a key to that document's
+/// slot directly (16 bytes an entry); a key shared by several documents maps to a list of slots
+/// instead, marked by the top bit ([`LIST`]). At 16 bands this halves the tables against a map
+/// to inline vectors (1.1 GB to 0.55 GB at a million documents).
 #[derive(Debug, Clone)]
 pub struct MinHashLsh {
     banding: Banding,
-    /// Band key -> slots. Most keys belong to one document, so the list is inline up to two
-    /// slots: no allocation per key (16 keys per document at the default banding).
-    tables: Vec<FxHashMap<u64, SmallVec<[u32; 2]>>>,
+    /// Band key -> a slot, or `LIST | i` for the slots in `lists[i]` (two or more).
+    tables: Vec<FxHashMap<u64, u32>>,
+    /// Lists of slots of keys shared by several documents; `free_lists` are reusable.
+    lists: Vec<Vec<u32>>,
+    free_lists: Vec<u32>,
     /// Slot -> (id, band keys); None when free.
     slots: Vec<Option<(u64, Box<[u64]>)>>,
     free: Vec<u32>,
     slot_of: FxHashMap<u64, u32>,
 }
+
+/// The mark of a table value that names a list of slots, not a slot.
+const LIST: u32 = 1 << 31;
 
 impl MinHashLsh {
     /// An empty index.
@@ -187,6 +198,8 @@ impl MinHashLsh {
         MinHashLsh {
             banding,
             tables: vec![FxHashMap::default(); banding.bands],
+            lists: Vec::new(),
+            free_lists: Vec::new(),
             slots: Vec::new(),
             free: Vec::new(),
             slot_of: FxHashMap::default(),
@@ -219,19 +232,43 @@ impl MinHashLsh {
     /// Stores precomputed band keys ([`Banding::keys`]) under `id`, replacing what `id` held.
     ///
     /// # Panics
-    /// If `keys` does not hold one key per band.
+    /// If `keys` does not hold one key per band, or past 2^31 documents.
     pub fn insert_keys(&mut self, id: u64, keys: Box<[u64]>) {
         assert_eq!(keys.len(), self.banding.bands, "one key per band");
         self.remove(id);
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
+                assert!(self.slots.len() < LIST as usize, "at most 2^31 documents");
                 self.slots.push(None);
                 (self.slots.len() - 1) as u32
             }
         };
-        for (table, &key) in self.tables.iter_mut().zip(keys.iter()) {
-            table.entry(key).or_default().push(slot);
+        let MinHashLsh { tables, lists, free_lists, .. } = self;
+        for (table, &key) in tables.iter_mut().zip(keys.iter()) {
+            match table.entry(key) {
+                Entry::Vacant(e) => {
+                    e.insert(slot);
+                }
+                Entry::Occupied(mut e) => {
+                    let v = *e.get();
+                    if v & LIST != 0 {
+                        lists[(v & !LIST) as usize].push(slot);
+                    } else {
+                        let i = match free_lists.pop() {
+                            Some(i) => {
+                                lists[i as usize].extend([v, slot]);
+                                i
+                            }
+                            None => {
+                                lists.push(vec![v, slot]);
+                                (lists.len() - 1) as u32
+                            }
+                        };
+                        *e.get_mut() = LIST | i;
+                    }
+                }
+            }
         }
         self.slots[slot as usize] = Some((id, keys));
         self.slot_of.insert(id, slot);
@@ -241,14 +278,26 @@ impl MinHashLsh {
     pub fn remove(&mut self, id: u64) -> bool {
         let Some(slot) = self.slot_of.remove(&id) else { return false };
         let (_, keys) = self.slots[slot as usize].take().expect("a mapped slot is occupied");
-        for (table, key) in self.tables.iter_mut().zip(keys.iter()) {
-            if let Some(list) = table.get_mut(key) {
-                if let Some(pos) = list.iter().position(|&s| s == slot) {
-                    list.swap_remove(pos);
-                }
-                if list.is_empty() {
+        let MinHashLsh { tables, lists, free_lists, .. } = self;
+        for (table, key) in tables.iter_mut().zip(keys.iter()) {
+            let Some(v) = table.get_mut(key) else { continue };
+            if *v & LIST == 0 {
+                if *v == slot {
                     table.remove(key);
                 }
+                continue;
+            }
+            let i = (*v & !LIST) as usize;
+            let list = &mut lists[i];
+            if let Some(pos) = list.iter().position(|&s| s == slot) {
+                list.swap_remove(pos);
+            }
+            if list.len() == 1 {
+                // Back to a single slot; the list is reused.
+                *v = list[0];
+                list.clear();
+                list.shrink_to(4);
+                free_lists.push(i as u32);
             }
         }
         self.free.push(slot);
@@ -263,12 +312,15 @@ impl MinHashLsh {
 
     /// The ids of every stored document that shares one of the band `keys`, sorted.
     pub fn query_keys(&self, keys: &[u64]) -> Vec<u64> {
+        let id = |s: u32| self.slots[s as usize].as_ref().expect("listed").0;
         let mut out: Vec<u64> = Vec::new();
         for (table, key) in self.tables.iter().zip(keys) {
-            if let Some(list) = table.get(key) {
-                out.extend(
-                    list.iter().map(|&s| self.slots[s as usize].as_ref().expect("listed").0),
-                );
+            match table.get(key) {
+                Some(&v) if v & LIST != 0 => {
+                    out.extend(self.lists[(v & !LIST) as usize].iter().map(|&s| id(s)))
+                }
+                Some(&v) => out.push(id(v)),
+                None => {}
             }
         }
         out.sort_unstable();
@@ -344,6 +396,39 @@ mod tests {
                         (0..bands).any(|b| q[b * rows..(b + 1) * rows] == sigs[i][b * rows..(b + 1) * rows])
                     })
                     .map(|&i| i as u64)
+                    .collect();
+                prop_assert_eq!(lsh.query(q).expect("long enough"), expected);
+            }
+        }
+    }
+
+    proptest! {
+        /// Any sequence of inserts (new ids and replacements) and removes leaves an index whose
+        /// every query equals brute force over what a plain map holds (lists of shared keys
+        /// grown, shrunk back to one slot, reused).
+        #[test]
+        fn index_follows_a_model_under_any_sequence(
+            (bands, rows, sigs) in signatures(),
+            ops in prop::collection::vec((0u64..8, any::<bool>(), 0usize..40), 0..120),
+        ) {
+            let banding = Banding::new(bands, rows).expect("valid");
+            let mut lsh = MinHashLsh::new(banding);
+            let mut model: std::collections::BTreeMap<u64, Vec<u32>> = Default::default();
+            for (id, insert, which) in ops {
+                if insert {
+                    let sig = sigs[which % sigs.len()].clone();
+                    lsh.insert(id, &sig).expect("long enough");
+                    model.insert(id, sig);
+                } else {
+                    prop_assert_eq!(lsh.remove(id), model.remove(&id).is_some());
+                }
+            }
+            prop_assert_eq!(lsh.len(), model.len());
+            for q in &sigs {
+                let expected: Vec<u64> = model
+                    .iter()
+                    .filter(|(_, s)| (0..bands).any(|b| q[b * rows..(b + 1) * rows] == s[b * rows..(b + 1) * rows]))
+                    .map(|(&id, _)| id)
                     .collect();
                 prop_assert_eq!(lsh.query(q).expect("long enough"), expected);
             }

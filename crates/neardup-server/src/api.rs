@@ -23,13 +23,13 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
-use crate::store::{docs_def, new_incarnation, CollectionInfo, Record, COLLECTIONS};
+use crate::store::{docs_def, encode_record, new_incarnation, CollectionInfo, Record, COLLECTIONS};
 use crate::{build_engine, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
 type Shared = Arc<AppState>;
 
 /// An error reply: `{"error": {"code", "message"}}` with its status.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     status: StatusCode,
     code: &'static str,
@@ -769,8 +769,28 @@ fn yes() -> bool {
     true
 }
 
-/// "Is this a near-duplicate of anything stored? If not, store it", atomically: the writer lock
-/// is held from the search to the commit.
+/// One `check` waiting for its group commit.
+#[derive(Debug)]
+pub(crate) struct PendingCheck {
+    id: String,
+    sketch: neardup::DocSketch,
+    text: Option<String>,
+    metadata: Value,
+    insert: bool,
+    threshold: Option<f64>,
+    top_k: usize,
+    reply: tokio::sync::oneshot::Sender<Result<Value, ApiError>>,
+}
+
+/// "Is this a near-duplicate of anything stored? If not, store it", atomically, with group
+/// commit. The document is sketched outside every lock and queued on its collection; whoever
+/// then holds the collection's writer lock takes the whole queue and decides each check in
+/// queue order, as if they ran one after another: each is searched against the stored documents
+/// and against those accepted before it in the same group. The accepted documents are written
+/// in one transaction, one durable commit, and only then made visible to searches and
+/// acknowledged: no reply says "inserted" before its commit. While one group commits, the next
+/// gathers. The leader's work runs in a task of its own, so a client that disconnects cannot
+/// leave a queued check half done.
 async fn check(
     State(state): State<Shared>,
     ApiPath(name): ApiPath<String>,
@@ -783,57 +803,119 @@ async fn check(
     let id = doc_id(&req.id, "id")?;
     let top_k = req.top_k.unwrap_or(10).min(state.limits.max_top_k);
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
-    let _writer = c.writer.lock().await;
-    check_writable(&c)?;
-    let st = state.clone();
     let c2 = c.clone();
+    let (sketch, text) = blocking(move || {
+        let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
+        let sketch = live.engine.sketch(body.document(), body.len(), &mut Scratch::default());
+        Ok((sketch, c2.info.store_text.then(|| body.text())))
+    })
+    .await?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
     let (metadata, insert, threshold) = (req.metadata, req.insert, req.threshold);
-    blocking(move || {
-        let (sketch, matches) = {
-            let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
-            let mut scratch = Scratch::default();
-            let q = live.engine.sketch(body.document(), body.len(), &mut scratch);
+    let pending = PendingCheck { id, sketch, text, metadata, insert, threshold, top_k, reply };
+    c.checks.lock().unwrap_or_else(|p| p.into_inner()).push(pending);
+    tokio::spawn(async move {
+        let _writer = c.writer.lock().await;
+        let group = std::mem::take(&mut *c.checks.lock().unwrap_or_else(|p| p.into_inner()));
+        if group.is_empty() {
+            return; // an earlier leader took this check into its group
+        }
+        if let Err(e) = check_writable(&c) {
+            group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone()))));
+            return;
+        }
+        // A panic in the group drops its replies: each waiting request answers 500.
+        let c2 = c.clone();
+        let _ = tokio::task::spawn_blocking(move || commit_checks(&state, &c2, group)).await;
+    });
+    match answer.await {
+        Ok(result) => ok(StatusCode::OK, result?),
+        Err(_) => Err(ApiError::internal("the check's group failed")),
+    }
+}
+
+/// Decides a group of checks in order, commits the accepted documents at once, then replies.
+fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
+    let live_lock = match live(c) {
+        Ok(l) => l,
+        Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
+    };
+    // Decisions, in queue order.
+    let mut answers: Vec<Value> = Vec::with_capacity(group.len());
+    let mut accepted: Vec<usize> = Vec::new();
+    {
+        let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
+        for (i, p) in group.iter().enumerate() {
             // The document itself (an upsert of the same id) is not its own duplicate.
-            let own = live.key_of.get(&id).copied();
-            let hits: Vec<(String, f64)> = live
+            let own = live.key_of.get(&p.id).copied();
+            let mut matches: Vec<(String, f64)> = live
                 .engine
-                .search(&q, threshold, top_k.saturating_add(1))
+                .search(&p.sketch, p.threshold, p.top_k.saturating_add(1))
                 .into_iter()
                 .filter(|h| Some(h.key) != own)
-                .take(top_k)
                 .map(|h| (live.id_of[&h.key].clone(), h.similarity))
                 .collect();
-            (q, hits)
-        };
-        let duplicate = !matches.is_empty();
-        let mut inserted = false;
-        if !duplicate && insert {
-            let text = c2.info.store_text.then(|| body.text());
-            let record = Record { sketch, metadata, text };
-            let name = c2.info.name.as_str();
-            st.with_db(|db| {
-                let err = |e: redb::Error| store_err(&st, name, e);
-                let txn = db.begin_write().map_err(|e| err(e.into()))?;
-                check_incarnation(&txn, &st, &c2)?;
-                {
-                    let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-                    t.insert(id.as_str(), record.encode().as_slice()).map_err(|e| err(e.into()))?;
+            for &j in &accepted {
+                let earlier = &group[j];
+                if earlier.id == p.id || p.sketch.empty {
+                    continue;
                 }
-                txn.commit().map_err(|e| err(e.into()))
-            })?;
-            let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
-            let key = live.key_for(&id);
-            live.engine.insert(key, record.sketch);
-            inserted = true;
+                if let Some(s) = live.engine.similarity(&p.sketch, &earlier.sketch, p.threshold) {
+                    // An earlier upsert of a stored id replaces the stored version.
+                    matches.retain(|(id, _)| *id != earlier.id);
+                    matches.push((earlier.id.clone(), s));
+                }
+            }
+            matches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            matches.truncate(p.top_k);
+            let duplicate = !matches.is_empty();
+            let inserted = !duplicate && p.insert;
+            if inserted {
+                accepted.push(i);
+            }
+            let matches: Vec<Value> =
+                matches.into_iter().map(|(id, s)| json!({"id": id, "similarity": s})).collect();
+            answers.push(json!({"duplicate": duplicate, "matches": matches, "inserted": inserted}));
         }
-        let matches: Vec<Value> =
-            matches.into_iter().map(|(id, s)| json!({"id": id, "similarity": s})).collect();
-        ok(
-            StatusCode::OK,
-            json!({"duplicate": duplicate, "matches": matches, "inserted": inserted}),
-        )
-    })
-    .await
+    }
+    // One transaction, one durable commit for the whole group.
+    if !accepted.is_empty() {
+        let name = c.info.name.as_str();
+        let committed = state.with_db(|db| {
+            let err = |e: redb::Error| store_err(state, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, state, c)?;
+            {
+                let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+                for &i in &accepted {
+                    let p = &group[i];
+                    let record = encode_record(&p.sketch, &p.metadata, p.text.as_deref());
+                    t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
+                }
+            }
+            txn.commit().map_err(|e| err(e.into()))
+        });
+        if let Err(e) = committed {
+            // Nothing of the group was stored; decisions that counted on it are void too.
+            return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone()))));
+        }
+        // Durable: now visible to searches.
+        let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
+        let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
+        for &i in &accepted {
+            let p = group[i].as_mut().expect("each accepted once");
+            let key = live.key_for(&p.id);
+            live.engine.insert(key, std::mem::take(&mut p.sketch));
+        }
+        drop(live);
+        for (p, answer) in group.into_iter().flatten().zip(answers) {
+            let _ = p.reply.send(Ok(answer));
+        }
+        return;
+    }
+    for (p, answer) in group.into_iter().zip(answers) {
+        let _ = p.reply.send(Ok(answer));
+    }
 }
 
 #[derive(Debug, Deserialize)]

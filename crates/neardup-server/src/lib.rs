@@ -47,6 +47,9 @@ pub struct Limits {
     pub max_top_k: usize,
     /// Longest request URI in bytes.
     pub max_uri_bytes: usize,
+    /// Memory the store may use to cache its pages, in bytes (redb's cache; the operating
+    /// system's page cache comes on top and is not counted in the server's resident memory).
+    pub store_cache_bytes: usize,
 }
 
 impl Default for Limits {
@@ -57,6 +60,7 @@ impl Default for Limits {
             max_batch_docs: 10_000,
             max_top_k: 1_000,
             max_uri_bytes: 8 << 10,
+            store_cache_bytes: 64 << 20,
         }
     }
 }
@@ -69,6 +73,8 @@ pub mod bounds {
     pub const MAX_DOC_BYTES: usize = 256 << 20;
     /// The largest `--max-batch-docs`.
     pub const MAX_BATCH_DOCS: usize = 1_000_000;
+    /// The largest `--store-cache-mb`: 64 GiB.
+    pub const MAX_STORE_CACHE_MB: usize = 64 << 10;
 }
 
 /// How to run the service.
@@ -157,6 +163,8 @@ struct Collection {
     /// refuses requests.
     live: Result<RwLock<Live>, String>,
     writer: tokio::sync::Mutex<()>,
+    /// `check` requests waiting for their group commit (taken under the writer lock).
+    checks: Mutex<Vec<api::PendingCheck>>,
     /// `LIVE`, `DELETED` or `RELOADED`; set under the writer lock.
     retired: AtomicU8,
 }
@@ -168,6 +176,7 @@ impl Collection {
             info,
             live,
             writer: tokio::sync::Mutex::new(()),
+            checks: Mutex::new(Vec::new()),
             retired: AtomicU8::new(LIVE),
         }
     }
@@ -195,7 +204,7 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| OpenError::Store(format!("{}: {e}", config.data_dir.display())))?;
     let path = config.data_dir.join("neardup.redb");
-    let db = open_db(&path)?;
+    let db = open_db(&path, config.limits.store_cache_bytes)?;
     let collections = load_collections(&db, &path)?;
     Ok(Arc::new(State {
         db: RwLock::new(Some(db)),
@@ -210,9 +219,10 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
 }
 
 /// Opens the store file and checks (or writes) its format version.
-fn open_db(path: &Path) -> Result<Database, OpenError> {
+fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, OpenError> {
     let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
-    let db = Database::create(path).map_err(|e| store_err(&e))?;
+    let db =
+        Database::builder().set_cache_size(cache_bytes).create(path).map_err(|e| store_err(&e))?;
     // The layout version: written once, checked on every start.
     let txn = db.begin_write().map_err(|e| store_err(&e))?;
     {
@@ -316,7 +326,8 @@ impl State {
         let result = tokio::task::spawn_blocking(move || -> Result<(), String> {
             let mut db = st.db.write().unwrap_or_else(|p| p.into_inner());
             *db = None; // close it: redb must be reopened after an I/O error
-            let fresh = open_db(&st.path).map_err(|e| e.to_string())?;
+            let fresh =
+                open_db(&st.path, st.limits.store_cache_bytes).map_err(|e| e.to_string())?;
             let collections = load_collections(&fresh, &st.path).map_err(|e| e.to_string())?;
             for c in &retire {
                 c.retired.store(RELOADED, Ordering::SeqCst);

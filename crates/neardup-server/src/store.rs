@@ -73,24 +73,33 @@ pub struct Record {
     pub text: Option<String>,
 }
 
+/// The stored bytes of a document: its sketch, metadata and text (see [`Record::decode`]).
+pub fn encode_record(
+    sketch: &DocSketch,
+    metadata: &serde_json::Value,
+    text: Option<&str>,
+) -> Vec<u8> {
+    let sketch = sketch.to_bytes();
+    let meta = serde_json::to_vec(metadata).expect("JSON values serialize");
+    let mut out = Vec::with_capacity(16 + sketch.len() + meta.len() + text.map_or(0, str::len));
+    out.extend_from_slice(&(sketch.len() as u32).to_le_bytes());
+    out.extend_from_slice(&sketch);
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(&meta);
+    match text {
+        Some(t) => {
+            out.push(1);
+            out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+            out.extend_from_slice(t.as_bytes());
+        }
+        None => out.push(0),
+    }
+    out
+}
+
 impl Record {
     pub fn encode(&self) -> Vec<u8> {
-        let sketch = self.sketch.to_bytes();
-        let meta = serde_json::to_vec(&self.metadata).expect("JSON values serialize");
-        let mut out = Vec::with_capacity(16 + sketch.len() + meta.len());
-        out.extend_from_slice(&(sketch.len() as u32).to_le_bytes());
-        out.extend_from_slice(&sketch);
-        out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
-        out.extend_from_slice(&meta);
-        match &self.text {
-            Some(t) => {
-                out.push(1);
-                out.extend_from_slice(&(t.len() as u32).to_le_bytes());
-                out.extend_from_slice(t.as_bytes());
-            }
-            None => out.push(0),
-        }
-        out
+        encode_record(&self.sketch, &self.metadata, self.text.as_deref())
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Record, String> {

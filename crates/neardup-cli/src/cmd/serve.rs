@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use neardup_server::bounds::{MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_DOC_BYTES};
+use neardup_server::bounds::{MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_DOC_BYTES, MAX_STORE_CACHE_MB};
 use neardup_server::{is_loopback, Config, Limits};
 
 use crate::args::MAX_THREADS;
@@ -73,6 +73,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10_000, value_name = "N",
           value_parser = bounded::<MAX_BATCH_DOCS>)]
     max_batch_docs: usize,
+
+    /// Memory for the store's own page cache, in MiB (at most 65,536). The index lives in
+    /// memory; the store is read for hits' metadata, stored texts and at start, and the
+    /// operating system caches its file besides.
+    #[arg(long, default_value_t = 64, value_name = "MIB",
+          value_parser = bounded::<MAX_STORE_CACHE_MB>)]
+    store_cache_mb: usize,
 
     /// Seconds to let in-flight requests finish after SIGINT or SIGTERM before exiting anyway
     /// (1 to 3600).
@@ -156,9 +163,11 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             max_body_bytes: args.max_body_bytes,
             max_doc_bytes: args.max_doc_bytes,
             max_batch_docs: args.max_batch_docs,
+            store_cache_bytes: args.store_cache_mb << 20,
             ..Limits::default()
         },
     };
+    limit_malloc_arenas();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     if let Some(n) = args.threads {
@@ -231,4 +240,24 @@ async fn shutdown_signal(grace: Duration) {
         eprintln!("neardup serve: in-flight requests did not finish in time; exiting");
         std::process::exit(1);
     });
+}
+
+/// Caps glibc's malloc arenas at one per core (its default is eight per core). The service's
+/// memory is many small long-lived allocations made from the async workers and the blocking
+/// and rayon pools: spread over 16 arenas on 2 cores, their freed pages stay scattered and the
+/// server held 2.8 GB after loading a million documents; at one arena per core it holds 2.46 GB,
+/// at the same throughput (BENCHMARKS.md, "`neardup serve` under load").
+#[allow(unsafe_code)] // one FFI call, justified below
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let cores = std::thread::available_parallelism().map_or(2, usize::from).max(2);
+        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt only sets a malloc tunable and is thread-safe in glibc (it takes the
+        // main arena's lock); M_ARENA_MAX accepts any positive value and governs arenas created
+        // afterwards. It runs before the runtime and the pools start their threads.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
 }
