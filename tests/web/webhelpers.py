@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -16,11 +15,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# Screenshots go to a temporary directory unless NEARDUP_SCREENSHOTS names one (the README's
-# come from `NEARDUP_SCREENSHOTS=docs/screenshots bash tests/run.sh`), so tests leave the
-# working tree as it was.
-_shots = os.environ.get("NEARDUP_SCREENSHOTS")
-SHOTS = ROOT / _shots if _shots else Path(tempfile.mkdtemp(prefix="neardup-shots-"))
+# The tests save their screenshots to target/screenshots/ (build output, not tracked), or to the
+# directory NEARDUP_SCREENSHOTS names: the README's come from
+# `NEARDUP_SCREENSHOTS=docs/screenshots bash tests/run.sh`.
+SHOTS = ROOT / (os.environ.get("NEARDUP_SCREENSHOTS") or "target/screenshots")
 
 
 def binary() -> Path:
