@@ -15,23 +15,8 @@ use neardup::sketch::{Densification, MinHashScheme};
 use neardup::text::{FeatureKind, SegmenterKind};
 use neardup::{Document, MinHashSpec, Pipeline, PipelineSpec, Scratch, Sketches};
 
-/// Splits text into documents of about `size` bytes at whitespace (or character) boundaries.
-fn documents(text: &str, size: usize) -> Vec<String> {
-    let mut docs = Vec::new();
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + size).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        if let Some(space) = text[end..].find(char::is_whitespace) {
-            end = (end + space).min(text.len());
-        }
-        docs.push(text[start..end].to_string());
-        start = end;
-    }
-    docs
-}
+mod common;
+use common::{bundled, chinese, documents};
 
 fn english() -> Vec<String> {
     let dir = Path::new("/usr/share/common-licenses");
@@ -47,24 +32,6 @@ fn english() -> Vec<String> {
     if text.is_empty() {
         text = bundled("en");
     }
-    documents(&text, 1024)
-}
-
-fn bundled(lang: &str) -> String {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data").join(lang);
-    let mut names: Vec<_> =
-        std::fs::read_dir(&dir).expect("examples").flatten().map(|e| e.path()).collect();
-    names.sort();
-    names
-        .iter()
-        .map(|p| std::fs::read_to_string(p).expect("example"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn chinese() -> Vec<String> {
-    // About 64 KB of real Chinese prose, cut into ~1 KB documents.
-    let text = bundled("zh").repeat(16);
     documents(&text, 1024)
 }
 

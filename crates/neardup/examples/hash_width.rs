@@ -10,35 +10,9 @@
 
 use std::io::BufRead;
 
+use neardup::sketch::jaccard_sorted as jaccard;
 use neardup::{Document, Pipeline, PipelineSpec, Scratch};
 use rayon::prelude::*;
-
-/// |A ∩ B| of two sorted distinct slices.
-fn shared<T: Ord>(a: &[T], b: &[T]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    n
-}
-
-fn jaccard<T: Ord>(a: &[T], b: &[T]) -> f64 {
-    let both = shared(a, b);
-    let union = a.len() + b.len() - both;
-    if union == 0 {
-        0.0
-    } else {
-        both as f64 / union as f64
-    }
-}
 
 const THRESHOLDS: [f64; 4] = [0.5, 0.7, 0.8, 0.9];
 

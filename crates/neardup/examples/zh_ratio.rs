@@ -14,32 +14,8 @@ use std::time::Instant;
 use neardup::text::{FeatureKind, Normalizer, SegmenterKind};
 use neardup::{Document, Pipeline, PipelineSpec, Scratch};
 
-fn documents() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data/zh");
-    let mut names: Vec<_> =
-        std::fs::read_dir(&dir).expect("examples").flatten().map(|e| e.path()).collect();
-    names.sort();
-    let text = names
-        .iter()
-        .map(|p| std::fs::read_to_string(p).expect("example"))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .repeat(16);
-    let mut docs = Vec::new();
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + 1024).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        if let Some(space) = text[end..].find(char::is_whitespace) {
-            end = (end + space).min(text.len());
-        }
-        docs.push(text[start..end].to_string());
-        start = end;
-    }
-    docs
-}
+#[path = "../benches/common/mod.rs"]
+mod common;
 
 /// The best time of `rounds` rounds of `passes` passes of `f` over `docs`.
 fn best(rounds: usize, mut round: impl FnMut() -> usize) -> f64 {
@@ -54,7 +30,7 @@ fn best(rounds: usize, mut round: impl FnMut() -> usize) -> f64 {
 
 fn main() {
     const PASSES: usize = 20;
-    let docs = documents();
+    let docs = common::chinese();
     let jieba = neardup::text::zh::jieba();
     let words = Pipeline::new(PipelineSpec {
         segmenter: SegmenterKind::Jieba,
