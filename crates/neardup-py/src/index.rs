@@ -1,4 +1,4 @@
-//! `Index`: a live collection (`neardup::Engine`) with string ids, safe to share between
+//! `Index`: a live collection (`neardup::NamedEngine`: an engine with string ids), safe to share between
 //! threads (one lock; searches share it, writes take it alone, sketching runs outside it with the
 //! GIL released).
 
@@ -9,9 +9,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
-use neardup::{DedupConfig, DocSketch, Engine, Pipeline, PipelineSpec, Scratch};
+use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
 use crate::dedup::config;
 use crate::pipeline::{Doc, PyPipeline};
@@ -23,30 +22,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-struct State {
-    engine: Engine,
-    key_of: FxHashMap<String, u64>,
-    id_of: FxHashMap<u64, String>,
-    next_key: u64,
-}
-
-impl State {
-    fn key_for(&mut self, id: &str) -> u64 {
-        if let Some(&k) = self.key_of.get(id) {
-            return k;
-        }
-        let k = self.next_key;
-        self.next_key += 1;
-        self.key_of.insert(id.to_string(), k);
-        self.id_of.insert(k, id.to_string());
-        k
-    }
-
-    fn insert(&mut self, id: &str, sketch: DocSketch) {
-        let key = self.key_for(id);
-        self.engine.insert(key, sketch);
-    }
-}
+/// The index with its ids: the library's, as the service's collections hold it.
+type State = NamedEngine;
 
 /// A live index of documents by id: insert, remove, search and check (near-duplicate of
 /// anything stored? if not, insert it), with the same sketches and exact verification as
@@ -64,15 +41,7 @@ fn poisoned<T>(_: T) -> PyErr {
 impl PyIndex {
     fn with_config(pipeline: Arc<Pipeline>, config: DedupConfig) -> PyResult<PyIndex> {
         let engine = Engine::new(pipeline.clone(), config).map_err(dedup_error)?;
-        Ok(PyIndex {
-            pipeline,
-            state: RwLock::new(State {
-                engine,
-                key_of: FxHashMap::default(),
-                id_of: FxHashMap::default(),
-                next_key: 0,
-            }),
-        })
+        Ok(PyIndex { pipeline, state: RwLock::new(NamedEngine::new(engine)) })
     }
 
     /// Sketches one document. Like every use of the lock, with the GIL released: a thread that
@@ -81,7 +50,7 @@ impl PyIndex {
     fn sketch(&self, py: Python<'_>, doc: &Doc) -> PyResult<DocSketch> {
         py.detach(|| {
             let state = self.state.read().map_err(poisoned)?;
-            Ok(state.engine.sketch(doc.document(), doc.len(), &mut Scratch::default()))
+            Ok(state.engine().sketch(doc.document(), doc.len(), &mut Scratch::default()))
         })
     }
 
@@ -152,7 +121,7 @@ impl PyIndex {
                 texts
                     .par_iter()
                     .map_init(Scratch::default, |s, t| {
-                        state.engine.sketch(neardup::Document::Text(t), t.len(), s)
+                        state.engine().sketch(neardup::Document::Text(t), t.len(), s)
                     })
                     .collect()
             })?;
@@ -166,13 +135,7 @@ impl PyIndex {
 
     /// Removes a document; returns whether it was stored.
     fn remove(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
-        guard(|| {
-            self.write(py, |state| {
-                let Some(key) = state.key_of.remove(id) else { return false };
-                state.id_of.remove(&key);
-                state.engine.remove(key)
-            })
-        })
+        guard(|| self.write(py, |state| state.remove(id)))
     }
 
     /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`.
@@ -188,10 +151,7 @@ impl PyIndex {
             check_threshold(threshold)?;
             let doc = Doc::from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
-            self.read(py, |state| {
-                let hits = state.engine.search(&q, threshold, top_k);
-                hits.into_iter().map(|h| (state.id_of[&h.key].clone(), h.similarity)).collect()
-            })
+            self.read(py, |state| state.search(&q, threshold, top_k, None))
         })
     }
 
@@ -212,15 +172,8 @@ impl PyIndex {
             let doc = Doc::from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             let (matches, duplicate, inserted) = self.write(py, |state| {
-                let own = state.key_of.get(id).copied();
-                let matches: Vec<(String, f64)> = state
-                    .engine
-                    .search(&q, threshold, top_k.saturating_add(1))
-                    .into_iter()
-                    .filter(|h| Some(h.key) != own)
-                    .take(top_k)
-                    .map(|h| (state.id_of[&h.key].clone(), h.similarity))
-                    .collect();
+                // The document itself (an upsert of the same id) is not its own duplicate.
+                let matches = state.search(&q, threshold, top_k, Some(id));
                 let duplicate = !matches.is_empty();
                 let inserted = !duplicate && insert;
                 if inserted {
@@ -237,20 +190,16 @@ impl PyIndex {
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.read(py, |state| state.engine.len())
+        self.read(py, |state| state.len())
     }
 
     fn __contains__(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
-        self.read(py, |state| state.key_of.contains_key(id))
+        self.read(py, |state| state.contains(id))
     }
 
     /// The ids stored, in insertion order.
     fn ids(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.read(py, |state| {
-            let mut keys: Vec<u64> = state.id_of.keys().copied().collect();
-            keys.sort_unstable();
-            keys.into_iter().map(|k| state.id_of[&k].clone()).collect()
-        })
+        self.read(py, |state| state.ids().into_iter().map(str::to_string).collect())
     }
 
     /// The pipeline.
@@ -262,24 +211,13 @@ impl PyIndex {
     /// The LSH `(bands, rows)` (MinHash), or None.
     #[getter]
     fn banding(&self, py: Python<'_>) -> PyResult<Option<(usize, usize)>> {
-        self.read(py, |state| state.engine.banding())
+        self.read(py, |state| state.engine().banding())
     }
 
     /// Writes the index to a directory, in the format of `neardup dedup --save-index` (so
     /// `neardup dedup --against DIR` reads it), each file atomically.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        guard(|| {
-            self.read(py, |state| {
-                // Saved indexes hold ids as JSON text, as `neardup dedup` writes them.
-                let json: FxHashMap<u64, String> = state
-                    .id_of
-                    .iter()
-                    .map(|(&k, id)| (k, serde_json::Value::String(id.clone()).to_string()))
-                    .collect();
-                state.engine.save(&path, |k| json[&k].as_str())
-            })?
-            .map_err(dedup_error)
-        })
+        guard(|| self.read(py, |state| state.save(&path))?.map_err(dedup_error))
     }
 
     /// Opens an index written by `Index.save` or `neardup dedup --save-index`, with the
@@ -300,7 +238,7 @@ impl PyIndex {
             };
             let index = PyIndex::with_config(pipeline, config)?;
             index.write(py, |state| -> PyResult<()> {
-                let docs = state.engine.read_saved(&path).map_err(dedup_error)?;
+                let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
                 for (id, sketch) in docs {
                     // Ids are JSON text: a string's value, or a number as written.
                     let id = match serde_json::from_str::<serde_json::Value>(&id) {

@@ -444,9 +444,9 @@ fn describe(c: &Collection) -> Value {
         Ok(live) => {
             let live = live.read().unwrap_or_else(|p| p.into_inner());
             (
-                Some(live.engine.len()),
-                live.engine.banding().map(|(b, r)| (b, r, live.engine.candidate_probability())),
-                Some(live.engine.verification().name()),
+                Some(live.engine().len()),
+                live.engine().banding().map(|(b, r)| (b, r, live.engine().candidate_probability())),
+                Some(live.engine().verification().name()),
                 None,
             )
         }
@@ -560,7 +560,7 @@ async fn insert_docs(
         Ok(docs
             .into_par_iter()
             .map_init(Scratch::default, |scratch, (id, body, metadata)| {
-                let sketch = live.engine.sketch(body.document(), body.len(), scratch);
+                let sketch = live.engine().sketch(body.document(), body.len(), scratch);
                 let text = store_text.then(|| body.text());
                 (id, Record { sketch, metadata, text })
             })
@@ -593,8 +593,7 @@ async fn insert_docs(
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
         for (id, record) in records {
-            let key = live.key_for(&id);
-            live.engine.insert(key, record.sketch);
+            live.insert(&id, record.sketch);
         }
         Ok((n - updated, updated))
     })
@@ -673,7 +672,7 @@ async fn delete_doc(
             txn.commit().map_err(|e| err(e.into()))?;
             Ok(existed)
         })?;
-        live(&c2)?.write().unwrap_or_else(|p| p.into_inner()).forget(&key);
+        live(&c2)?.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
         Ok(existed)
     })
     .await?;
@@ -729,13 +728,8 @@ async fn search(
             let (hits, txn) = {
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
                 let mut scratch = Scratch::default();
-                let q = live.engine.sketch(body.document(), body.len(), &mut scratch);
-                let hits: Vec<(String, f64)> = live
-                    .engine
-                    .search(&q, req.threshold, top_k)
-                    .into_iter()
-                    .map(|h| (live.id_of[&h.key].clone(), h.similarity))
-                    .collect();
+                let q = live.engine().sketch(body.document(), body.len(), &mut scratch);
+                let hits = live.search(&q, req.threshold, top_k, None);
                 (hits, db.begin_read().map_err(|e| err(e.into()))?)
             };
             let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
@@ -806,7 +800,7 @@ async fn check(
     let c2 = c.clone();
     let (sketch, text) = blocking(move || {
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
-        let sketch = live.engine.sketch(body.document(), body.len(), &mut Scratch::default());
+        let sketch = live.engine().sketch(body.document(), body.len(), &mut Scratch::default());
         Ok((sketch, c2.info.store_text.then(|| body.text())))
     })
     .await?;
@@ -847,20 +841,13 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
         let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
         for (i, p) in group.iter().enumerate() {
             // The document itself (an upsert of the same id) is not its own duplicate.
-            let own = live.key_of.get(&p.id).copied();
-            let mut matches: Vec<(String, f64)> = live
-                .engine
-                .search(&p.sketch, p.threshold, p.top_k.saturating_add(1))
-                .into_iter()
-                .filter(|h| Some(h.key) != own)
-                .map(|h| (live.id_of[&h.key].clone(), h.similarity))
-                .collect();
+            let mut matches = live.search(&p.sketch, p.threshold, p.top_k, Some(&p.id));
             for &j in &accepted {
                 let earlier = &group[j];
                 if earlier.id == p.id || p.sketch.empty {
                     continue;
                 }
-                if let Some(s) = live.engine.similarity(&p.sketch, &earlier.sketch, p.threshold) {
+                if let Some(s) = live.engine().similarity(&p.sketch, &earlier.sketch, p.threshold) {
                     // An earlier upsert of a stored id replaces the stored version.
                     matches.retain(|(id, _)| *id != earlier.id);
                     matches.push((earlier.id.clone(), s));
@@ -904,8 +891,7 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
         for &i in &accepted {
             let p = group[i].as_mut().expect("each accepted once");
-            let key = live.key_for(&p.id);
-            live.engine.insert(key, std::mem::take(&mut p.sketch));
+            live.insert(&p.id, std::mem::take(&mut p.sketch));
         }
         drop(live);
         for (p, answer) in group.into_iter().flatten().zip(answers) {
@@ -996,7 +982,7 @@ async fn metrics(State(state): State<Shared>) -> Response {
     out.push_str("# TYPE neardup_documents gauge\n");
     for (name, c) in state.collections.read().unwrap_or_else(|p| p.into_inner()).iter() {
         if let Ok(live) = &c.live {
-            let n = live.read().unwrap_or_else(|p| p.into_inner()).engine.len();
+            let n = live.read().unwrap_or_else(|p| p.into_inner()).len();
             out.push_str(&format!("neardup_documents{{collection=\"{name}\"}} {n}\n"));
         }
     }

@@ -25,9 +25,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use neardup::{DedupConfig, Engine, Pipeline};
+use neardup::{DedupConfig, Engine, NamedEngine, Pipeline};
 use redb::{Database, ReadableTable};
-use rustc_hash::FxHashMap;
 
 pub use api::router;
 pub use store::STORE_FORMAT;
@@ -116,38 +115,9 @@ impl fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
-/// The in-memory side of a collection: the index and the id <-> key maps.
-#[derive(Debug)]
-struct Live {
-    engine: Engine,
-    key_of: FxHashMap<String, u64>,
-    id_of: FxHashMap<u64, String>,
-    next_key: u64,
-}
-
-impl Live {
-    fn new(engine: Engine) -> Live {
-        Live { engine, key_of: FxHashMap::default(), id_of: FxHashMap::default(), next_key: 0 }
-    }
-
-    fn key_for(&mut self, id: &str) -> u64 {
-        if let Some(&k) = self.key_of.get(id) {
-            return k;
-        }
-        let k = self.next_key;
-        self.next_key += 1;
-        self.key_of.insert(id.to_string(), k);
-        self.id_of.insert(k, id.to_string());
-        k
-    }
-
-    fn forget(&mut self, id: &str) {
-        if let Some(k) = self.key_of.remove(id) {
-            self.id_of.remove(&k);
-            self.engine.remove(k);
-        }
-    }
-}
+/// The in-memory side of a collection: the index with its ids (the library's, shared with the
+/// Python `Index`).
+type Live = NamedEngine;
 
 /// Why a collection object no longer takes writes.
 const LIVE: u8 = 0;
@@ -268,8 +238,7 @@ fn load_collections(
                 let mut live = Live::new(engine);
                 let mut n = 0u64;
                 for_each_doc(&read, &table, |id, record| {
-                    let key = live.key_for(id);
-                    live.engine.insert(key, record.sketch);
+                    live.insert(id, record.sketch);
                     n += 1;
                     if n.is_multiple_of(100_000) {
                         eprintln!("neardup serve: loading {:?}: {n} documents", info.name);

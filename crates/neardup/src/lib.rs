@@ -24,6 +24,7 @@ mod dedup;
 mod engine;
 mod error;
 mod idf;
+mod named;
 mod options;
 mod pipeline;
 mod spec;
@@ -36,6 +37,7 @@ pub use dedup::{
 pub use engine::{Engine, Hit};
 pub use error::BuildError;
 pub use idf::IdfBuilder;
+pub use named::NamedEngine;
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
 pub use spec::{
