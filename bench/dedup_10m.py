@@ -23,7 +23,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -32,23 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dedup_1m import vocabulary  # the same words as the 1M benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "data"
 RATES = (0.0, 0.005, 0.01, 0.02)
-
-
-def vocabulary() -> list[str]:
-    words: dict[str, int] = {}
-    sources = list(Path("/usr/share/common-licenses").glob("*"))
-    sources += list(Path("/usr/share/doc").glob("*/copyright"))
-    for p in sorted(sources):
-        try:
-            text = p.read_text(errors="ignore")
-        except OSError:
-            continue
-        for w in re.findall(r"[A-Za-z][a-z]+", text):
-            words[w.lower()] = words.get(w.lower(), 0) + 1
-    return sorted(words, key=lambda w: (-words[w], w))[:30000]
 
 
 def shingle_set(words: list[str]) -> set[str]:

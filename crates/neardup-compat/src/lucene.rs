@@ -138,6 +138,20 @@ pub fn whitespace_tokenize(text: &str) -> Vec<InputToken> {
     tokens
 }
 
+/// Tokens given as they are (the filter's input when the caller has tokenized), laid end to end:
+/// each one's end offset is the total of the code units up to and including it.
+pub fn given_tokens<S: AsRef<str>>(tokens: &[S]) -> Vec<InputToken> {
+    let mut end = 0;
+    tokens
+        .iter()
+        .map(|t| {
+            let units: Vec<u16> = t.as_ref().encode_utf16().collect();
+            end += units.len();
+            InputToken { units, end_offset: end }
+        })
+        .collect()
+}
+
 /// `ShingleFilter(k, k)` with `outputUnigrams = false` and separator `" "`: every run of `k`
 /// consecutive tokens, joined by one space; nothing when there are fewer than `k` tokens.
 pub fn shingles(tokens: &[InputToken], k: usize) -> Vec<InputToken> {

@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use neardup::compat::lucene::{self, InputToken, MinHashParams};
+use neardup::compat::lucene::{self, MinHashParams};
 use neardup::compat::{recipes, yanyiwu};
 
 use crate::guard;
@@ -78,14 +78,7 @@ fn lucene_min_hash(
             lucene::shingles(&lucene::whitespace_tokenize(&s), shingle_size)
         } else {
             let list: Vec<String> = text.extract()?;
-            let mut end = 0;
-            list.iter()
-                .map(|t| {
-                    let units: Vec<u16> = t.encode_utf16().collect();
-                    end += units.len();
-                    InputToken { units, end_offset: end }
-                })
-                .collect()
+            lucene::given_tokens(&list)
         };
         let out = lucene::min_hash(&tokens, &params).map_err(PyValueError::new_err)?;
         Ok(out.tokens.iter().map(|t| lucene::indexed_utf8(t)).collect())

@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 use neardup::compat::datasketch::{Permutations, Scheme};
-use neardup::compat::lucene::{self, InputToken, MinHashParams};
+use neardup::compat::lucene::{self, MinHashParams};
 use neardup::compat::{recipes, yanyiwu};
 use neardup::{Document, Pipeline, Scratch, MAX_NGRAM, MAX_TOP_N};
 use serde_json::json;
@@ -352,17 +352,8 @@ impl Profile {
                     Body::Text(text) => {
                         lucene::shingles(&lucene::whitespace_tokenize(text), *shingle_size)
                     }
-                    Body::Tokens(list) => {
-                        // Given tokens reach the filter as they are, laid end to end.
-                        let mut end = 0;
-                        list.iter()
-                            .map(|t| {
-                                let units: Vec<u16> = t.encode_utf16().collect();
-                                end += units.len();
-                                InputToken { units, end_offset: end }
-                            })
-                            .collect()
-                    }
+                    // Given tokens reach the filter as they are, laid end to end.
+                    Body::Tokens(list) => lucene::given_tokens(list),
                 };
                 let out = lucene::min_hash(&tokens, params).expect("parameters validated at build");
                 let hex: Vec<String> = out.tokens.iter().map(|t| lucene::units_hex(t)).collect();
