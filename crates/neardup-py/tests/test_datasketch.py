@@ -198,3 +198,170 @@ def test_rensa_finds_the_same_planted_near_duplicates():
     for i in range(100):
         assert 100 + i in ours.query(mh[i]), i
         assert 100 + i in lsh.query(r_mh[i]), i
+
+
+# --- MinHashLSH sessions and storage, side by side with datasketch (issue 22) ---------------
+#
+# Each script runs the same calls on a datasketch index and on ours, logging every answer (or
+# the type of the exception raised); the logs must be equal. With dict storage, datasketch's
+# sessions write straight into the index: an insert is visible at once and never lost, whether
+# or not the session is closed.
+
+
+def _lsh_minhashes(lib) -> list:
+    """Six MinHashes, two groups of near-duplicates and two loners, bit-identical in both."""
+    base = [tokens(60, 100 + s) for s in range(3)]
+    sets = [base[0], base[0][:55], base[1], base[1][5:], base[2], tokens(60, 999)]
+    out = []
+    for s in sets:
+        m = lib.MinHash(num_perm=64)
+        m.update_batch(s)
+        out.append(m)
+    return out
+
+
+KEYS = ["a", "b", "c", 4, ("e", 5), "f", "missing"]
+
+
+def _observe(lsh, mhs) -> dict:
+    return {
+        "query": [sorted(map(repr, lsh.query(m))) for m in mhs],
+        "in": [k in lsh for k in KEYS],
+        "keys": list(lsh.keys),
+        "len": len(lsh.keys),
+        "bands": [list(lsh.keys[k]) for k in KEYS],
+        "get": [list(lsh.keys.get(k)) for k in KEYS],
+        "counts": lsh.get_counts(),
+        "subset": lsh.get_subset_counts(*KEYS, "a"),
+        "empty": lsh.is_empty(),
+    }
+
+
+def _attempt(log: list, f, *args, **kwargs):
+    try:
+        r = f(*args, **kwargs)
+        log.append(("ok", r if r is None or isinstance(r, (bool, int)) else repr(type(r))))
+        return r
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        log.append(("raise", type(e).__name__))
+        return None
+
+
+def _script_never_closed(lib, lsh, mhs, log):
+    s = lsh.insertion_session()
+    _attempt(log, s.insert, "a", mhs[0])
+    log.append(_observe(lsh, mhs))
+    _attempt(log, s.insert, "b", mhs[1])
+    _attempt(log, s.insert, "a", mhs[2])  # already there: raises at once
+    _attempt(log, s.insert, "c", mhs[2], check_duplication=False)
+    log.append(_observe(lsh, mhs))
+    del s  # never closed, never exited
+
+
+def _script_with_block(lib, lsh, mhs, log):
+    with lsh.insertion_session(buffer_size=2) as s:
+        for k, m in zip(KEYS, mhs):
+            _attempt(log, s.insert, k, m)
+            log.append(_observe(lsh, mhs))
+        _attempt(log, s.insert, "a", mhs[0])
+        _attempt(log, s.insert, "z", lib.MinHash(num_perm=32))  # wrong length: raises at once
+        _attempt(log, s.insert, "y", lib.MinHash(num_perm=64, scheme="legacy"))  # other scheme
+        _attempt(log, lsh.remove, "b")  # a removal inside the session
+        log.append(_observe(lsh, mhs))
+    log.append(_observe(lsh, mhs))
+
+
+def _script_exception_inside(lib, lsh, mhs, log):
+    try:
+        with lsh.insertion_session() as s:
+            s.insert("a", mhs[0])
+            s.insert("b", mhs[1])
+            raise KeyboardInterrupt  # anything: what was inserted stays
+    except KeyboardInterrupt:
+        pass
+    log.append(_observe(lsh, mhs))
+    s = lsh.insertion_session(buffer_size=1)
+    _attempt(log, s.insert, "c", mhs[2])
+    _attempt(log, s.close)
+    _attempt(log, s.insert, "f", mhs[5])  # a closed session still inserts, as datasketch's
+    log.append(_observe(lsh, mhs))
+
+
+def _script_duplicates_unchecked(lib, lsh, mhs, log):
+    with lsh.insertion_session() as s:
+        s.insert("a", mhs[0])
+        s.insert("a", mhs[2], check_duplication=False)  # the key's band keys are extended
+    log.append(_observe(lsh, mhs))
+    lsh.insert("a", mhs[4], check_duplication=False)
+    log.append(_observe(lsh, mhs))
+    _attempt(log, lsh.remove, "a")  # removes the first insert's buckets only, as datasketch
+    log.append(_observe(lsh, mhs))
+
+
+def _script_deletion(lib, lsh, mhs, log):
+    for k, m in zip(KEYS, mhs):
+        lsh.insert(k, m)
+    d = lsh.deletion_session(buffer_size=1)
+    _attempt(log, d.remove, "a")
+    log.append(_observe(lsh, mhs))
+    _attempt(log, d.remove, "a")  # already gone: raises at once
+    _attempt(log, d.remove, "missing")
+    with lsh.deletion_session() as d2:
+        _attempt(log, d2.remove, "b")
+        log.append(_observe(lsh, mhs))
+        _attempt(log, lsh.insert, "b", mhs[1])  # an insert inside a deletion session
+        log.append(_observe(lsh, mhs))
+    log.append(_observe(lsh, mhs))
+    del d  # never closed
+
+
+def _script_query_buffer_and_merge(lib, lsh, mhs, log):
+    lsh.insert("a", mhs[0])
+    lsh.add_to_query_buffer(mhs[1])
+    lsh.insert("b", mhs[1])  # after the query was buffered
+    log.append(sorted(map(repr, lsh.collect_query_buffer())))
+    log.append(sorted(map(repr, lsh.collect_query_buffer())))
+    other = lib.MinHashLSH(threshold=0.5, num_perm=64, prepickle=lsh.prepickle)
+    with other.insertion_session() as s:
+        s.insert("a", mhs[2])
+        s.insert("c", mhs[3])
+    lsh.merge(other)  # an overlapping key: its band keys are extended
+    log.append(_observe(lsh, mhs))
+    _attempt(log, lsh.merge, other, check_overlap=True)
+    log.append(sorted(map(repr, lsh._query_b(mhs[0], 2))))
+
+
+@pytest.mark.parametrize("prepickle", [False, True])
+@pytest.mark.parametrize(
+    "script",
+    [
+        _script_never_closed,
+        _script_with_block,
+        _script_exception_inside,
+        _script_duplicates_unchecked,
+        _script_deletion,
+        _script_query_buffer_and_merge,
+    ],
+)
+def test_lsh_sessions_and_storage_answer_as_datasketch(script, prepickle):
+    logs = []
+    for lib in (ds, nd):
+        lsh = lib.MinHashLSH(threshold=0.5, num_perm=64, prepickle=prepickle)
+        log: list = []
+        script(lib, lsh, _lsh_minhashes(lib), log)
+        logs.append(log)
+    theirs, ours = logs
+    assert len(ours) == len(theirs)
+    for i, (o, t) in enumerate(zip(ours, theirs)):
+        assert o == t, f"step {i}"
+
+
+def test_insertion_session_insert_is_visible_before_close():
+    """The defect of issue 22, plainly: a session that is never closed loses nothing."""
+    lsh = nd.MinHashLSH(threshold=0.5, num_perm=64)
+    m = _lsh_minhashes(nd)[0]
+    session = lsh.insertion_session()
+    session.insert("a", m)
+    assert "a" in lsh and lsh.query(m) == ["a"] and list(lsh.keys) == ["a"]
+    del session
+    assert "a" in lsh
