@@ -32,7 +32,9 @@ fn scheme(name: &str) -> PyResult<Scheme> {
 }
 
 /// datasketch's permutation parameters `(a, b)` for `(num_perm, seed, scheme)`: uint64 for
-/// legacy and affine64, uint32 for affine32.
+/// legacy and affine64, uint32 for affine32. Any `num_perm` datasketch takes (it allows up to
+/// 2^32): the draws are numpy's, whatever their number, so nothing here bounds it. (neardup's
+/// own MinHash stops at `MAX_NUM_PERM`; this is datasketch's.)
 #[pyfunction]
 fn ds_permutations<'py>(
     py: Python<'py>,
@@ -44,12 +46,6 @@ fn ds_permutations<'py>(
         let s = scheme(scheme_name)?;
         let seed = u32::try_from(seed)
             .map_err(|_| PyValueError::new_err("Seed must be between 0 and 2**32 - 1"))?;
-        if num_perm > neardup::sketch::MAX_NUM_PERM {
-            return Err(PyValueError::new_err(format!(
-                "num_perm {num_perm} is above neardup's limit of {}",
-                neardup::sketch::MAX_NUM_PERM
-            )));
-        }
         let p = py.detach(|| Permutations::new(num_perm, seed, s));
         Ok(match s {
             Scheme::Affine32 => {
@@ -88,50 +84,51 @@ fn hashes_of(s: Scheme, tokens: &[&[u8]]) -> Vec<u64> {
     }
 }
 
-/// Applies raw hash values to `values` in place, for the scheme's dtype.
+/// The hash values of a batch, in the width of the scheme's input: 32 bits for affine32, 64
+/// for legacy and affine64 (datasketch converts them to the scheme's dtype before permuting).
+enum Hashes<'a> {
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+}
+
+/// Applies hash values to `values` in place, for the scheme's dtype.
 fn apply(
     s: Scheme,
     a: &Bound<'_, PyAny>,
     b: &Bound<'_, PyAny>,
     values: &Bound<'_, PyAny>,
-    hashes: &[u64],
+    hashes: Hashes<'_>,
     py: Python<'_>,
 ) -> PyResult<()> {
-    match s {
-        Scheme::Affine32 => {
+    match (s, hashes) {
+        (Scheme::Affine32, Hashes::U32(h)) => {
             let (a, b): (PyReadonlyArray1<'_, u32>, PyReadonlyArray1<'_, u32>) =
                 (a.extract()?, b.extract()?);
             let mut v: PyReadwriteArray1<'_, u32> = values.extract()?;
             let (a, b, v) = (a.as_slice()?, b.as_slice()?, v.as_slice_mut()?);
             check_lengths(a.len(), b.len(), v.len())?;
-            let h: Vec<u32> = hashes
-                .iter()
-                .map(|&h| u32::try_from(h).map_err(|_| out_of_range(s)))
-                .collect::<PyResult<_>>()?;
-            py.detach(|| update_affine32(a, b, v, &h));
+            py.detach(|| update_affine32(a, b, v, h));
         }
-        Scheme::Legacy | Scheme::Affine64 => {
+        (Scheme::Legacy | Scheme::Affine64, Hashes::U64(h)) => {
             let (a, b): (PyReadonlyArray1<'_, u64>, PyReadonlyArray1<'_, u64>) =
                 (a.extract()?, b.extract()?);
             let mut v: PyReadwriteArray1<'_, u64> = values.extract()?;
             let (a, b, v) = (a.as_slice()?, b.as_slice()?, v.as_slice_mut()?);
             check_lengths(a.len(), b.len(), v.len())?;
             if s == Scheme::Legacy {
-                py.detach(|| update_legacy(a, b, v, hashes));
+                py.detach(|| update_legacy(a, b, v, h));
             } else {
-                py.detach(|| update_affine64(a, b, v, hashes));
+                py.detach(|| update_affine64(a, b, v, h));
             }
+        }
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "hash values of the wrong width for scheme {:?}",
+                s.name()
+            )))
         }
     }
     Ok(())
-}
-
-fn out_of_range(s: Scheme) -> PyErr {
-    PyValueError::new_err(format!(
-        "hashfunc returned a value out of range for scheme {:?}: use a hash function matching \
-         the scheme width, or scheme='affine64' for 64-bit hash values",
-        s.name()
-    ))
 }
 
 fn check_lengths(a: usize, b: usize, v: usize) -> PyResult<()> {
@@ -159,13 +156,20 @@ fn ds_update_tokens(
             Err(_) => tokens.try_iter()?.collect::<PyResult<_>>()?,
         };
         let Some(bytes) = byte_tokens(&items)? else { return Ok(false) };
-        let hashes = py.detach(|| hashes_of(s, &bytes));
-        apply(s, a, b, values, &hashes, py)?;
+        if s == Scheme::Affine32 {
+            let hashes: Vec<u32> = py.detach(|| bytes.iter().map(|t| sha1_hash32(t)).collect());
+            apply(s, a, b, values, Hashes::U32(&hashes), py)?;
+        } else {
+            let hashes = py.detach(|| hashes_of(s, &bytes));
+            apply(s, a, b, values, Hashes::U64(&hashes), py)?;
+        }
         Ok(true)
     })
 }
 
-/// `MinHash.update_batch` with hash values already computed (a custom `hashfunc`).
+/// `MinHash.update` and `update_batch` with hash values already computed (a custom
+/// `hashfunc`) and converted as datasketch converts them: a 1-D array of uint32 (affine32) or
+/// uint64 (legacy, affine64).
 #[pyfunction]
 fn ds_update_hashes(
     py: Python<'_>,
@@ -173,9 +177,18 @@ fn ds_update_hashes(
     a: &Bound<'_, PyAny>,
     b: &Bound<'_, PyAny>,
     values: &Bound<'_, PyAny>,
-    hashes: Vec<u64>,
+    hashes: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    guard(|| apply(scheme(scheme_name)?, a, b, values, &hashes, py))
+    guard(|| {
+        let s = scheme(scheme_name)?;
+        if s == Scheme::Affine32 {
+            let h: PyReadonlyArray1<'_, u32> = hashes.extract()?;
+            apply(s, a, b, values, Hashes::U32(h.as_slice()?), py)
+        } else {
+            let h: PyReadonlyArray1<'_, u64> = hashes.extract()?;
+            apply(s, a, b, values, Hashes::U64(h.as_slice()?), py)
+        }
+    })
 }
 
 /// `MinHash.bulk`: the hash values of many token lists at once, on every core (an n x num_perm

@@ -102,7 +102,7 @@ def test_errors_match_datasketch():
     with pytest.raises(TypeError, match="Cannot update a LeanMinHash"):
         nd.LeanMinHash(nd.MinHash()).update(b"x")
     with pytest.raises(RuntimeError):
-        nd.MinHash(gpu_mode="always")
+        nd.MinHash(gpu_mode="always").update_batch([b"x"])  # no GPU: as datasketch without one
     with pytest.raises(ValueError, match="storage_config"):
         nd.MinHashLSH(storage_config={"type": "redis", "redis": {}})
 
@@ -365,3 +365,210 @@ def test_insertion_session_insert_is_visible_before_close():
     assert "a" in lsh and lsh.query(m) == ["a"] and list(lsh.keys) == ["a"]
     del session
     assert "a" in lsh
+
+
+# --- MinHash arguments, side by side with datasketch (issue 22) ------------------------------
+#
+# For each set of arguments: both raise the same exception type, or both accept and give the
+# same attributes, permutations and hash values (after update_batch and update), bit for bit.
+# Seeds numpy's RandomState takes but neardup's generator does not (None, arrays, sequences)
+# are drawn by numpy as datasketch draws them; None seeds from the OS, so only shapes compare.
+
+RANDOM_SEED = object()
+
+MINHASH_ARGS = [
+    {"seed": None},
+    {"seed": 1.5},
+    {"seed": 2.0},
+    {"seed": -1},
+    {"seed": 2**32},
+    {"seed": 2**32 - 1},
+    {"seed": 2**64},
+    {"seed": np.int64(3)},
+    {"seed": np.uint32(7)},
+    {"seed": np.int8(-2)},
+    {"seed": True},
+    {"seed": "1"},
+    {"seed": [1, 2]},
+    {"seed": (3, 4), "scheme": "legacy"},
+    {"seed": np.array([5, 6], dtype=np.uint32), "scheme": "affine64"},
+    {"seed": [2**32]},
+    {"num_perm": 0},
+    {"num_perm": 1},
+    {"num_perm": -3},
+    {"num_perm": 1024},
+    {"num_perm": 1025},
+    {"num_perm": 1025, "scheme": "legacy"},
+    {"num_perm": 1025, "scheme": "affine64"},
+    {"num_perm": 2000, "seed": 9},
+    {"num_perm": 2.0},
+    {"num_perm": 2.5},
+    {"num_perm": 4.0, "scheme": "legacy"},
+    {"num_perm": np.int32(4)},
+    {"num_perm": np.uint64(5), "scheme": "legacy"},
+    {"num_perm": True},
+    {"num_perm": None},
+    {"num_perm": "4"},
+    {"num_perm": 2**32 + 1},
+    {"hashfunc": 3},
+    {"hashfunc": False},
+    {"hashfunc": "sha1"},
+    {"gpu_mode": "always"},
+    {"gpu_mode": "detect"},
+    {"gpu_mode": "bogus"},
+    {"gpu_mode": None},
+    {"scheme": "AFFINE32"},
+    {"scheme": 1},
+    {"scheme": None},
+    {"hashvalues": [1, 2, 3], "scheme": "legacy"},
+    {"hashvalues": [2**40], "scheme": "legacy"},
+    {"hashvalues": [-1], "scheme": "legacy"},
+    {"hashvalues": [-1], "scheme": "affine32"},
+    {"hashvalues": [2**32], "scheme": "affine32"},
+    {"hashvalues": [], "scheme": "affine32"},
+    {"hashvalues": np.array([1.5, 2.5]), "scheme": "affine32"},
+    {"hashvalues": np.array([2**40], dtype=np.uint64), "scheme": "affine32"},
+    {"hashvalues": np.array([2**40], dtype=np.uint64), "scheme": "legacy"},
+    {"hashvalues": [7, 8], "scheme": "affine64", "seed": None},
+    {"hashvalues": [1, 2], "permutations": ([1, 3, 5], [0, 0, 0]), "scheme": "affine32"},
+    {"permutations": ([2, 3], [0, 0]), "scheme": "affine32", "num_perm": 2},
+    {"permutations": ([1, 3], [0, 1]), "scheme": "affine64", "num_perm": 2},
+    {"permutations": np.array([[1, 3], [5, 7]], dtype=np.uint64), "scheme": "legacy", "num_perm": 2},
+]
+
+
+def _minhash_outcome(lib, kwargs: dict) -> list:
+    random_seed = "seed" in kwargs and kwargs["seed"] is None and "permutations" not in kwargs
+    out: list = []
+    try:
+        m = lib.MinHash(**kwargs)
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return [("init raises", type(e).__name__)]
+    out.append(("seed", repr(m.seed), "num_perm", repr(m.num_perm), "scheme", m.scheme))
+    out.append(("gpu_mode", m._gpu_mode, "hashfunc", getattr(m.hashfunc, "__name__", None)))
+    perms = np.asarray(m.permutations)
+    out.append(("dtype", m.hashvalues.dtype.str, perms.dtype.str, perms.shape, len(m)))
+    if not random_seed:
+        out.append(("values", m.hashvalues.tolist(), perms.tolist()))
+    for step in (lambda: m.update_batch(tokens(40)), lambda: m.update(b"one more")):
+        before = m.hashvalues
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001
+            out.append(("update raises", type(e).__name__))
+            continue
+        out.append(("replaced", before is not m.hashvalues, m.hashvalues.dtype.str))
+        if not random_seed:
+            out.append(("values", m.hashvalues.tolist()))
+    try:
+        out.append(("copy", m.copy() == m, m.copy()._gpu_mode))
+    except Exception as e:  # noqa: BLE001
+        out.append(("copy raises", type(e).__name__))
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("kwargs", MINHASH_ARGS, ids=repr)
+def test_minhash_arguments_answer_as_datasketch(kwargs):
+    assert _minhash_outcome(nd, kwargs) == _minhash_outcome(ds, kwargs)
+
+
+ODD_HASHES = [1.5, -1, 0, np.int64(5), np.uint64(5), np.uint32(9), 2**33, 2**64, "7", None, True,
+              [1, 2], np.array([3, 4], dtype=np.uint64)]
+
+
+def _hash_outcome(lib, scheme: str, hv, how: str) -> tuple:
+    m = lib.MinHash(num_perm=8, scheme=scheme, hashfunc=lambda _x: hv)
+    try:
+        if how == "update":
+            m.update(b"x")
+        elif how == "update_batch":
+            m.update_batch([b"x", b"y"])
+        else:
+            m.update_batch([b"x"])
+            m.update(b"y")
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return ("raises", type(e).__name__, m.hashvalues.tolist())
+    return ("ok", m.hashvalues.dtype.str, m.hashvalues.tolist())
+
+
+@pytest.mark.parametrize("how", ["update", "update_batch", "both"])
+@pytest.mark.parametrize("scheme", ["affine32", "legacy", "affine64"])
+@pytest.mark.parametrize("hv", ODD_HASHES, ids=repr)
+def test_hash_function_outputs_answer_as_datasketch(hv, scheme, how):
+    assert _hash_outcome(nd, scheme, hv, how) == _hash_outcome(ds, scheme, hv, how)
+
+
+def _gpu_outcome(lib, gpu_mode: str) -> list:
+    out: list = []
+    for call in (
+        lambda: lib.MinHash(num_perm=4, gpu_mode=gpu_mode).update(b"x"),
+        lambda: lib.MinHash(num_perm=4, gpu_mode=gpu_mode).update_batch([]),
+        lambda: lib.MinHash(num_perm=4, gpu_mode=gpu_mode).update_batch([b"x"]),
+        lambda: lib.MinHash(num_perm=4, gpu_mode=gpu_mode).update_batch(["not bytes"]),
+        lambda: lib.MinHash.bulk([[b"a"], [b"b"]], num_perm=4, gpu_mode=gpu_mode),
+        lambda: lib.MinHash.bulk([[], []], num_perm=4, gpu_mode=gpu_mode),
+        lambda: lib.MinHash.union(
+            lib.MinHash(num_perm=4, gpu_mode=gpu_mode), lib.MinHash(num_perm=4)
+        )._gpu_mode,
+    ):
+        try:
+            r = call()
+            out.append(("ok", r if isinstance(r, str) else None))
+        except Exception as e:  # noqa: BLE001
+            out.append(("raises", type(e).__name__))
+    return out
+
+
+@pytest.mark.parametrize("gpu_mode", ["disable", "detect", "always", "other"])
+def test_gpu_mode_answers_as_datasketch_without_a_gpu(gpu_mode):
+    assert _gpu_outcome(nd, gpu_mode) == _gpu_outcome(ds, gpu_mode)
+
+
+def _fake_hash_func(data):
+    """datasketch's test/utils.py `fake_hash_func`: the input unchanged."""
+    return data
+
+
+def test_union_keeps_gpu_mode_and_hashfunc():
+    """datasketch's test/test_minhash.py::TestMinHash::test_union."""
+    for lib in (ds, nd):
+        m1 = lib.MinHash(4, 1, gpu_mode="detect", hashfunc=_fake_hash_func)
+        m2 = lib.MinHash(4, 1, gpu_mode="detect", hashfunc=_fake_hash_func)
+        m2.update(12)
+        u = lib.MinHash.union(m1, m2)
+        assert u.jaccard(m2) == 1.0
+        assert u.hashfunc is _fake_hash_func
+        assert u._gpu_mode == "detect", lib.__name__
+        u.update(13)
+
+
+@pytest.mark.parametrize("b", [2, 255, 256, 257, 300, 1024])
+def test_lsh_unpacking_above_1024_permutations(b):
+    """datasketch's test/test_lsh.py::TestMinHashLSH::test_unpacking (b in 2..=1024, so
+    num_perm = 4b goes up to 4,096), for a sample of b across 1,024 permutations; the band
+    keys equal datasketch's."""
+    got = []
+    for lib in (ds, nd):
+        lsh = lib.MinHashLSH(num_perm=b * 4, params=(b, 4))
+        m = lib.MinHash(num_perm=b * 4)
+        m.update(b"abcdefg")
+        m.update(b"1234567")
+        lsh.insert("m", m)
+        sizes = [len(H) for ht in lsh.hashtables for H in ht]
+        assert all(sizes[0] == s for s in sizes)
+        got.append([sorted(ht) for ht in lsh.hashtables])
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("scheme", ["affine32", "legacy", "affine64"])
+def test_bulk_above_1024_permutations_is_bit_identical(scheme):
+    docs = [tokens(30, s) for s in range(5)]
+    ours = nd.MinHash.bulk(docs, num_perm=1500, seed=3, scheme=scheme)
+    theirs = ds.MinHash.bulk(docs, num_perm=1500, seed=3, scheme=scheme)
+    for o, t in zip(ours, theirs):
+        assert np.array_equal(o.hashvalues, t.hashvalues) and o.hashvalues.dtype == t.hashvalues.dtype
+    lo = nd.LeanMinHash(ours[0])
+    buf = bytearray(lo.bytesize())
+    lo.serialize(buf)
+    assert ds.LeanMinHash.deserialize(buf) == ds.LeanMinHash(theirs[0])

@@ -3,15 +3,21 @@
 Change ``from datasketch import MinHash, MinHashLSH`` to ``from neardup.datasketch import
 MinHash, MinHashLSH``: the same constructor arguments, methods and attributes, and
 ``hashvalues`` bit-identical to datasketch's for the same ``num_perm``, ``seed`` and ``scheme``
-(``"affine32"`` by default, ``"legacy"`` for datasketch before 2.0, ``"affine64"``) with the
-default SHA-1 hash. The SHA-1 hashing, the permutations and the minima run in Rust with the GIL
-released; :meth:`MinHash.bulk` and :meth:`MinHashLSH.insert_many` work on many sets at once, on
-every core.
+(``"affine32"`` by default, ``"legacy"`` for datasketch before 2.0, ``"affine64"``). The SHA-1
+hashing, the permutations and the minima run in Rust with the GIL released;
+:meth:`MinHash.bulk` and :meth:`MinHashLSH.insert_many` work on many sets at once, on every
+core.
 
-A custom ``hashfunc`` works (it is called from Python for each value, so it is as slow as in
-datasketch); the permutations still run in Rust. Options neardup does not support raise an error
-that names them: ``storage_config`` other than ``{"type": "dict"}`` (Redis, Cassandra),
-``gpu_mode="always"`` (no GPU here; ``"detect"`` runs on the CPU), and weighted MinHash.
+Arguments are taken as datasketch takes them, odd ones included: a seed numpy's
+``RandomState`` accepts but that is not an integer in ``[0, 2**32)`` (``None``, a sequence)
+has its permutations drawn by numpy as datasketch draws them, any ``num_perm`` datasketch
+allows is allowed (up to 2**32), and what datasketch rejects raises the same exception type.
+A custom ``hashfunc`` works, and its values are converted exactly as datasketch converts them
+(it is called from Python for each value, so it is as slow as in datasketch); the permutations
+still run in Rust. There is no GPU: as datasketch on a machine without one, ``gpu_mode`` is
+kept as given and ``"always"`` raises ``RuntimeError`` when ``update_batch`` is given values.
+Options neardup does not support raise an error that names them: ``storage_config`` other than
+``{"type": "dict"}`` (Redis, Cassandra), and weighted MinHash.
 """
 
 from __future__ import annotations
@@ -45,6 +51,26 @@ _MAX = {
     "affine32": np.uint32((1 << 32) - 1),
     "affine64": np.uint64((1 << 64) - 1),
 }
+# The dtype a hash function's values are converted to before they are permuted, and the largest
+# Python int that converts without error (legacy computes in uint64, whatever the hash width).
+_HASH_DTYPES = {"legacy": np.uint64, "affine32": np.uint32, "affine64": np.uint64}
+_HASH_LIMITS = {"legacy": (1 << 64) - 1, "affine32": (1 << 32) - 1, "affine64": (1 << 64) - 1}
+_WIDTHS = {"affine32": 32, "affine64": 64}
+_MERSENNE_61 = np.uint64((1 << 61) - 1)
+# datasketch's bound on num_perm (the count is stored in 4 bytes).
+_HASH_RANGE = 1 << 32
+# Permutations up to this many are cached (shared, read-only) per (num_perm, seed, scheme).
+_CACHED_NUM_PERM = 4096
+_FMIX = {
+    32: (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35), np.uint32(16)),
+    64: (
+        np.uint64(33),
+        np.uint64(0xFF51AFD7ED558CCD),
+        np.uint64(33),
+        np.uint64(0xC4CEB9FE1A85EC53),
+        np.uint64(33),
+    ),
+}
 _CODES = {"affine32": 1, "affine64": 2}
 _CODES_INV = {v: k for k, v in _CODES.items()}
 _VALUE_FMT = {"legacy": "I", "affine32": "I", "affine64": "Q"}
@@ -74,22 +100,73 @@ def _is_default(hashfunc: Callable, scheme: str) -> bool:
     ) == name
 
 
+def _is_integer(x: Any) -> bool:
+    """An int or numpy integer, not a bool (numpy reads a bool seed or size its own way)."""
+    return type(x) is int or isinstance(x, np.integer)
+
+
 @functools.lru_cache(maxsize=64)
-def _permutations(num_perm: int, seed: int, scheme: str) -> np.ndarray:
-    """datasketch's permutation parameters, as a read-only (2, num_perm) array (shared)."""
+def _cached_permutations(num_perm: int, seed: int, scheme: str) -> np.ndarray:
+    return _drawn_permutations(num_perm, seed, scheme)
+
+
+def _drawn_permutations(num_perm: int, seed: int, scheme: str) -> np.ndarray:
+    """datasketch's permutation parameters, drawn in Rust, as a read-only (2, num_perm) array."""
     a, b = _neardup.ds_permutations(num_perm, seed, scheme)
     p = np.array([a, b], dtype=_DTYPES[scheme])
     p.setflags(write=False)
     return p
 
 
+def _permutations(num_perm: Any, seed: Any, scheme: str) -> np.ndarray:
+    """datasketch's ``MinHash._init_permutations``: in Rust for an integer seed in ``[0,
+    2**32)``, which is what numpy's generator is then seeded with; by numpy itself for any other
+    seed (``None`` draws from the OS, a sequence seeds by array), so that what numpy takes or
+    refuses, and what it draws, is datasketch's."""
+    if _is_integer(num_perm) and _is_integer(seed) and 0 <= seed < 1 << 32:
+        n, s = int(num_perm), int(seed)
+        if n <= _CACHED_NUM_PERM:
+            return _cached_permutations(n, s, scheme)
+        return _drawn_permutations(n, s, scheme)
+    gen = np.random.RandomState(seed)
+    if scheme == "legacy":
+        return np.array(
+            [
+                (
+                    gen.randint(1, _MERSENNE_61, dtype=np.uint64),
+                    gen.randint(0, _MERSENNE_61, dtype=np.uint64),
+                )
+                for _ in range(num_perm)
+            ],
+            dtype=np.uint64,
+        ).T
+    width, dtype = _WIDTHS[scheme], _DTYPES[scheme]
+    a = gen.randint(0, 1 << (width - 1), num_perm, dtype=dtype) * dtype(2) + dtype(1)
+    b = gen.randint(0, 1 << width, num_perm, dtype=dtype)
+    return np.array([a, b])
+
+
+def _fmix(hv: np.ndarray, width: int) -> np.ndarray:
+    """The MurmurHash3 finalizer on a numpy array, as datasketch applies it (the rare inputs
+    the Rust kernels do not take: see `MinHash._numpy_update`)."""
+    s1, m1, s2, m2, s3 = _FMIX[width]
+    hv = hv ^ (hv >> s1)
+    hv = hv * m1
+    hv = hv ^ (hv >> s2)
+    hv = hv * m2
+    return hv ^ (hv >> s3)
+
+
 class MinHash:
     """datasketch's ``MinHash``: the same arguments, attributes and methods, with the work in Rust.
 
     Args:
-        num_perm: the number of permutation functions (ignored when ``hashvalues`` is given).
-        seed: the seed of the permutation functions (0 to 2**32 - 1).
-        gpu_mode: ``"disable"`` or ``"detect"`` (both run on the CPU); ``"always"`` raises.
+        num_perm: the number of permutation functions (ignored when ``hashvalues`` is given);
+            1 to 2**32, as datasketch.
+        seed: the seed of the permutation functions: what numpy's ``RandomState`` takes (an int
+            in ``[0, 2**32)``, ``None``, a sequence of them), as datasketch.
+        gpu_mode: kept as given; there is no GPU, so ``"always"`` raises ``RuntimeError`` when
+            :meth:`update_batch` is given values (datasketch on a machine without one).
         hashfunc: the hash function (default: SHA-1 of the scheme's width; bytes input).
         hashobj: deprecated, ignored (a ``DeprecationWarning``).
         hashvalues: the hash values of an existing MinHash (``scheme`` must then be given).
@@ -108,6 +185,8 @@ class MinHash:
         permutations: Optional[Any] = None,
         scheme: Optional[str] = None,
     ) -> None:
+        # datasketch's checks, in datasketch's order, so that odd arguments raise what
+        # datasketch raises (often numpy's own error, from the same numpy call).
         if scheme is None:
             if hashvalues is not None or permutations is not None:
                 raise ValueError(
@@ -118,21 +197,14 @@ class MinHash:
             scheme = "affine32"
         elif scheme not in _SCHEMES:
             raise ValueError("scheme must be one of %s, got %r" % (", ".join(_SCHEMES), scheme))
-        if gpu_mode not in ("disable", "detect", "always"):
-            raise ValueError("gpu_mode must be 'disable', 'detect' or 'always'")
-        if gpu_mode == "always":
-            raise RuntimeError(
-                "GPU mode 'always' requested but neardup has no GPU backend (gpu_mode='detect' "
-                "runs on the CPU)"
-            )
         self.scheme = scheme
         if hashvalues is not None:
             num_perm = len(hashvalues)
         if num_perm < 1:
             raise ValueError("num_perm must be positive")
-        if num_perm > _neardup.MAX_NUM_PERM:
+        if num_perm > _HASH_RANGE:
             raise ValueError(
-                "num_perm %d is above neardup's limit of %d" % (num_perm, _neardup.MAX_NUM_PERM)
+                "Cannot have more than %d number of permutation functions" % _HASH_RANGE
             )
         self.seed = seed
         self.num_perm = num_perm
@@ -146,23 +218,32 @@ class MinHash:
                 "hashobj is deprecated, use hashfunc instead.", DeprecationWarning, stacklevel=2
             )
         if hashvalues is not None:
-            self.hashvalues = self._parse(hashvalues, "hash values")
+            self.hashvalues = self._parse_hashvalues(hashvalues)
         else:
-            self.hashvalues = np.full(num_perm, _MAX[scheme], dtype=_DTYPES[scheme])
+            self.hashvalues = self._init_hashvalues(num_perm)
         if permutations is not None:
             self.permutations = self._parse_permutations(permutations)
         else:
-            if not 0 <= int(seed) < 1 << 32:
-                raise ValueError("Seed must be between 0 and 2**32 - 1")
-            self.permutations = _permutations(num_perm, int(seed), scheme)
+            self.permutations = _permutations(num_perm, seed, scheme)
         if len(self) != len(self.permutations[0]):
             raise ValueError("Numbers of hash values and permutations mismatch")
         self._gpu_mode = gpu_mode
+        self._a_gpu = None
+        self._b_gpu = None
 
-    def _parse(self, values: Any, what: str) -> np.ndarray:
+    def _init_hashvalues(self, num_perm: Any) -> np.ndarray:
+        if self.scheme == "legacy":
+            return np.ones(num_perm, dtype=np.uint64) * _MAX["legacy"]
+        return np.full(num_perm, _MAX[self.scheme], dtype=_DTYPES[self.scheme])
+
+    def _to_scheme_array(self, values: Any, what: str) -> np.ndarray:
         dtype = _DTYPES[self.scheme]
-        if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and values.size:
-            if int(values.max()) > int(_MAX[self.scheme]) or int(values.min()) < 0:
+        if isinstance(values, np.ndarray):
+            if (
+                values.dtype.kind in "iu"
+                and values.size
+                and (int(values.max()) > int(_MAX[self.scheme]) or int(values.min()) < 0)
+            ):
                 raise ValueError("%s out of range for scheme %r" % (what, self.scheme))
             return values.astype(dtype)
         try:
@@ -170,7 +251,14 @@ class MinHash:
         except OverflowError as err:
             raise ValueError("%s out of range for scheme %r: %s" % (what, self.scheme, err)) from err
 
-    def _parse_permutations(self, permutations: Any) -> np.ndarray:
+    def _parse_hashvalues(self, hashvalues: Any) -> np.ndarray:
+        if self.scheme == "legacy":
+            return np.array(hashvalues, dtype=np.uint64)
+        return self._to_scheme_array(hashvalues, "hash values")
+
+    def _parse_permutations(self, permutations: Any) -> Any:
+        if self.scheme == "legacy":
+            return permutations  # kept as given, as datasketch keeps it
         dtype = _DTYPES[self.scheme]
         if (
             isinstance(permutations, np.ndarray)
@@ -182,58 +270,118 @@ class MinHash:
         else:
             parsed = np.array(
                 [
-                    self._parse(permutations[0], "permutation parameters"),
-                    self._parse(permutations[1], "permutation parameters"),
+                    self._to_scheme_array(permutations[0], "permutation parameters"),
+                    self._to_scheme_array(permutations[1], "permutation parameters"),
                 ]
             )
-        if self.scheme != "legacy" and np.any(parsed[0] & dtype(1) == 0):
+        if np.any(parsed[0] & dtype(1) == 0):
             raise ValueError("all `a` permutation parameters must be odd for scheme %r" % self.scheme)
         return parsed
 
-    def _writable(self) -> np.ndarray:
-        hv = self.hashvalues
-        if not (hv.flags.writeable and hv.flags.c_contiguous and hv.dtype == _DTYPES[self.scheme]):
-            self.hashvalues = hv = np.array(hv, dtype=_DTYPES[self.scheme])
-        return hv
+    def _hash_input_array(self, hvs: Any) -> np.ndarray:
+        """A hash function's values in the scheme's dtype, converted as datasketch converts them."""
+        try:
+            return np.array(hvs, dtype=_HASH_DTYPES[self.scheme])
+        except OverflowError as err:
+            raise ValueError(
+                "hashfunc returned a value out of range for scheme %r: %s. Use a hash function "
+                "matching the scheme width, or scheme='affine64' for 64-bit hash values."
+                % (self.scheme, err)
+            ) from err
 
-    def _params(self) -> tuple[np.ndarray, np.ndarray]:
-        """`a` and `b` as contiguous arrays of the scheme's dtype (cached while `permutations`
-        is the same object)."""
+    def _params(self) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """`a` and `b` as contiguous arrays of the scheme's dtype for the Rust kernels (cached
+        while `permutations` is the same object), or None when `permutations` is not such an
+        array (legacy parameters given as lists: datasketch computes with them as given)."""
         cached = self.__dict__.get("_ab")
-        if cached is not None and cached[0] is self.permutations:
-            return cached[1], cached[2]
-        dtype = _DTYPES[self.scheme]
-        a = np.ascontiguousarray(self.permutations[0], dtype=dtype)
-        b = np.ascontiguousarray(self.permutations[1], dtype=dtype)
-        self.__dict__["_ab"] = (self.permutations, a, b)
-        return a, b
+        p = self.permutations
+        if cached is not None and cached[0] is p:
+            return cached[1]
+        ab = None
+        if isinstance(p, np.ndarray) and p.dtype == _DTYPES[self.scheme] and p.ndim == 2:
+            ab = (np.ascontiguousarray(p[0]), np.ascontiguousarray(p[1]))
+        self.__dict__["_ab"] = (p, ab)
+        return ab
 
-    def _apply_hashes(self, hv_list: list) -> None:
-        if not hv_list:
-            return
-        limit = int(_MAX[self.scheme]) if self.scheme != "legacy" else (1 << 64) - 1
-        for h in hv_list:
-            if not 0 <= int(h) <= limit:
-                raise ValueError(
-                    "hashfunc returned a value out of range for scheme %r: %s. Use a hash "
-                    "function matching the scheme width, or scheme='affine64' for 64-bit hash "
-                    "values." % (self.scheme, h)
-                )
-        a, b = self._params()
-        _neardup.ds_update_hashes(self.scheme, a, b, self._writable(), [int(h) for h in hv_list])
+    def _apply(self, ab: tuple[np.ndarray, np.ndarray], hashes: np.ndarray) -> None:
+        """Permutes converted hash values in Rust into a new array of minima: like datasketch's
+        ``np.minimum``, an update replaces ``hashvalues`` and leaves the old array as it was."""
+        values = np.array(self.hashvalues, dtype=_DTYPES[self.scheme])
+        hashes = np.ascontiguousarray(hashes, dtype=_HASH_DTYPES[self.scheme])
+        _neardup.ds_update_hashes(self.scheme, ab[0], ab[1], values, hashes)
+        self.hashvalues = values
+
+    def _check_gpu(self) -> None:
+        """datasketch's choice of backend for a non-empty batch, on a machine without a GPU."""
+        if self._gpu_mode == "always":
+            raise RuntimeError("GPU mode 'always' requested but CuPy/CUDA device is unavailable.")
+
+    def _numpy_update(self, hv: Any) -> None:
+        """datasketch's ``update`` in numpy, for values the Rust kernels do not take as they are
+        (a legacy hash that is not an int, an affine one that converts to more than one value,
+        permutations given as lists): numpy then computes, or refuses, as in datasketch."""
+        a, b = self.permutations
+        if self.scheme == "legacy":
+            phv = np.bitwise_and((a * hv + b) % _MERSENNE_61, _MAX["legacy"])
+        else:
+            hv = _fmix(self._hash_input_array([hv]), _WIDTHS[self.scheme])
+            phv = a * hv + b
+        self.hashvalues = np.minimum(phv, self.hashvalues)
+
+    def _numpy_update_batch(self, hv_list: list) -> None:
+        """datasketch's ``update_batch`` in numpy, for the same rare inputs."""
+        a, b = self.permutations
+        if self.scheme == "legacy":
+            hv = np.array(hv_list, dtype=np.uint64, ndmin=2).T
+            phv = np.bitwise_and((hv * a + b) % _MERSENNE_61, _MAX["legacy"])
+        else:
+            hv = _fmix(self._hash_input_array(hv_list).reshape(-1, 1), _WIDTHS[self.scheme])
+            phv = hv * a + b
+        self.hashvalues = np.minimum(self.hashvalues, phv.min(axis=0))
 
     def update(self, b: Any) -> None:
         """Updates this MinHash with one value, hashed with ``hashfunc``."""
-        self.update_batch([b])
+        hv = self.hashfunc(b)
+        ab = self._params()
+        if ab is not None:
+            if type(hv) is int and 0 <= hv <= _HASH_LIMITS[self.scheme]:
+                self._apply(ab, np.array([hv], dtype=_HASH_DTYPES[self.scheme]))
+                return
+            if self.scheme != "legacy":
+                # datasketch converts [hv]: one value, unless hv converts to an array.
+                hashes = self._hash_input_array([hv])
+                if hashes.shape == (1,):
+                    self._apply(ab, hashes)
+                    return
+        self._numpy_update(hv)
 
     def update_batch(self, b: Iterable) -> None:
         """Updates this MinHash with many values at once."""
-        items = b if isinstance(b, list) else list(b)
-        if _is_default(self.hashfunc, self.scheme):
-            a, bb = self._params()
-            if _neardup.ds_update_tokens(self.scheme, a, bb, self._writable(), items):
+        ab = self._params()
+        if ab is not None and self._gpu_mode != "always" and _is_default(self.hashfunc, self.scheme):
+            items = b if isinstance(b, list) else list(b)
+            if not items:
                 return
-        self._apply_hashes([self.hashfunc(x) for x in items])
+            values = np.array(self.hashvalues, dtype=_DTYPES[self.scheme])
+            if _neardup.ds_update_tokens(self.scheme, ab[0], ab[1], values, items):
+                self.hashvalues = values
+                return
+            b = items  # some value is not bytes: hashed in Python below, as datasketch does
+        hv_list = [self.hashfunc(x) for x in b]
+        if not hv_list:
+            return
+        self._check_gpu()
+        if ab is not None:
+            if self.scheme == "legacy":
+                hashes = np.array(hv_list, dtype=np.uint64, ndmin=2).T
+                if hashes.ndim == 2 and hashes.shape[1] == 1:
+                    self._apply(ab, hashes[:, 0])
+                    return
+            else:
+                # datasketch flattens whatever the values convert to (reshape(-1, 1)).
+                self._apply(ab, self._hash_input_array(hv_list).reshape(-1))
+                return
+        self._numpy_update_batch(hv_list)
 
     def _check(self, other: "MinHash", what: str) -> None:
         if getattr(other, "scheme", None) != self.scheme:
@@ -270,7 +418,7 @@ class MinHash:
 
     def clear(self) -> None:
         """Resets the hash values."""
-        self.hashvalues = np.full(len(self), _MAX[self.scheme], dtype=_DTYPES[self.scheme])
+        self.hashvalues = self._init_hashvalues(len(self))
 
     def copy(self) -> "MinHash":
         """A copy (sharing the permutations, which are read-only)."""
@@ -298,7 +446,8 @@ class MinHash:
 
     @classmethod
     def union(cls, *mhs: "MinHash") -> "MinHash":
-        """A new MinHash, the union of two or more."""
+        """A new MinHash, the union of two or more (with the first one's ``hashfunc`` and
+        ``gpu_mode``)."""
         if len(mhs) < 2:
             raise ValueError("Cannot union less than 2 MinHash")
         num_perm, seed, scheme = len(mhs[0]), mhs[0].seed, mhs[0].scheme
@@ -313,17 +462,23 @@ class MinHash:
             hashfunc=mhs[0].hashfunc,
             hashvalues=np.minimum.reduce([m.hashvalues for m in mhs]),
             permutations=mhs[0].permutations,
+            gpu_mode=mhs[0]._gpu_mode,
             scheme=scheme,
         )
 
     @classmethod
     def bulk(cls, b: Iterable, **minhash_kwargs: Any) -> list["MinHash"]:
         """MinHashes of many sets (each an iterable of bytes), computed on every core."""
-        docs = [list(x) for x in b]
         template = cls(**minhash_kwargs)
-        if docs and _is_default(template.hashfunc, template.scheme):
-            a, bb = template._params()
-            values = _neardup.ds_bulk(template.scheme, a, bb, docs)
+        docs = [list(x) for x in b]
+        ab = template._params()
+        if (
+            docs
+            and ab is not None
+            and template._gpu_mode != "always"
+            and _is_default(template.hashfunc, template.scheme)
+        ):
+            values = _neardup.ds_bulk(template.scheme, ab[0], ab[1], docs)
             if values is not None:
                 state = template.__dict__
                 out = []
@@ -349,6 +504,8 @@ class MinHash:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop("_ab", None)
+        state["_a_gpu"] = None
+        state["_b_gpu"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -368,7 +525,7 @@ class LeanMinHash(MinHash):
             raise ValueError("scheme must be one of %s, got %r" % (", ".join(_SCHEMES), scheme))
         self.seed = seed
         self.scheme = scheme
-        self.hashvalues = self._parse(hashvalues, "hash values")
+        self.hashvalues = self._parse_hashvalues(hashvalues)
         if scheme != "legacy" and len(self.hashvalues) == 0:
             raise ValueError("hashvalues must not be empty")
 
