@@ -5,7 +5,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use neardup::compat::lucene::{self, MinHashParams};
+use neardup::compat::lucene::{
+    self, MinHashParams, MAX_BUCKET_COUNT, MAX_HASH_COUNT, MAX_HASH_SET_SIZE,
+};
 use neardup::compat::{recipes, yanyiwu};
 
 use crate::guard;
@@ -18,6 +20,30 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// A size option as an integer in `low..=high`, the bounds the CLI applies to its flag: any
+/// int outside them (negative, or beyond 64 bits) is a `ValueError` that names the option, the
+/// value and the bound, not an `OverflowError` from the conversion; a value that is not an
+/// integer is `operator.index`'s `TypeError`.
+fn size_option(value: &Bound<'_, PyAny>, name: &str, low: u64, high: u64) -> PyResult<u64> {
+    let int = value.py().import("operator")?.call_method1("index", (value,))?;
+    match int.extract::<u64>() {
+        Ok(v) if (low..=high).contains(&v) => Ok(v),
+        _ if int.lt(low)? => {
+            Err(PyValueError::new_err(format!("{name} must be at least {low}, not {}", int.str()?)))
+        }
+        _ => {
+            Err(PyValueError::new_err(format!("{name} must be at most {high}, not {}", int.str()?)))
+        }
+    }
+}
+
+/// `topn` of the keyword profiles: at most `neardup::MAX_TOP_N`, as `--topn`.
+fn topn_option(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let max = u64::try_from(neardup::MAX_TOP_N).unwrap_or(u64::MAX);
+    // The bound fits in usize, so the conversion back cannot fail.
+    Ok(size_option(value, "topn", 0, max)? as usize)
+}
+
 /// yanyiwu/simhash (`flavor="yanyiwu"`) or jiebaR 0.9's `worker("simhash")` (`"jiebar"`):
 /// `{"simhash": int, "keywords": [(word, weight)]}`. `topn=None` is upstream's default.
 #[pyfunction]
@@ -25,11 +51,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 fn yanyiwu_simhash<'py>(
     py: Python<'py>,
     text: &str,
-    topn: Option<usize>,
+    topn: Option<&Bound<'py, PyAny>>,
     flavor: &str,
     strip_symbols: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
+        let topn = topn.map(topn_option).transpose()?;
         let flavor = match flavor {
             "yanyiwu" => yanyiwu::Flavor::Yanyiwu,
             "jiebar" => yanyiwu::Flavor::JiebaR09,
@@ -53,27 +80,42 @@ fn yanyiwu_simhash<'py>(
 
 /// Lucene's `MinHashFilter` (Elasticsearch's `min_hash` token filter) behind the whitespace
 /// tokenizer (`text` a str) or over given tokens (a list of str): the output tokens as the UTF-8
-/// bytes Elasticsearch indexes.
+/// bytes Elasticsearch indexes. The counts default to Elasticsearch's (1, 512, 1).
 #[pyfunction]
-#[pyo3(signature = (text, hash_count = 1, bucket_count = 512, hash_set_size = 1,
-                    with_rotation = true, shingle_size = 1))]
+#[pyo3(signature = (text, hash_count = None, bucket_count = None, hash_set_size = None,
+                    with_rotation = true, shingle_size = None))]
 fn lucene_min_hash(
     text: &Bound<'_, PyAny>,
-    hash_count: u32,
-    bucket_count: u32,
-    hash_set_size: u32,
+    hash_count: Option<&Bound<'_, PyAny>>,
+    bucket_count: Option<&Bound<'_, PyAny>>,
+    hash_set_size: Option<&Bound<'_, PyAny>>,
     with_rotation: bool,
-    shingle_size: usize,
+    shingle_size: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<Vec<u8>>> {
     guard(|| {
-        let params = MinHashParams { hash_count, bucket_count, hash_set_size, with_rotation };
+        // Each bound is at most a u32 (Lucene's) or MAX_NGRAM, so the conversions are exact.
+        let count = |v: Option<&Bound<'_, PyAny>>, name: &str, max: u32, default: u32| match v {
+            Some(v) => Ok(size_option(v, name, 1, u64::from(max))? as u32),
+            None => Ok::<u32, PyErr>(default),
+        };
+        let d = MinHashParams::default();
+        let params = MinHashParams {
+            hash_count: count(hash_count, "hash_count", MAX_HASH_COUNT, d.hash_count)?,
+            bucket_count: count(bucket_count, "bucket_count", MAX_BUCKET_COUNT, d.bucket_count)?,
+            hash_set_size: count(
+                hash_set_size,
+                "hash_set_size",
+                MAX_HASH_SET_SIZE,
+                d.hash_set_size,
+            )?,
+            with_rotation,
+        };
         params.validate().map_err(PyValueError::new_err)?;
-        if !(1..=neardup::MAX_NGRAM).contains(&shingle_size) {
-            return Err(PyValueError::new_err(format!(
-                "shingle_size must be in 1..={}, not {shingle_size}",
-                neardup::MAX_NGRAM
-            )));
-        }
+        let max_ngram = u64::try_from(neardup::MAX_NGRAM).unwrap_or(u64::MAX);
+        let shingle_size = match shingle_size {
+            Some(v) => size_option(v, "shingle_size", 1, max_ngram)? as usize,
+            None => 1,
+        };
         let tokens = if let Ok(s) = text.extract::<String>() {
             lucene::shingles(&lucene::whitespace_tokenize(&s), shingle_size)
         } else {
@@ -87,14 +129,13 @@ fn lucene_min_hash(
 
 /// The gojieba + FNV recipe: `{"bits": str, "simhash": int, "keywords": [(word, weight)]}`.
 #[pyfunction]
-fn gojieba_simhash<'py>(py: Python<'py>, text: &str, topn: usize) -> PyResult<Bound<'py, PyDict>> {
+fn gojieba_simhash<'py>(
+    py: Python<'py>,
+    text: &str,
+    topn: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
-        if topn > neardup::MAX_TOP_N {
-            return Err(PyValueError::new_err(format!(
-                "topn must be at most {}",
-                neardup::MAX_TOP_N
-            )));
-        }
+        let topn = topn_option(topn)?;
         let f = py.detach(|| recipes::gojieba_simhash(text.as_bytes(), topn));
         let out = PyDict::new(py);
         out.set_item("bits", &f.bits)?;

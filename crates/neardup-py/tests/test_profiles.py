@@ -62,3 +62,41 @@ def test_lucene_vectors():
     assert checked > 20
     with pytest.raises(ValueError, match="hash_count"):
         profiles.lucene_min_hash("a b", hash_count=100000, bucket_count=100000)
+
+
+# The bounds of the size options, as the CLI applies them (crates/neardup-cli/src/cmd/profile.rs:
+# --topn at most MAX_TOP_N; Lucene's limits in neardup-compat; --shingle-size at most MAX_NGRAM).
+MAX_TOP_N = 10_000
+SIZE_OPTIONS = [
+    (profiles.yanyiwu, "topn", 0, MAX_TOP_N),
+    (profiles.jiebar, "topn", 0, MAX_TOP_N),
+    (profiles.gojieba, "topn", 0, MAX_TOP_N),
+    (profiles.lucene_min_hash, "hash_count", 1, 1024),
+    (profiles.lucene_min_hash, "bucket_count", 1, 65_536),
+    (profiles.lucene_min_hash, "hash_set_size", 1, 1024),
+    (profiles.lucene_min_hash, "shingle_size", 1, 64),
+]
+
+
+@pytest.mark.parametrize("value", ["above", 2**64 - 1, 2**64, 2**100, "below", -(2**70)])
+@pytest.mark.parametrize(
+    "function,option,low,high", SIZE_OPTIONS, ids=lambda x: getattr(x, "__name__", str(x))
+)
+def test_size_options_out_of_bounds_raise_value_error_naming_them(function, option, low, high, value):
+    value = {"above": high + 1, "below": low - 1}.get(value, value)
+    with pytest.raises(ValueError) as e:
+        function("今天天气很好 the weather is fine", **{option: value})
+    message = str(e.value)
+    assert option in message and str(value) in message, message
+    assert str(high if value > high else low) in message, message
+
+
+@pytest.mark.parametrize(
+    "function,option,low,high", SIZE_OPTIONS, ids=lambda x: getattr(x, "__name__", str(x))
+)
+def test_size_options_at_their_bounds_are_taken(function, option, low, high):
+    for value in (low, high):
+        kwargs = {option: value}
+        if option == "topn" and value == 0 and function is not profiles.gojieba:
+            continue  # 0 keywords: taken, nothing to vote (the CLI takes it as well)
+        function("今天天气很好 the weather is fine", **kwargs)

@@ -132,11 +132,11 @@ def yanyiwu_simhash(
 ) -> dict: ...
 def lucene_min_hash(
     text: Union[str, Sequence[str]],
-    hash_count: int = 1,
-    bucket_count: int = 512,
-    hash_set_size: int = 1,
+    hash_count: Optional[int] = None,
+    bucket_count: Optional[int] = None,
+    hash_set_size: Optional[int] = None,
     with_rotation: bool = True,
-    shingle_size: int = 1,
+    shingle_size: Optional[int] = None,
 ) -> list[bytes]: ...
 def gojieba_simhash(text: str, topn: int) -> dict: ...
 def jieba_md5_simhash(text: str) -> dict: ...
