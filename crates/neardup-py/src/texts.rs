@@ -1,12 +1,13 @@
 //! Batches of texts read in place: a list or tuple of `str` (each read through the string's own
 //! UTF-8 buffer), or the buffers of an Arrow string array (offsets and data, as numpy arrays the
-//! Python layer takes from pyarrow without copying). `None`, `bytes` or any other object in a
-//! batch is a `TypeError` that names its position.
+//! Python layer takes from pyarrow without copying, in a `neardup._input.ArrowTexts`: a type of
+//! its own, so that a dict a user passes is never read as buffers). `None`, `bytes` or any other
+//! object in a batch is a `TypeError` that names its position.
 
 use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 
 /// Where the texts of a batch live, kept alive while their `&str` are in use.
 pub(crate) enum Source<'py> {
@@ -30,37 +31,25 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 impl<'py> Source<'py> {
-    /// Reads `docs`: a list or tuple of `str`, or `{"offsets", "data", "valid"}` (Arrow).
+    /// Reads `docs`: a list or tuple of `str`, or the package's `neardup._input.ArrowTexts`
+    /// (an Arrow string array's buffers); anything else goes through the package's `as_texts`,
+    /// which turns it into one of those or raises a `TypeError` naming what it was given.
     pub(crate) fn from_py(docs: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
-        if let Ok(d) = docs.cast::<PyDict>() {
-            let get = |k: &str| -> PyResult<Bound<'py, PyAny>> {
-                d.get_item(k)?
-                    .ok_or_else(|| PyValueError::new_err(format!("arrow batch without {k:?}")))
-            };
-            let data: PyReadonlyArray1<'py, u8> = get("data")?.extract()?;
-            let offsets = get("offsets")?;
-            let offsets = match offsets.extract::<PyReadonlyArray1<'py, i32>>() {
-                Ok(o) => Offsets::Small(o),
-                Err(_) => Offsets::Large(offsets.extract::<PyReadonlyArray1<'py, i64>>()?),
-            };
-            let valid = match d.get_item("valid")? {
-                Some(v) if !v.is_none() => Some(v.extract::<PyReadonlyArray1<'py, bool>>()?),
-                _ => None,
-            };
-            return Ok(Source::Arrow { data, offsets, valid });
-        }
         let items: Vec<Bound<'py, PyAny>> = if let Ok(list) = docs.cast::<PyList>() {
             list.iter().collect()
         } else if let Ok(tuple) = docs.cast::<PyTuple>() {
             tuple.iter().collect()
         } else {
-            // pandas, pyarrow, numpy or any iterable: the package's `as_texts` turns it into a
-            // list of str or Arrow buffers (never called again on its own result).
-            let converted =
-                docs.py().import("neardup._input")?.getattr("as_texts")?.call1((docs,))?;
+            let input = docs.py().import("neardup._input")?;
+            if docs.is_instance(&input.getattr("ArrowTexts")?)? {
+                return Source::from_arrow(docs);
+            }
+            // pandas, pyarrow, numpy or any iterable: `as_texts` turns it into a list of str or
+            // ArrowTexts (never called again on its own result), or raises.
+            let converted = input.getattr("as_texts")?.call1((docs,))?;
             if converted.is_instance_of::<PyList>()
                 || converted.is_instance_of::<PyTuple>()
-                || converted.is_instance_of::<PyDict>()
+                || converted.is_instance(&input.getattr("ArrowTexts")?)?
             {
                 return Source::from_py(&converted);
             }
@@ -87,6 +76,19 @@ impl<'py> Source<'py> {
             }
         }
         Ok(Source::Strings(strings))
+    }
+
+    /// Reads an `ArrowTexts`: its `data`, `offsets` (int32 or int64) and `valid` arrays.
+    fn from_arrow(docs: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
+        let data: PyReadonlyArray1<'py, u8> = docs.getattr("data")?.extract()?;
+        let offsets = docs.getattr("offsets")?;
+        let offsets = match offsets.extract::<PyReadonlyArray1<'py, i32>>() {
+            Ok(o) => Offsets::Small(o),
+            Err(_) => Offsets::Large(offsets.extract::<PyReadonlyArray1<'py, i64>>()?),
+        };
+        let valid = docs.getattr("valid")?;
+        let valid = if valid.is_none() { None } else { Some(valid.extract()?) };
+        Ok(Source::Arrow { data, offsets, valid })
     }
 
     /// The texts, in order.

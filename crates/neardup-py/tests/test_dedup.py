@@ -117,3 +117,60 @@ def test_pandas_and_pyarrow_input_read_in_place():
     assert neardup.dedup(pd.Series(docs, dtype="string[pyarrow]")).keep_mask.tolist() == want
     with pytest.raises(TypeError, match="document 1 is null"):
         neardup.dedup(pa.array(["a", None]))
+
+
+def test_a_dict_of_id_to_text_is_deduplicated_under_its_keys():
+    from collections import OrderedDict
+    from types import MappingProxyType
+
+    texts = ["a b c d e f g h i j", "a b c d e f g h i j!", "other words entirely", "a b c d e f g h i j"]
+    keys = ["x", 7, ("t", 1), "w"]
+    want = neardup.dedup(texts, ids=keys)
+    for docs in (dict(zip(keys, texts)), OrderedDict(zip(keys, texts)),
+                 MappingProxyType(dict(zip(keys, texts)))):
+        r = neardup.dedup(docs)
+        assert r.kept_ids() == ["x", ("t", 1)] == want.kept_ids()
+        assert r.clusters == want.clusters and r.pairs == want.pairs
+    assert neardup.dedup({}).documents == 0
+    with pytest.raises(ValueError, match="keys are the ids"):
+        neardup.dedup(dict(zip(keys, texts)), ids=keys)
+    with pytest.raises(TypeError, match="'w' is int, not str"):
+        neardup.dedup({"x": "text", "w": 3})
+
+
+def _batch_calls():
+    index = neardup.Index()
+    pipeline = neardup.Pipeline("default")
+    return {
+        "dedup": neardup.dedup,
+        "fingerprint_batch": pipeline.fingerprint_batch,
+        "insert_many": lambda texts: index.insert_many(["a", "b"], texts),
+    }
+
+
+def _not_taken():
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    return [
+        (None, "NoneType"),
+        (5, "int"),
+        ("one text", "str"),
+        (b"bytes", "bytes"),
+        (pd.DataFrame({"text": ["a", "b"]}), "DataFrame"),
+        (pa.table({"text": ["a", "b"]}), "Table"),
+        (np.array([["a", "b"], ["c", "d"]]), "2-D"),
+    ]
+
+
+@pytest.mark.parametrize("call", ["dedup", "fingerprint_batch", "insert_many"])
+def test_collections_not_taken_raise_type_error_naming_them(call):
+    f = _batch_calls()[call]
+    cases = _not_taken()
+    if call != "dedup":  # dedup takes a dict of id -> text; the others have no ids to take
+        cases.append(({"a": "x", "b": "y"}, "dict"))
+    for given, name in cases:
+        with pytest.raises(TypeError) as e:
+            f(given)
+        message = str(e.value)
+        assert name in message and "list of str" in message, (call, message)
+        assert "offsets" not in message, message

@@ -17,6 +17,7 @@ MinHashLSH), :mod:`neardup.profiles` (other systems' fingerprints, bit for bit) 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Iterable, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -177,7 +178,7 @@ class DedupResult:
 
 
 def dedup(
-    docs: Iterable[str] | Any,
+    docs: Iterable[str] | Mapping[Any, str] | Any,
     threshold: float = 0.8,
     method: Optional[str] = None,
     hamming: Optional[int] = None,
@@ -192,7 +193,10 @@ def dedup(
     """Near-duplicate clusters of ``docs``, as ``neardup dedup`` finds them.
 
     Args:
-        docs: a list or iterable of str, a pandas Series or a pyarrow string array (read in place).
+        docs: a list or iterable of str, a pandas Series, a pyarrow string array (read in place),
+            or a mapping of id -> text (a dict): its keys are then the ids, in its order, and
+            ``ids`` must not be given. Anything else (a single str, a DataFrame or Table, a
+            value that is not iterable) is a ``TypeError`` that names it.
         threshold: the Jaccard (or cosine) threshold, in (0, 1].
         method: ``"minhash"`` (LSH bands, the default), ``"simhash"`` (every pair within
             ``hamming`` bits) or ``"both"``.
@@ -200,14 +204,25 @@ def dedup(
         verify: ``"jaccard"`` (exact, the default for minhash), ``"cosine"``, ``"hamming"`` or
             ``"estimate"`` (no exact check).
         keep: which document of a cluster is kept: ``"first"``, ``"longest"`` or ``"shortest"``.
-        ids: the documents' ids (default: their positions).
+        ids: the documents' ids (default: their positions, or the keys of a mapping).
         pipeline: the :class:`Pipeline` (default: the ``default`` preset).
         recall: the probability that a pair exactly at the threshold becomes a candidate (the
             bands are the cheapest that reach it; default 0.99).
         bands, rows: the LSH banding, instead of ``recall``.
     """
-    texts = as_texts(docs)
-    n = len(texts["offsets"]) - 1 if isinstance(texts, dict) else len(texts)
+    if isinstance(docs, Mapping):
+        if ids is not None:
+            raise ValueError(
+                "ids given together with a mapping of documents: the mapping's keys are the ids"
+            )
+        ids = list(docs.keys())
+        texts = list(docs.values())
+        for key, text in zip(ids, texts):
+            if not isinstance(text, str):
+                raise TypeError(f"document {key!r} is {type(text).__name__}, not str")
+    else:
+        texts = as_texts(docs)
+    n = len(texts)
     if ids is not None:
         ids = list(ids)
         if len(ids) != n:

@@ -1,12 +1,45 @@
 """Batches of texts for the extension: lists of str as they are, Arrow string arrays (pyarrow,
-or pandas backed by pyarrow) as their buffers without copying, anything else iterated once."""
+or pandas backed by pyarrow) as their buffers without copying, anything else iterated once.
+What cannot be a batch of texts (a single str, a mapping, a table, a value that is not
+iterable) is a ``TypeError`` that says what was given and what is taken."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Optional
+
+ACCEPTED = (
+    "a list of str, a tuple of str, a pandas Series, a pyarrow string array, a 1-D numpy array "
+    "of str or another iterable of str"
+)
 
 
-def _arrow_buffers(arr: Any) -> dict:
+class ArrowTexts:
+    """The buffers of an Arrow string array (offsets, data, validity, as numpy views), which
+    the extension reads in place. A type of its own, so that no object a user passes (a dict,
+    say) is ever taken for one."""
+
+    __slots__ = ("offsets", "data", "valid")
+
+    def __init__(self, offsets: Any, data: Any, valid: Optional[Any]) -> None:
+        self.offsets = offsets
+        self.data = data
+        self.valid = valid
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+def not_taken(docs: Any, hint: str = "") -> TypeError:
+    """The error for `docs` that cannot be a batch of texts."""
+    module = (type(docs).__module__ or "").split(".")[0]
+    kind = type(docs).__name__
+    if module in ("pandas", "pyarrow", "numpy"):
+        kind = f"{module} {kind}"
+    return TypeError(f"expected the documents as {ACCEPTED}; got {kind}{hint}")
+
+
+def _arrow_buffers(arr: Any) -> ArrowTexts:
     """The offsets, data and validity of a pyarrow string array, as numpy views (no copy)."""
     import numpy as np
     import pyarrow as pa
@@ -25,7 +58,7 @@ def _arrow_buffers(arr: Any) -> dict:
     elif pa.types.is_large_string(t):
         dtype, width = np.int64, 8
     else:
-        raise TypeError(f"expected an Arrow string array, got type {t}")
+        raise TypeError(f"expected the documents as {ACCEPTED}; got an Arrow array of type {t}")
     validity, offsets_buf, data_buf = arr.buffers()[:3]
     n = len(arr)
     offsets = np.frombuffer(offsets_buf, dtype=dtype, count=n + 1, offset=arr.offset * width)
@@ -33,22 +66,39 @@ def _arrow_buffers(arr: Any) -> dict:
     valid = None
     if arr.null_count:
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
-    return {"offsets": offsets, "data": data, "valid": valid}
+    return ArrowTexts(offsets, data, valid)
 
 
 def as_texts(docs: Any) -> Any:
-    """`docs` as a list (or tuple) of str, or a dict of Arrow buffers.
+    """`docs` as a list (or tuple) of str, or an :class:`ArrowTexts`.
 
     Accepts a list or tuple of str, a pandas Series (its Arrow buffers when it is backed by
-    pyarrow), a pyarrow Array or ChunkedArray of strings, a numpy array of str, or any iterable of
-    str. Items that are not str are reported by the extension with their position.
+    pyarrow), a pyarrow Array or ChunkedArray of strings, a 1-D numpy array of str, or any other
+    iterable of str. Items that are not str are reported by the extension with their position;
+    anything else is a ``TypeError`` naming what was given.
     """
-    if isinstance(docs, (list, tuple, dict)):
+    if isinstance(docs, (list, tuple, ArrowTexts)):
         return docs
-    module = type(docs).__module__ or ""
-    if module.startswith("pyarrow"):
-        return _arrow_buffers(docs)
-    if module.startswith("pandas"):
+    if isinstance(docs, (str, bytes, bytearray, memoryview)):
+        raise not_taken(
+            docs, f": a single {type(docs).__name__} is one document, not a collection of them"
+        )
+    if isinstance(docs, Mapping):
+        raise not_taken(
+            docs,
+            " (a mapping iterates over its keys): pass list(d.values()), or give neardup.dedup "
+            "the mapping itself (its keys become the ids)",
+        )
+    module = (type(docs).__module__ or "").split(".")[0]
+    if module == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(docs, (pa.Array, pa.ChunkedArray)):
+            return _arrow_buffers(docs)
+        raise not_taken(docs, ": pass one string column, e.g. table.column('text')")
+    if module == "pandas":
+        if getattr(docs, "ndim", 1) != 1 or not hasattr(docs, "tolist"):
+            raise not_taken(docs, ": pass one column, e.g. df['text']")
         array = getattr(docs, "array", None)
         if array is not None and hasattr(array, "__arrow_array__"):
             try:
@@ -58,8 +108,12 @@ def as_texts(docs: Any) -> Any:
             except (ImportError, TypeError):
                 pass
         return docs.tolist()
-    if module.startswith("numpy"):
+    if module == "numpy" and hasattr(docs, "ndim"):
+        if docs.ndim != 1:
+            raise not_taken(docs, f" of {docs.ndim}-D: pass a 1-D array of str")
         return docs.tolist()
-    if isinstance(docs, (str, bytes)):
-        raise TypeError("expected a collection of documents, got a single str or bytes")
-    return list(docs)
+    try:
+        items = iter(docs)
+    except TypeError:
+        raise not_taken(docs) from None
+    return list(items)

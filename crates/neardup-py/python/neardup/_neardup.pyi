@@ -11,7 +11,10 @@ FORMAT_VERSION: int
 MAX_NUM_PERM: int
 DEFAULT_RECALL: float
 
-Texts = Union[Sequence[str], dict, Any]
+# A batch of texts: a list or tuple of str, a `neardup._input.ArrowTexts` (an Arrow string
+# array's buffers), or anything `neardup._input.as_texts` takes (a pandas Series, a pyarrow
+# string array, a 1-D numpy array of str, another iterable of str); anything else is TypeError.
+Texts = Union[Sequence[str], Any]
 Doc = Union[str, Sequence[str]]
 
 class Pipeline:
