@@ -572,3 +572,31 @@ def test_bulk_above_1024_permutations_is_bit_identical(scheme):
     buf = bytearray(lo.bytesize())
     lo.serialize(buf)
     assert ds.LeanMinHash.deserialize(buf) == ds.LeanMinHash(theirs[0])
+
+
+def _sequence_outcome(lib, scheme: str, values: list, permutations) -> tuple:
+    it = iter(values)
+    kwargs = {"scheme": scheme, "hashfunc": lambda _x: next(it)}
+    kwargs.update({"num_perm": 6} if permutations is None else {"permutations": permutations})
+    try:
+        m = lib.MinHash(**kwargs)
+        for _ in values:
+            m.update(b"x")
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return ("raises", type(e).__name__)
+    return ("ok", m.hashvalues.dtype.str, m.hashvalues.tolist())
+
+
+@pytest.mark.parametrize("scheme", ["affine32", "legacy", "affine64"])
+@pytest.mark.parametrize("permutations", [None, ([1, 3], [5, 7])], ids=["drawn", "given"])
+@pytest.mark.parametrize(
+    "values",
+    [[np.array([4]), 5, 7], [[1, 2], 3], [np.uint32(3), (3,), 3.0], [True, np.array([4]), 2**32 - 1]],
+    ids=repr,
+)
+def test_hash_values_numpy_broadcasts_keep_answering_as_datasketch(values, permutations, scheme):
+    """A hash value that converts to an array makes numpy broadcast hashvalues to 2-D in
+    datasketch; later updates go on in numpy there, and so here."""
+    assert _sequence_outcome(nd, scheme, values, permutations) == _sequence_outcome(
+        ds, scheme, values, permutations
+    )

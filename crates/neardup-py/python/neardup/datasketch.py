@@ -291,16 +291,28 @@ class MinHash:
 
     def _params(self) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """`a` and `b` as contiguous arrays of the scheme's dtype for the Rust kernels (cached
-        while `permutations` is the same object), or None when `permutations` is not such an
-        array (legacy parameters given as lists: datasketch computes with them as given)."""
+        while `permutations` is the same object), or None when the kernels do not apply as they
+        are: `permutations` not such an array (legacy parameters given as lists, which datasketch
+        computes with as given), or `hashvalues` not one value of the scheme's dtype per
+        permutation (numpy broadcasting made it 2-D, or it was assigned). numpy then computes
+        as in datasketch."""
         cached = self.__dict__.get("_ab")
         p = self.permutations
         if cached is not None and cached[0] is p:
-            return cached[1]
-        ab = None
-        if isinstance(p, np.ndarray) and p.dtype == _DTYPES[self.scheme] and p.ndim == 2:
-            ab = (np.ascontiguousarray(p[0]), np.ascontiguousarray(p[1]))
-        self.__dict__["_ab"] = (p, ab)
+            ab = cached[1]
+        else:
+            ab = None
+            if isinstance(p, np.ndarray) and p.dtype == _DTYPES[self.scheme] and p.ndim == 2:
+                ab = (np.ascontiguousarray(p[0]), np.ascontiguousarray(p[1]))
+            self.__dict__["_ab"] = (p, ab)
+        hv = self.hashvalues
+        if ab is None or not (
+            isinstance(hv, np.ndarray)
+            and hv.ndim == 1
+            and hv.dtype == _DTYPES[self.scheme]
+            and len(hv) == len(ab[0])
+        ):
+            return None
         return ab
 
     def _apply(self, ab: tuple[np.ndarray, np.ndarray], hashes: np.ndarray) -> None:
