@@ -7,6 +7,12 @@
 //! interrupted run leaves the old files as they were. Temporary files are removed on error, on
 //! drop, and on SIGINT, SIGTERM and SIGHUP (a handler thread removes them before exiting).
 //!
+//! A symbolic link is written through: the temporary file is made beside the link's final target
+//! and renamed onto it, so the link stays a link. A target that exists and is not a regular file
+//! (a device such as `/dev/null`, a FIFO, a socket, or a descriptor named through `/dev/fd` or
+//! `/proc/self/fd`, which is what `/dev/stdout` and a shell's `>(...)` are) cannot be replaced
+//! without harm: it is opened and written in place, never renamed over.
+//!
 //! Standard output (`-`) is written directly. When its reader goes away (`| head`), writes to it
 //! become no-ops and [`stdout_closed`] turns true; the command then ends quietly with exit 0.
 
@@ -63,6 +69,21 @@ pub fn init() {
     );
 }
 
+/// Held while a run commits its outputs; `true` once they are committed. A termination signal
+/// waits for it, so that the exit status says which state the files are in: 128 + the signal
+/// with the old state, or (the signal ignored, the run ending normally) 0 with the new one.
+static COMMITTED: Mutex<bool> = Mutex::new(false);
+
+/// Runs `commit` (the renames that make a run's outputs and index the current ones) with
+/// termination signals deferred until it ends.
+pub fn commit_section<T>(commit: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    install_handler();
+    let mut done = COMMITTED.lock().unwrap_or_else(|p| p.into_inner());
+    let result = commit();
+    *done = result.is_ok();
+    result
+}
+
 /// Installs the signal handler that removes temporary files and exits with 128 + the signal.
 fn install_handler() {
     HANDLER.call_once(|| {
@@ -71,7 +92,12 @@ fn install_handler() {
             return;
         };
         std::thread::spawn(move || {
-            if let Some(signal) = signals.forever().next() {
+            for signal in signals.forever() {
+                let committed = COMMITTED.lock().unwrap_or_else(|p| p.into_inner());
+                if *committed {
+                    // Everything is written: the run is ending with success.
+                    continue;
+                }
                 remove_all();
                 std::process::exit(128 + signal);
             }
@@ -115,7 +141,7 @@ fn unregister(entry: &Cleanup) {
 
 /// Registers a saved index's directory, whose temporary files a signal must remove.
 pub fn register_index_dir(dir: &Path) {
-    register(Cleanup::Prefixed(dir.to_path_buf(), &[".docs.bin.", ".manifest.json."]));
+    register(Cleanup::Prefixed(dir.to_path_buf(), &[".docs", ".manifest.json."]));
 }
 
 /// One file the run reads, for [`check_conflicts`].
@@ -131,6 +157,16 @@ pub struct Input {
 pub struct Output {
     pub option: &'static str,
     pub path: PathBuf,
+}
+
+/// `-`, or the standard output's own name.
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-" || path.as_os_str() == "/dev/stdout"
+}
+
+fn is_char_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device())
 }
 
 /// The identity of an existing file: device and inode, through symbolic links.
@@ -165,16 +201,21 @@ fn same_file(a: &Path, b: &Path) -> bool {
 pub fn check_conflicts(inputs: &[Input], outputs: &[Output]) -> Result<(), Failure> {
     let usage = |m: String| Err(Failure::Usage(anyhow!(m)));
     for (i, out) in outputs.iter().enumerate() {
-        let stdout = out.path.as_os_str() == "-";
+        let stdout = is_stdout(&out.path);
         for other in &outputs[..i] {
-            let other_stdout = other.path.as_os_str() == "-";
+            let other_stdout = is_stdout(&other.path);
             if stdout && other_stdout {
                 return usage(format!(
                     "{} and {} both write to standard output; give one of them a file",
                     other.option, out.option
                 ));
             }
-            if !stdout && !other_stdout && same_file(&out.path, &other.path) {
+            // Two outputs into one sink device (`/dev/null`) lose nothing.
+            if !stdout
+                && !other_stdout
+                && same_file(&out.path, &other.path)
+                && !is_char_device(&out.path)
+            {
                 return usage(format!(
                     "{} and {} name the same file {}; each output needs its own file",
                     other.option,
@@ -216,21 +257,98 @@ pub struct OutputFile {
 #[derive(Debug)]
 enum Sink {
     Stdout(BufWriter<io::Stdout>),
-    File { writer: BufWriter<File>, tmp: tempfile::TempPath, target: PathBuf },
+    File {
+        writer: BufWriter<File>,
+        tmp: tempfile::TempPath,
+        target: PathBuf,
+    },
+    /// A device, FIFO or descriptor, written where it is.
+    InPlace {
+        writer: BufWriter<File>,
+        target: PathBuf,
+    },
+}
+
+/// Where an output's bytes go, once its path is resolved.
+#[derive(Debug, PartialEq)]
+enum Target {
+    /// A regular file, existing or not, at this path (symbolic links followed): written to a
+    /// temporary file beside it and renamed onto it.
+    Replace(PathBuf),
+    /// Something that must be opened and written where it is.
+    InPlace,
+}
+
+/// The most symbolic links followed in one path, as the kernel's own limit (ELOOP).
+const MAX_LINKS: usize = 40;
+
+/// Resolves `path` to what its bytes should replace: the final target of a chain of symbolic
+/// links (which may not exist yet), or [`Target::InPlace`] for what is not a regular file.
+fn resolve_target(path: &Path) -> io::Result<Target> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        if is_descriptor_path(&current) {
+            return Ok(Target::InPlace);
+        }
+        let meta = match fs::symlink_metadata(&current) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Target::Replace(current)),
+            Err(e) => return Err(e),
+        };
+        if meta.file_type().is_symlink() {
+            let link = fs::read_link(&current)?;
+            current = match current.parent() {
+                Some(dir) if link.is_relative() => dir.join(link),
+                _ => link,
+            };
+            continue;
+        }
+        return Ok(if meta.file_type().is_file() {
+            Target::Replace(current)
+        } else {
+            Target::InPlace
+        });
+    }
+    Err(io::Error::other(format!("more than {MAX_LINKS} symbolic links (a loop?)")))
+}
+
+/// True for paths that name an open descriptor (`/dev/fd/N`, `/proc/self/fd/N`, `/dev/stdout`):
+/// their "links" point at pipes and terminals that no rename may replace.
+fn is_descriptor_path(path: &Path) -> bool {
+    let s = path.as_os_str().to_string_lossy();
+    s.starts_with("/dev/fd/")
+        || s.starts_with("/proc/")
+        || matches!(s.as_ref(), "/dev/stdout" | "/dev/stderr" | "/dev/stdin")
 }
 
 impl OutputFile {
     /// Opens `path` (`-`: standard output) for the option `option`.
     pub fn create(option: &'static str, path: &Path) -> Result<OutputFile, Failure> {
-        if path.as_os_str() == "-" {
+        if is_stdout(path) {
             let writer = BufWriter::with_capacity(1 << 16, io::stdout());
             return Ok(OutputFile { option, sink: Some(Sink::Stdout(writer)) });
         }
-        let dir = match path.parent() {
+        let cannot = |e: io::Error| {
+            Failure::Runtime(anyhow!("{option} {}: {}", path.display(), io_message(&e)))
+        };
+        let target = match resolve_target(path).map_err(cannot)? {
+            Target::InPlace => {
+                // No truncation: a device or FIFO has nothing to cut, and a descriptor's file
+                // was opened (and truncated or not) by whoever handed it to us.
+                // Appending: a descriptor reopened through /proc is a new open file whose offset
+                // is 0, so a shell's `>>` must not be written over from the start.
+                let file = fs::OpenOptions::new().append(true).open(path).map_err(cannot)?;
+                let writer = BufWriter::with_capacity(1 << 20, file);
+                let target = path.to_path_buf();
+                return Ok(OutputFile { option, sink: Some(Sink::InPlace { writer, target }) });
+            }
+            Target::Replace(target) => target,
+        };
+        let dir = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let file = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
@@ -246,10 +364,7 @@ impl OutputFile {
         let (file, tmp) = file.into_parts();
         register(Cleanup::File(tmp.to_path_buf()));
         let writer = BufWriter::with_capacity(1 << 20, file);
-        Ok(OutputFile {
-            option,
-            sink: Some(Sink::File { writer, tmp, target: path.to_path_buf() }),
-        })
+        Ok(OutputFile { option, sink: Some(Sink::File { writer, tmp, target }) })
     }
 
     /// True for standard output.
@@ -264,12 +379,9 @@ impl OutputFile {
 
     fn failure(&self, e: io::Error) -> Failure {
         match &self.sink {
-            Some(Sink::File { target, .. }) => Failure::Runtime(anyhow!(
-                "{} {}: {}",
-                self.option,
-                target.display(),
-                io_message(&e)
-            )),
+            Some(Sink::File { target, .. } | Sink::InPlace { target, .. }) => Failure::Runtime(
+                anyhow!("{} {}: {}", self.option, target.display(), io_message(&e)),
+            ),
             _ => Failure::Runtime(anyhow!("writing standard output: {}", io_message(&e))),
         }
     }
@@ -290,6 +402,16 @@ impl OutputFile {
                         )));
                     }
                 }
+                Ok(())
+            }
+            Some(Sink::InPlace { writer, target }) => {
+                writer.into_inner().map_err(|e| {
+                    Failure::Runtime(anyhow!(
+                        "{option} {}: {}",
+                        target.display(),
+                        io_message(e.error())
+                    ))
+                })?;
                 Ok(())
             }
             Some(Sink::File { writer, tmp, target }) => {
@@ -335,7 +457,7 @@ impl Write for OutputFile {
                     other => other,
                 }
             }
-            Some(Sink::File { writer, .. }) => writer.write(buf),
+            Some(Sink::File { writer, .. } | Sink::InPlace { writer, .. }) => writer.write(buf),
         }
     }
 
@@ -349,7 +471,7 @@ impl Write for OutputFile {
                 }
                 other => other,
             },
-            Some(Sink::File { writer, .. }) => writer.flush(),
+            Some(Sink::File { writer, .. } | Sink::InPlace { writer, .. }) => writer.flush(),
         }
     }
 }
@@ -397,5 +519,85 @@ mod tests {
         o.write_bytes(b"new\n").expect("write");
         o.commit().expect("commit");
         assert_eq!(fs::read_to_string(&target).expect("read"), "new\n");
+    }
+
+    fn write_and_commit(path: &Path, bytes: &[u8]) {
+        let mut o = OutputFile::create("--output", path).expect("create");
+        o.write_bytes(bytes).expect("write");
+        o.commit().expect("commit");
+    }
+
+    #[test]
+    fn a_symbolic_link_is_written_through_and_stays_a_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("sub/real.jsonl");
+        fs::create_dir(dir.path().join("sub")).expect("mkdir");
+        fs::write(&real, "old\n").expect("write");
+        // A chain of two links, the first relative.
+        let link2 = dir.path().join("sub/link2");
+        std::os::unix::fs::symlink("real.jsonl", &link2).expect("symlink");
+        let link1 = dir.path().join("link1");
+        std::os::unix::fs::symlink(&link2, &link1).expect("symlink");
+        write_and_commit(&link1, b"new\n");
+        assert!(fs::symlink_metadata(&link1).expect("meta").file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link2).expect("meta").file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&real).expect("read"), "new\n");
+        // A dangling link gets its target created.
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink("sub/made.jsonl", &dangling).expect("symlink");
+        write_and_commit(&dangling, b"made\n");
+        assert!(fs::symlink_metadata(&dangling).expect("meta").file_type().is_symlink());
+        assert_eq!(fs::read_to_string(dir.path().join("sub/made.jsonl")).expect("read"), "made\n");
+        let left = fs::read_dir(dir.path().join("sub")).expect("dir").count();
+        assert_eq!(left, 3, "no temporary file left beside the targets");
+    }
+
+    #[test]
+    fn a_link_loop_is_an_error_naming_the_output() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = dir.path().join("a");
+        std::os::unix::fs::symlink(dir.path().join("b"), &a).expect("symlink");
+        std::os::unix::fs::symlink(&a, dir.path().join("b")).expect("symlink");
+        let e = OutputFile::create("--output", &a).expect_err("a loop");
+        assert!(format!("{e:?}").contains("--output"), "{e:?}");
+    }
+
+    #[test]
+    fn devices_and_fifos_are_written_in_place() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A link to /dev/null: were it replaced, the link would be; /dev/null is never at risk.
+        let null = dir.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &null).expect("symlink");
+        write_and_commit(&null, b"gone\n");
+        assert!(fs::symlink_metadata(&null).expect("meta").file_type().is_symlink());
+        assert!(fs::metadata("/dev/null").expect("meta").file_type().is_char_device());
+
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read_to_string(fifo).expect("read the fifo"))
+        };
+        write_and_commit(&fifo, b"through the pipe\n");
+        assert_eq!(reader.join().expect("reader"), "through the pipe\n");
+        assert!(fs::symlink_metadata(&fifo).expect("meta").file_type().is_fifo());
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 2, "no temporary file left");
+    }
+
+    #[test]
+    fn two_outputs_may_share_dev_null_but_not_a_file() {
+        let null = Path::new("/dev/null");
+        assert!(check_conflicts(&[], &[out("--output", null), out("--dropped", null)]).is_ok());
+        let dev_stdout = Path::new("/dev/stdout");
+        let dash = Path::new("-");
+        assert!(check_conflicts(&[], &[out("--output", dev_stdout), out("--pairs", dash)]).is_err());
     }
 }
