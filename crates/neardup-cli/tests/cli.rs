@@ -34,12 +34,40 @@ fn json_lines(o: &Output) -> Vec<Value> {
     stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
 }
 
-/// A scratch directory unique to one test.
-fn tempdir(name: &str) -> PathBuf {
+/// A scratch directory unique to one test, removed when the test ends (passing or not: a
+/// failing test unwinds through the drop).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("neardup-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    TempDir(dir)
 }
 
 #[test]
@@ -747,7 +775,11 @@ fn dedup_incremental_against_a_saved_index() {
     let i = index.display().to_string();
     let o = run(&["dedup", &corpus.display().to_string(), "--save-index", &i, "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(index.join("manifest.json").exists() && index.join("docs.bin").exists());
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(index.join("manifest.json")).expect("read"))
+            .expect("json");
+    let docs = manifest["docs"].as_str().expect("the manifest names its docs file");
+    assert!(index.join(docs).is_file());
 
     // Today's batch on stdin: a copy of a seen page and a new page.
     let batch = format!(
@@ -897,12 +929,12 @@ fn a_failed_run_leaves_old_outputs_as_they_were_and_no_temporary_file() {
     // A --save-index whose file is a directory is refused, leaving nothing behind (a failure
     // while writing the index is tested in the library: index_file::tests).
     let index = dir.join("index");
-    std::fs::create_dir_all(index.join("docs.bin")).expect("a directory where the file goes");
+    std::fs::create_dir_all(index.join("manifest.json")).expect("a directory where it goes");
     let (corpus, _) = dedup_corpus(&dir);
     let o =
         run(&["dedup", corpus.to_str().expect("p"), "--save-index", index.to_str().expect("p")]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert_eq!(names(&index), ["docs.bin"], "{}", stderr(&o));
+    assert_eq!(names(&index), ["manifest.json"], "{}", stderr(&o));
 }
 
 #[test]
@@ -1517,4 +1549,208 @@ fn the_spill_file_of_feature_hashes_is_bounded_and_its_errors_are_clear() {
             .count(),
         0
     );
+}
+
+/// JSONL of `n` documents of distinct words, ids `{tag}-{i}`.
+fn distinct_docs(tag: &str, n: usize) -> String {
+    let mut out = String::new();
+    for i in 0..n {
+        let words: Vec<String> = (0..12).map(|k| format!("{tag}w{i}x{k}")).collect();
+        out.push_str(&format!("{{\"id\": \"{tag}-{i}\", \"text\": \"{}\"}}\n", words.join(" ")));
+    }
+    out
+}
+
+/// The number of documents the index in `dir` holds, read through the binary (so the whole
+/// index is read and checked, not just its manifest).
+fn index_documents(dir: &Path) -> usize {
+    let empty = dir.with_extension("empty.jsonl");
+    std::fs::write(&empty, "").expect("write");
+    let o = run(&[
+        "dedup",
+        empty.to_str().expect("p"),
+        "--against",
+        dir.to_str().expect("p"),
+        "--clusters",
+        "/dev/null",
+    ]);
+    assert!(o.status.success(), "the index in {} is whole: {}", dir.display(), stderr(&o));
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).expect("manifest");
+    let manifest: Value = serde_json::from_str(&manifest).expect("json");
+    manifest["documents"].as_u64().expect("count") as usize
+}
+
+/// Regression: outputs were renamed over their targets, so `-o /dev/null` replaced the system's
+/// /dev/null with a regular file, a FIFO's reader hung, and a link became a plain file.
+#[test]
+fn outputs_write_through_links_and_into_fifos_and_devices() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempdir("special-outputs");
+    let (corpus, _) = dedup_corpus(&dir);
+    let real = dir.join("real-kept.jsonl");
+    std::fs::write(&real, "old\n").expect("write");
+    let link = dir.join("kept-link.jsonl");
+    std::os::unix::fs::symlink("real-kept.jsonl", &link).expect("symlink");
+    let report_target = dir.join("report-target.html");
+    let report_link = dir.join("report.html");
+    std::os::unix::fs::symlink(&report_target, &report_link).expect("symlink");
+    let fifo = dir.join("clusters.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).expect("read the fifo"))
+    };
+    let o = run(&[
+        "dedup",
+        corpus.to_str().expect("p"),
+        "-o",
+        link.to_str().expect("p"),
+        "--clusters",
+        fifo.to_str().expect("p"),
+        "--pairs",
+        "/dev/null",
+        "--dropped",
+        "/dev/null",
+        "--report",
+        report_link.to_str().expect("p"),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let clusters = reader.join().expect("reader");
+    assert_eq!(clusters.lines().count(), 2, "{clusters}");
+    assert!(std::fs::symlink_metadata(&link).expect("meta").file_type().is_symlink());
+    assert!(std::fs::read_to_string(&real).expect("read").contains("\"en-a\""));
+    assert!(std::fs::symlink_metadata(&report_link).expect("meta").file_type().is_symlink());
+    assert!(std::fs::read_to_string(&report_target).expect("read").contains("<html"));
+    assert!(std::fs::symlink_metadata(&fifo).expect("meta").file_type().is_fifo());
+    assert!(std::fs::metadata("/dev/null").expect("meta").file_type().is_char_device());
+    let left: Vec<String> = names(&dir).into_iter().filter(|n| n.ends_with(".tmp")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Regression: four runs adding 300 documents each to one index all exited 0, and 900
+/// documents were missing (each saved over the others' work).
+#[test]
+fn concurrent_save_index_runs_take_turns_and_lose_no_document() {
+    let dir = tempdir("concurrent-index");
+    let index = dir.join("index");
+    let first = dir.join("first.jsonl");
+    std::fs::write(&first, distinct_docs("first", 1)).expect("write");
+    let o = run(&["dedup", first.to_str().expect("p"), "--save-index", index.to_str().expect("p")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let children: Vec<_> = (0..4)
+        .map(|r| {
+            let input = dir.join(format!("run{r}.jsonl"));
+            std::fs::write(&input, distinct_docs(&format!("r{r}"), 300)).expect("write");
+            bin()
+                .args(["dedup", input.to_str().expect("p"), "--quiet", "--clusters", "/dev/null"])
+                .args(["--against", index.to_str().expect("p")])
+                .args(["--save-index", index.to_str().expect("p")])
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().expect("wait");
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(index_documents(&index), 1 + 4 * 300);
+}
+
+/// A `--against D --save-index D` run that fails (a file size limit, at every size), or is
+/// stopped by SIGTERM or SIGKILL at any moment, leaves the old index or the new one, whole; the
+/// exit status says which (0: the new one, with every output; anything else: the old one), so
+/// a rerun never finds its own documents already indexed.
+#[test]
+fn a_stopped_or_failed_save_leaves_the_old_index_or_the_new_one() {
+    let dir = tempdir("index-faults");
+    let base = dir.join("base");
+    let old_docs = dir.join("old.jsonl");
+    std::fs::write(&old_docs, distinct_docs("old", 50)).expect("write");
+    let o =
+        run(&["dedup", old_docs.to_str().expect("p"), "--save-index", base.to_str().expect("p")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let new_docs = dir.join("new.jsonl");
+    std::fs::write(&new_docs, distinct_docs("new", 400)).expect("write");
+    let (index, kept) = (dir.join("index"), dir.join("kept.jsonl"));
+    let reset = || {
+        let _ = std::fs::remove_dir_all(&index);
+        std::fs::create_dir_all(&index).expect("dir");
+        for e in std::fs::read_dir(&base).expect("dir") {
+            let e = e.expect("entry");
+            std::fs::copy(e.path(), index.join(e.file_name())).expect("copy");
+        }
+        std::fs::write(&kept, "old kept\n").expect("write");
+    };
+    let args = [
+        "dedup",
+        new_docs.to_str().expect("p"),
+        "--against",
+        index.to_str().expect("p"),
+        "--save-index",
+        index.to_str().expect("p"),
+        "-o",
+        kept.to_str().expect("p"),
+        "--quiet",
+    ];
+    let check = |status: std::process::ExitStatus, what: &str| {
+        let n = index_documents(&index);
+        let kept = std::fs::read_to_string(&kept).expect("read");
+        assert!(n == 50 || n == 450, "{what}: {n} documents");
+        if status.success() {
+            assert_eq!(n, 450, "{what}: exit 0 means the new index");
+            assert_eq!(kept.lines().count(), 400, "{what}: exit 0 means every output");
+        } else if status.code().is_some() {
+            assert_eq!(n, 50, "{what}: exit {status} means the old index");
+        }
+        // A run that ended by itself leaves no temporary file. One ended by a signal may
+        // (its handler cannot remove a file the run is creating at that moment); the next save
+        // removes those (index_file::tests).
+        let left: Vec<String> = names(&index).into_iter().filter(|n| n.ends_with(".tmp")).collect();
+        if status.code().is_some_and(|c| c < 128) {
+            assert!(left.is_empty(), "{what}: temporary files left: {left:?}");
+        }
+        n
+    };
+
+    // A file size limit (the shell's ulimit, in 1 KiB blocks) at sizes from nothing to enough.
+    let mut reached_new = false;
+    for blocks in [0u64, 1, 2, 4, 8, 16, 24, 32, 48, 64, 128, 100_000] {
+        reset();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -f {blocks} && exec \"$@\""))
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_neardup"))
+            .args(args)
+            .output()
+            .expect("sh runs");
+        let n = check(o.status, &format!("ulimit -f {blocks}"));
+        if !o.status.success() {
+            assert!(!stderr(&o).is_empty(), "a failure says why");
+        }
+        reached_new |= n == 450;
+    }
+    assert!(reached_new, "the largest limit lets the run finish");
+
+    // Signals at moments spread over a run's length.
+    let started = std::time::Instant::now();
+    reset();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let length = started.elapsed();
+    use rustix::process::{kill_process, Pid, Signal};
+    for (signal, name) in [(Signal::TERM, "SIGTERM"), (Signal::KILL, "SIGKILL")] {
+        for step in 0..30u32 {
+            reset();
+            let mut child = bin().args(args).stderr(Stdio::null()).spawn().expect("spawn");
+            std::thread::sleep(length * step / 25);
+            // Our own child, not yet waited for: the pid is still its own.
+            let _ = kill_process(Pid::from_child(&child), signal);
+            let status = child.wait().expect("wait");
+            check(status, &format!("{name} at {step}/25 of a run"));
+        }
+    }
 }

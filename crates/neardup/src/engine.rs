@@ -147,7 +147,9 @@ impl Engine {
     }
 
     /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
-    /// --save-index`, readable by `--against`), each with the id `id_of` gives its key.
+    /// --save-index`, readable by `--against`), each with the id `id_of` gives its key. The
+    /// save holds the directory's [`crate::IndexLock`] (waiting for another writer) and commits
+    /// in one step: an error leaves the previous index whole.
     pub fn save<'a>(
         &'a self,
         dir: &std::path::Path,
@@ -157,7 +159,8 @@ impl Engine {
             manifest_for(&self.pipeline, &self.plan, &self.config, self.docs.len() as u64);
         let mut keys: Vec<u64> = self.docs.keys().copied().collect();
         keys.sort_unstable();
-        write_index(dir, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &self.docs[&k]))))
+        let lock = crate::IndexLock::acquire(dir)?;
+        write_index(&lock, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &self.docs[&k]))))
     }
 
     /// Reads a saved index made with this engine's pipeline and settings (refusing any other):

@@ -32,7 +32,8 @@ mod spec;
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
     read_manifest, Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch,
-    IndexManifest, Keep, Method, Pair, Pairs, Verification, DEFAULT_RECALL, INDEX_FORMAT_VERSION,
+    IndexLock, IndexManifest, Keep, Method, Pair, Pairs, PreparedIndex, Verification,
+    DEFAULT_RECALL, INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
 pub use engine::{Engine, Hit};
 pub use error::BuildError;

@@ -308,10 +308,9 @@ impl Outputs {
             .into_iter()
             .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
             .collect();
+        // The manifest is the index's commit point (its docs file gets a new name each save).
         if let Some(dir) = &args.save_index {
-            for name in ["docs.bin", "manifest.json"] {
-                out.push(Output { option: "--save-index", path: dir.join(name) });
-            }
+            out.push(Output { option: "--save-index", path: dir.join("manifest.json") });
         }
         out
     }
@@ -363,6 +362,17 @@ impl Outputs {
     }
 }
 
+/// Takes the write lock of the index directory `dir`, saying on stderr when it waits for
+/// another run.
+fn lock_index(dir: &std::path::Path) -> Result<neardup::IndexLock, Failure> {
+    let runtime = |e: neardup::DedupError| Failure::Runtime(e.into());
+    if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(runtime)? {
+        return Ok(lock);
+    }
+    eprintln!("neardup dedup: waiting for another run that writes the index in {}", dir.display());
+    neardup::IndexLock::acquire(dir).map_err(runtime)
+}
+
 /// Ends the run quietly when standard output closed and nothing else is being written.
 fn stop_if_stdout_gone(outputs: &Outputs, save_index: bool) -> Result<(), Failure> {
     if output::stdout_closed() && !outputs.any_file() && !save_index {
@@ -404,9 +414,8 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         .filter_map(|s| s.path().map(|p| Input { what: "input".into(), path: p.to_path_buf() }))
         .collect();
     if let Some(dir) = &args.against {
-        for name in ["docs.bin", "manifest.json"] {
-            inputs.push(Input { what: "--against index file".into(), path: dir.join(name) });
-        }
+        let path = dir.join("manifest.json");
+        inputs.push(Input { what: "--against index file".into(), path });
     }
     inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
     let planned = Outputs::plan(&args);
@@ -421,6 +430,10 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let mut all_outputs = file_outputs.clone();
     all_outputs.extend(index_outputs);
     check_conflicts(&non_index_inputs, &all_outputs)?;
+
+    // One writer per index directory, from before its documents are read (when it is also
+    // --against) until its new state is committed: concurrent runs take turns.
+    let index_lock = args.save_index.as_deref().map(lock_index).transpose()?;
 
     // Old documents first, so that positions 0..seen are theirs.
     let mut ids = Ids::default();
@@ -574,12 +587,24 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             out.write_bytes(page.as_bytes())?;
         }
     }
-    if let Some(dir) = &args.save_index {
-        dedup.save(dir, &ids.to_vec()).map_err(|e| Failure::Runtime(e.into()))?;
-    }
-    for out in outputs.all() {
-        out.commit()?;
-    }
+    // The index is written now and committed last: a run that fails or is stopped before the
+    // end leaves it as it was (a rerun then repeats the whole run), and once it is committed
+    // the run has succeeded. Termination signals wait while the outputs and the index commit.
+    let prepared = match &index_lock {
+        Some(lock) => {
+            Some(dedup.prepare_save(lock, &ids.to_vec()).map_err(|e| Failure::Runtime(e.into()))?)
+        }
+        None => None,
+    };
+    output::commit_section(|| {
+        for out in outputs.all() {
+            out.commit()?;
+        }
+        if let Some(prepared) = prepared {
+            prepared.commit().map_err(|e| Failure::Runtime(e.into()))?;
+        }
+        Ok(())
+    })?;
     let write_time = write_started.elapsed();
 
     if !args.quiet && !output::stdout_closed() {

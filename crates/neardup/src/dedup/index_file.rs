@@ -1,14 +1,28 @@
-//! The saved index: `manifest.json` (readable, checked on load) and `docs.bin` (the sketches).
+//! The saved index: `manifest.json` (readable, checked on load) and the sketches in a docs file.
 //!
-//! `docs.bin`: magic `NDUPDOCS`, format version u32, count u64, then per document its id (u32
+//! Docs file: magic `NDUPDOCS`, format version u32, count u64, then per document its id (u32
 //! length, UTF-8) and its [`DocSketch`] record, little-endian; an xxh3-64 of everything before
-//! it closes the file. Each file is written to a temporary file beside it, synced and renamed,
-//! so a crash or a failure leaves the previous index as it was and no temporary file behind.
+//! it closes the file.
+//!
+//! **One commit point.** Since format 3 the manifest names its docs file (`docs-<generation>.bin`,
+//! a new name at every save), so a save is: write the new docs file beside the old one (to a
+//! temporary name, synced, renamed), then rename a new `manifest.json` over the old one (synced,
+//! and the directory synced). Until that rename the old manifest names the old docs file, which
+//! is still there: a crash or an I/O error at any step leaves the previous index whole, and after
+//! it the new one is whole. Docs files no manifest names are removed after the commit (and by the
+//! next save, if a crash came first). Format 2 indexes (`docs.bin`, named by no manifest) are
+//! still read, and replaced by format 3 at their next save.
+//!
+//! **One writer.** A save takes an exclusive lock on the file `lock` in the directory
+//! ([`IndexLock`]); a run that loads, adds and saves holds it throughout, so concurrent runs on
+//! one directory take turns instead of losing each other's documents. Readers take no lock: they
+//! read the manifest, open the docs file it names, and read the manifest again if a writer
+//! removed that file in between.
 
 use std::borrow::Borrow;
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -20,8 +34,15 @@ use super::{Dedup, DedupConfig, DedupError, DocSketch, Method, Plan, Verificatio
 use crate::{Pipeline, FORMAT_VERSION};
 
 /// Version of the on-disk index layout. Version 2: 32-bit feature hashes, and the pipeline
-/// format of neardup 0.2 (whitespace next to Han characters is ignored).
-pub const INDEX_FORMAT_VERSION: u32 = 2;
+/// format of neardup 0.2 (whitespace next to Han characters is ignored). Version 3: the manifest
+/// names its docs file (one atomic commit per save); the docs file's layout is version 2's.
+pub const INDEX_FORMAT_VERSION: u32 = 3;
+/// The oldest index format this build reads.
+pub const OLDEST_INDEX_FORMAT: u32 = 2;
+/// The docs file of a format 2 index.
+const V2_DOCS: &str = "docs.bin";
+const MANIFEST: &str = "manifest.json";
+const LOCK: &str = "lock";
 const DOCS_MAGIC: &[u8; 8] = b"NDUPDOCS";
 
 /// The readable part of a saved index.
@@ -53,6 +74,16 @@ pub struct IndexManifest {
     pub hamming: Option<u32>,
     /// Documents stored.
     pub documents: u64,
+    /// The docs file (format 3; format 2 indexes have `docs.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docs: Option<String>,
+}
+
+impl IndexManifest {
+    /// The docs file this manifest names.
+    fn docs_file(&self) -> &str {
+        self.docs.as_deref().unwrap_or(V2_DOCS)
+    }
 }
 
 /// The manifest of an index of `documents` documents made by `pipeline` under `plan` and
@@ -76,13 +107,14 @@ pub(crate) fn manifest_for(
         threshold: Some(config.threshold),
         hamming: Some(config.hamming),
         documents,
+        docs: None,
     }
 }
 
 /// Reads the manifest of the index in `dir` (its settings, to reopen it), refusing an older
-/// format with "rebuild it".
+/// format with "rebuild it" and a newer one with "use a newer build".
 pub fn read_manifest(dir: &Path) -> Result<IndexManifest, DedupError> {
-    let manifest_path = dir.join("manifest.json");
+    let manifest_path = dir.join(MANIFEST);
     let text = fs::read_to_string(&manifest_path).map_err(io_err(&manifest_path))?;
     parse_manifest(dir, &manifest_path, &text)
 }
@@ -101,36 +133,212 @@ fn parse_manifest(
         return Err(corrupt("no \"format\": \"neardup-index\"".into()));
     }
     let version = raw.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-    if version != u64::from(INDEX_FORMAT_VERSION) {
+    if !(u64::from(OLDEST_INDEX_FORMAT)..=u64::from(INDEX_FORMAT_VERSION)).contains(&version) {
         return Err(DedupError::OldFormat {
             path: dir.to_path_buf(),
             found: version,
             current: INDEX_FORMAT_VERSION,
         });
     }
-    serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))
+    let manifest: IndexManifest = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+    match &manifest.docs {
+        // A name, never a path: a manifest must not send a reader (or a save's clean-up) out of
+        // its directory.
+        Some(name) if !is_docs_name(name) => {
+            Err(corrupt(format!("\"docs\": {name:?} is not a docs file name")))
+        }
+        None if version > 2 => Err(corrupt("no \"docs\" file named".into())),
+        _ => Ok(manifest),
+    }
 }
 
-/// Writes `docs` (id and sketch, `manifest.documents` of them) and the manifest to `dir`
-/// (created if needed), each file atomically.
-pub(crate) fn write_index<'a, D: Borrow<DocSketch>>(
-    dir: &Path,
+/// True for the names saves give docs files: `docs-<hex>.bin`.
+fn is_docs_name(name: &str) -> bool {
+    name.strip_prefix("docs-")
+        .and_then(|n| n.strip_suffix(".bin"))
+        .is_some_and(|g| !g.is_empty() && g.len() <= 32 && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The exclusive right to write the saved index in one directory: a lock on its file `lock`
+/// (created with the directory if needed), released when dropped or when the process ends,
+/// however it ends.
+#[derive(Debug)]
+pub struct IndexLock {
+    dir: PathBuf,
+    _file: File,
+}
+
+impl IndexLock {
+    /// Takes the lock on `dir`'s index, waiting while another writer (any process) holds it.
+    pub fn acquire(dir: &Path) -> Result<IndexLock, DedupError> {
+        let (file, path) = IndexLock::open(dir)?;
+        file.lock().map_err(io_err(&path))?;
+        Ok(IndexLock { dir: dir.to_path_buf(), _file: file })
+    }
+
+    /// Takes the lock on `dir`'s index if no other writer holds it (`None` if one does).
+    pub fn try_acquire(dir: &Path) -> Result<Option<IndexLock>, DedupError> {
+        let (file, path) = IndexLock::open(dir)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(IndexLock { dir: dir.to_path_buf(), _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+        }
+    }
+
+    fn open(dir: &Path) -> Result<(File, PathBuf), DedupError> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let path = dir.join(LOCK);
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        Ok((file, path))
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// A saved index written but not yet committed: its docs file is complete and synced under a
+/// temporary name, and so is its manifest. [`PreparedIndex::commit`] makes it the index;
+/// dropping it instead removes both and leaves the previous index as it was.
+#[derive(Debug)]
+pub struct PreparedIndex<'l> {
+    lock: &'l IndexLock,
+    docs: Option<tempfile::TempPath>,
+    docs_name: String,
+    manifest: Option<tempfile::TempPath>,
+}
+
+impl PreparedIndex<'_> {
+    /// Makes the prepared index the directory's index: the docs file is renamed to its name,
+    /// then the manifest over the old one (the commit point), each rename synced; then the docs
+    /// files that the manifest does not name are removed. An error before the manifest's rename
+    /// leaves the previous index whole.
+    pub fn commit(mut self) -> Result<(), DedupError> {
+        let dir = self.lock.dir.clone();
+        let docs_path = dir.join(&self.docs_name);
+        if let Some(docs) = self.docs.take() {
+            fault::point("rename the docs file").map_err(io_err(&docs_path))?;
+            docs.persist(&docs_path).map_err(|e| io_err(&docs_path)(e.error))?;
+        }
+        sync_dir(&dir)?;
+        let manifest_path = dir.join(MANIFEST);
+        // The previous manifest stays reachable (a second name for it) until the directory is
+        // synced: if that sync fails, it is put back, so that an error always means the previous
+        // index.
+        let first = !manifest_path.exists();
+        let previous = tempfile::Builder::new()
+            .prefix(".manifest.json.")
+            .suffix(".previous.tmp")
+            .make_in(&dir, |p| fs::hard_link(&manifest_path, p))
+            .ok();
+        if let Some(manifest) = self.manifest.take() {
+            fault::point("rename the manifest").map_err(io_err(&manifest_path))?;
+            manifest.persist(&manifest_path).map_err(|e| io_err(&manifest_path)(e.error))?;
+        }
+        if let Err(e) = sync_dir(&dir) {
+            // Best effort: if this fails too, the new manifest stays, and the error says the
+            // directory could not be synced.
+            match previous {
+                Some(previous) => drop(previous.persist(&manifest_path)),
+                // The first save: no index before it.
+                None if first => drop(fs::remove_file(&manifest_path)),
+                None => {}
+            }
+            return Err(e);
+        }
+        // Committed. What follows is tidying: an error here loses nothing, and the next save
+        // tidies again.
+        remove_unnamed_docs(&dir, &self.docs_name);
+        Ok(())
+    }
+}
+
+/// Removes the docs files of earlier generations (and format 2's `docs.bin`) from `dir`.
+fn remove_unnamed_docs(dir: &Path, keep: &str) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name != keep && (is_docs_name(name) || name == V2_DOCS) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Removes the temporary files of earlier saves from `dir` (call holding its lock).
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.ends_with(".tmp")
+            && (name.starts_with(".docs") || name.starts_with(".manifest.json."))
+        {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Syncs a directory, so that the renames in it survive a crash.
+fn sync_dir(dir: &Path) -> Result<(), DedupError> {
+    fault::point("sync the directory").map_err(io_err(dir))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
+}
+
+/// Writes `docs` (id and sketch, `manifest.documents` of them) and the manifest to the locked
+/// directory, to be committed by the caller.
+pub(crate) fn prepare_index<'a, 'l, D: Borrow<DocSketch>>(
+    lock: &'l IndexLock,
     manifest: &IndexManifest,
     docs: impl Iterator<Item = Result<(&'a str, D), DedupError>>,
-) -> Result<(), DedupError> {
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let docs_path = dir.join("docs.bin");
-    write_atomically(&docs_path, |out| {
+) -> Result<PreparedIndex<'l>, DedupError> {
+    let dir = &lock.dir;
+    // Under the lock no other save is writing here: temporary files are those of a save that
+    // was killed (a signal cannot remove a file its process is still creating).
+    remove_stale_temporaries(dir);
+    let docs_name = format!("docs-{}.bin", new_generation());
+    let docs_path = dir.join(&docs_name);
+    let docs_tmp = write_temporary(&docs_path, |out| {
         let mut out = HashingWriter::new(out);
         write_docs(&mut out, manifest.documents, docs, &docs_path)?;
         let sum = out.hasher.digest();
         out.inner.write_all(&sum.to_le_bytes()).map_err(io_err(&docs_path))
     })?;
-    let text = serde_json::to_string_pretty(manifest).expect("manifest serializes");
-    let manifest_path = dir.join("manifest.json");
-    write_atomically(&manifest_path, |out| {
+    let manifest = IndexManifest { docs: Some(docs_name.clone()), ..manifest.clone() };
+    let text = serde_json::to_string_pretty(&manifest).expect("manifest serializes");
+    let manifest_path = dir.join(MANIFEST);
+    let manifest_tmp = write_temporary(&manifest_path, |out| {
         out.write_all(text.as_bytes()).map_err(io_err(&manifest_path))
-    })
+    })?;
+    Ok(PreparedIndex { lock, docs: Some(docs_tmp), docs_name, manifest: Some(manifest_tmp) })
+}
+
+/// Writes and commits a saved index in the locked directory.
+pub(crate) fn write_index<'a, D: Borrow<DocSketch>>(
+    lock: &IndexLock,
+    manifest: &IndexManifest,
+    docs: impl Iterator<Item = Result<(&'a str, D), DedupError>>,
+) -> Result<(), DedupError> {
+    prepare_index(lock, manifest, docs)?.commit()
+}
+
+/// A fresh generation name for a docs file: the clock, the process and a counter, hashed.
+fn new_generation() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed =
+        format!("{nanos}/{}/{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
 }
 
 /// Reads the index in `dir` record by record (never the whole file at once), calling `each`
@@ -141,7 +349,7 @@ pub(crate) fn read_index_with(
     expected: &IndexManifest,
     each: impl FnMut(String, DocSketch) -> Result<(), DedupError>,
 ) -> Result<u64, DedupError> {
-    let manifest = read_manifest(dir)?;
+    let (manifest, file, docs_path) = open_current(dir)?;
     let corrupt =
         |path: &Path, message: String| DedupError::Corrupt { path: path.to_path_buf(), message };
     let check = |field: &'static str, index: String, current: String| {
@@ -165,8 +373,6 @@ pub(crate) fn read_index_with(
     check("banding", banding(manifest.banding), banding(expected.banding))?;
     check("SimHash width", format!("{} bits", manifest.bits), format!("{} bits", expected.bits))?;
 
-    let docs_path = dir.join("docs.bin");
-    let file = File::open(&docs_path).map_err(io_err(&docs_path))?;
     let len = file.metadata().map_err(io_err(&docs_path))?.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let count = read_docs_stream(&mut reader, len, each).map_err(|e| e.into_dedup(&docs_path))?;
@@ -177,6 +383,21 @@ pub(crate) fn read_index_with(
         ));
     }
     Ok(count)
+}
+
+/// The manifest of `dir` and the docs file it names, opened. A save that commits between the
+/// two reads removes the file the first manifest named: then the new manifest is read.
+fn open_current(dir: &Path) -> Result<(IndexManifest, File, PathBuf), DedupError> {
+    let mut tries = 0;
+    loop {
+        let manifest = read_manifest(dir)?;
+        let docs_path = dir.join(manifest.docs_file());
+        match File::open(&docs_path) {
+            Ok(file) => return Ok((manifest, file, docs_path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 8 => tries += 1,
+            Err(e) => return Err(io_err(&docs_path)(e)),
+        }
+    }
 }
 
 /// [`read_index_with`], collected.
@@ -194,10 +415,20 @@ pub(crate) fn read_index(
 }
 
 impl<'p> Dedup<'p> {
-    /// Writes every document with its id to `dir` (created if needed). Each file is written to a
-    /// temporary file beside it, synced and renamed, so a crash or an error leaves the previous
-    /// index intact and no temporary file behind.
-    pub fn save(&mut self, dir: &Path, ids: &[String]) -> Result<(), DedupError> {
+    /// Writes every document with its id to the locked directory and commits it as one step
+    /// (see [`PreparedIndex::commit`]): a crash or an error leaves the previous index whole and
+    /// no temporary file behind.
+    pub fn save(&mut self, lock: &IndexLock, ids: &[String]) -> Result<(), DedupError> {
+        self.prepare_save(lock, ids)?.commit()
+    }
+
+    /// Writes every document with its id to the locked directory, to be committed later (a
+    /// caller with other outputs commits them first, and the index last).
+    pub fn prepare_save<'l>(
+        &mut self,
+        lock: &'l IndexLock,
+        ids: &[String],
+    ) -> Result<PreparedIndex<'l>, DedupError> {
         assert_eq!(ids.len(), self.docs.len(), "one id per document");
         self.docs.finish_writing()?;
         let manifest =
@@ -208,7 +439,7 @@ impl<'p> Dedup<'p> {
             .iter()
             .enumerate()
             .map(move |(i, id)| docs.sketch(i, &mut scratch).map(|d| (id.as_str(), d)));
-        write_index(dir, &manifest, sketches)
+        prepare_index(lock, &manifest, sketches)
     }
 
     /// Loads a saved index as the documents already seen; returns their ids. Refuses an index
@@ -219,7 +450,7 @@ impl<'p> Dedup<'p> {
         let expected = manifest_for(self.pipeline, &self.plan, &self.config, 0);
         let mut ids = Vec::new();
         let docs = &mut self.docs;
-        let docs_path = dir.join("docs.bin");
+        let docs_path = dir.join(V2_DOCS);
         read_index_with(dir, &expected, |id, doc| {
             ids.push(id);
             docs.push(doc).map_err(|e| match e {
@@ -240,27 +471,87 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> DedupError {
     move |source| DedupError::Io { path, source }
 }
 
-/// Writes `path` through `write` into a temporary file in the same directory, syncs it and
-/// renames it over `path`. On any error the temporary file is removed and `path` is untouched.
-fn write_atomically(
+/// Writes through `write` into a temporary file beside `path`, and syncs it. On any error the
+/// temporary file is removed; on success the caller renames it (`TempPath::persist`) or drops it
+/// (which removes it).
+fn write_temporary(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<&File>) -> Result<(), DedupError>,
-) -> Result<(), DedupError> {
+    write: impl FnOnce(&mut BufWriter<FaultyFile<'_>>) -> Result<(), DedupError>,
+) -> Result<tempfile::TempPath, DedupError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    fault::point("create a temporary file").map_err(io_err(path))?;
+    // Created with the mode a plain create gives (0666 less the umask), not tempfile's 0600:
+    // an index is shared like any output.
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(io_err(path))?;
     {
-        let mut out = BufWriter::with_capacity(1 << 20, tmp.as_file());
+        let mut out = BufWriter::with_capacity(1 << 20, FaultyFile(tmp.as_file()));
         write(&mut out)?;
         out.flush().map_err(io_err(path))?;
     }
+    fault::point("sync a file").map_err(io_err(path))?;
     tmp.as_file().sync_all().map_err(io_err(path))?;
-    tmp.persist(path).map_err(|e| io_err(path)(e.error))?;
-    Ok(())
+    Ok(tmp.into_temp_path())
+}
+
+/// A file whose writes pass a fault point each (in tests; a plain file otherwise).
+struct FaultyFile<'f>(&'f File);
+
+impl Write for FaultyFile<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        fault::point("write")?;
+        (&mut &*self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&mut &*self.0).flush()
+    }
+}
+
+/// Fault injection for the crash tests: every write step of a save calls [`fault::point`], which
+/// in tests fails the chosen step (counted per thread) and is nothing in other builds.
+pub(crate) mod fault {
+    use std::io;
+
+    #[cfg(test)]
+    thread_local! {
+        /// Steps left before the one that fails (`None`: none fails), and steps passed.
+        pub(crate) static PLAN: std::cell::Cell<(Option<usize>, usize)> =
+            const { std::cell::Cell::new((None, 0)) };
+    }
+
+    #[cfg(test)]
+    #[inline]
+    pub(crate) fn point(step: &str) -> io::Result<()> {
+        PLAN.with(|p| {
+            let (left, passed) = p.get();
+            match left {
+                Some(0) => {
+                    p.set((None, passed + 1));
+                    Err(io::Error::other(format!("injected fault at step {passed}: {step}")))
+                }
+                Some(n) => {
+                    p.set((Some(n - 1), passed + 1));
+                    Ok(())
+                }
+                None => {
+                    p.set((None, passed + 1));
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn point(_step: &str) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A writer that hashes what passes through it (xxh3-64), for the trailing checksum.
@@ -344,11 +635,14 @@ fn read_records<S: ByteSource>(
     r: &mut S,
     mut each: impl FnMut(String, DocSketch) -> Result<(), DedupError>,
 ) -> Result<u64, DocsError> {
+    // The records' layout is the same in formats 2 and 3.
     let version = r.u32()?;
-    if version != INDEX_FORMAT_VERSION {
-        return Err(
-            format!("format version {version}, this build reads {INDEX_FORMAT_VERSION}").into()
-        );
+    if !(OLDEST_INDEX_FORMAT..=INDEX_FORMAT_VERSION).contains(&version) {
+        return Err(format!(
+            "format version {version}, this build reads {OLDEST_INDEX_FORMAT} to \
+             {INDEX_FORMAT_VERSION}"
+        )
+        .into());
     }
     let count = r.u64()?;
     for _ in 0..count {
@@ -499,20 +793,167 @@ mod tests {
 
     /// Regression: a failed `--save-index` left `docs.bin.tmp` behind.
     #[test]
-    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+    fn a_failed_write_leaves_no_temporary() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("docs.bin");
-        fs::write(&path, b"old").expect("write");
-        let e = write_atomically(&path, |out| {
+        let e = write_temporary(&path, |out| {
             out.write_all(b"partial").map_err(io_err(&path))?;
             Err(io_err(&path)(io::Error::other("disk full")))
         })
         .expect_err("fails");
         assert!(e.to_string().contains("docs.bin"), "{e}");
-        assert_eq!(fs::read(&path).expect("read"), b"old");
-        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 1);
-        write_atomically(&path, |out| out.write_all(b"new").map_err(io_err(&path)))
-            .expect("writes");
-        assert_eq!(fs::read(&path).expect("read"), b"new");
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+
+    fn read_json(path: &Path) -> serde_json::Value {
+        serde_json::from_str(&fs::read_to_string(path).expect("read")).expect("json")
+    }
+
+    fn saved(dir: &Path, texts: &[&str]) -> Result<(), DedupError> {
+        let p = Pipeline::new(PipelineSpec::default()).expect("valid");
+        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let mut scratch = Scratch::default();
+        for t in texts {
+            let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
+            d.push(s)?;
+        }
+        let ids: Vec<String> = (0..texts.len()).map(|i| format!("\"d{i}\"")).collect();
+        let lock = IndexLock::acquire(dir)?;
+        d.save(&lock, &ids)
+    }
+
+    fn loaded(dir: &Path) -> Result<Vec<String>, DedupError> {
+        let p = Pipeline::new(PipelineSpec::default()).expect("valid");
+        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        d.load(dir)
+    }
+
+    /// Every write step of a save fails in turn: the index read afterwards is the old one
+    /// (the save answered an error) or the new one (it answered success), whole, and no
+    /// temporary file is left.
+    #[test]
+    fn a_fault_at_any_step_of_a_save_leaves_the_old_index_or_the_new_one() {
+        let old = ["one two three four five six", "seven eight nine ten"];
+        let new = ["one two three four five six", "seven eight nine ten", "eleven twelve"];
+        let mut step = 0;
+        loop {
+            let dir = tempfile::tempdir().expect("tempdir");
+            saved(dir.path(), &old).expect("the old index");
+            fault::PLAN.with(|p| p.set((Some(step), 0)));
+            let result = saved(dir.path(), &new);
+            let (left, _) = fault::PLAN.with(|p| p.replace((None, 0)));
+            let ids = loaded(dir.path()).expect("an index is there, whole");
+            match &result {
+                Ok(()) => assert_eq!(ids.len(), 3, "success at step {step} means the new one"),
+                Err(e) => assert_eq!(ids.len(), 2, "{e} (step {step}) means the old one"),
+            }
+            let names: Vec<String> = fs::read_dir(dir.path())
+                .expect("dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            assert!(names.iter().all(|n| !n.ends_with(".tmp")), "step {step}: {names:?}");
+            if left.is_some() {
+                // The fault was never reached: every step has been failed once.
+                assert!(result.is_ok());
+                assert!(step > 8, "only {step} steps");
+                break;
+            }
+            step += 1;
+        }
+    }
+
+    #[test]
+    fn a_format_2_index_is_read_and_replaced_by_format_3_at_its_next_save() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        saved(dir.path(), &["alpha beta gamma delta", "epsilon zeta eta theta"]).expect("saved");
+        // Make it what a format 2 build wrote: docs.bin, and a manifest naming no file.
+        let manifest = read_manifest(dir.path()).expect("manifest");
+        let docs = manifest.docs.clone().expect("format 3 names its docs");
+        fs::rename(dir.path().join(&docs), dir.path().join("docs.bin")).expect("rename");
+        let mut v2 = read_json(&dir.path().join("manifest.json"));
+        v2["version"] = 2.into();
+        v2.as_object_mut().expect("an object").remove("docs");
+        fs::write(dir.path().join("manifest.json"), v2.to_string()).expect("write");
+        assert_eq!(loaded(dir.path()).expect("format 2 reads").len(), 2);
+        saved(dir.path(), &["alpha beta gamma delta"]).expect("saved again");
+        assert_eq!(read_manifest(dir.path()).expect("manifest").version, INDEX_FORMAT_VERSION);
+        assert!(!dir.path().join("docs.bin").exists(), "the format 2 file is removed");
+        assert_eq!(loaded(dir.path()).expect("reads").len(), 1);
+    }
+
+    #[test]
+    fn a_save_removes_the_temporary_files_of_a_killed_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        saved(dir.path(), &["alpha beta gamma delta"]).expect("saved");
+        for name in [".docs-00ff.bin.a1b2.tmp", ".manifest.json.c3d4.tmp", ".other.tmp"] {
+            fs::write(dir.path().join(name), b"left by a kill").expect("write");
+        }
+        saved(dir.path(), &["alpha beta gamma delta"]).expect("saved");
+        let mut names: Vec<String> = fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        names.sort();
+        assert_eq!(names, [".other.tmp"], "only the index's own temporaries are removed");
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_with_use_a_newer_build() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        saved(dir.path(), &["alpha beta gamma delta"]).expect("saved");
+        let path = dir.path().join("manifest.json");
+        let text = fs::read_to_string(&path).expect("read");
+        let newer = text.replace(
+            &format!("\"version\": {INDEX_FORMAT_VERSION}"),
+            &format!("\"version\": {}", INDEX_FORMAT_VERSION + 1),
+        );
+        fs::write(&path, newer).expect("write");
+        let e = loaded(dir.path()).expect_err("refused").to_string();
+        assert!(e.contains("newer") && !e.contains("rebuild"), "{e}");
+    }
+
+    #[test]
+    fn a_manifest_cannot_name_a_file_outside_its_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        saved(dir.path(), &["alpha beta gamma delta"]).expect("saved");
+        let path = dir.path().join("manifest.json");
+        let mut m = read_json(&path);
+        m["docs"] = "../../etc/passwd".into();
+        fs::write(&path, m.to_string()).expect("write");
+        let e = loaded(dir.path()).expect_err("refused").to_string();
+        assert!(e.contains("not a docs file name"), "{e}");
+    }
+
+    /// Writers on one directory take turns: four threads each add their documents to what the
+    /// others saved, and none is lost.
+    #[test]
+    fn concurrent_writers_take_turns_and_lose_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = Pipeline::new(PipelineSpec::default()).expect("valid");
+        std::thread::scope(|scope| {
+            for w in 0..4 {
+                let (dir, p) = (dir.path(), &p);
+                scope.spawn(move || {
+                    for round in 0..3 {
+                        let lock = IndexLock::acquire(dir).expect("lock");
+                        let mut d = Dedup::new(p, DedupConfig::default()).expect("valid");
+                        let mut ids = if dir.join("manifest.json").exists() {
+                            d.load(dir).expect("load")
+                        } else {
+                            Vec::new()
+                        };
+                        let text =
+                            format!("writer {w} round {round} distinct words here {w}{round}");
+                        let mut scratch = Scratch::default();
+                        let s = d.sketch(Document::Text(&text), text.len(), &mut scratch);
+                        d.push(s).expect("push");
+                        ids.push(format!("\"{w}-{round}\""));
+                        d.save(&lock, &ids).expect("save");
+                    }
+                });
+            }
+        });
+        assert_eq!(loaded(dir.path()).expect("reads").len(), 12);
     }
 }

@@ -33,7 +33,10 @@ mod store;
 mod union_find;
 
 pub(crate) use index_file::{manifest_for, read_index, write_index};
-pub use index_file::{read_manifest, IndexManifest, INDEX_FORMAT_VERSION};
+pub use index_file::{
+    read_manifest, IndexLock, IndexManifest, PreparedIndex, INDEX_FORMAT_VERSION,
+    OLDEST_INDEX_FORMAT,
+};
 pub(crate) use plan::Plan;
 pub use run::{Cluster, Copies, DedupOutcome, Pair, Pairs};
 pub use sketch::DocSketch;
@@ -245,6 +248,15 @@ impl fmt::Display for DedupError {
             ),
             DedupError::Corrupt { path, message } => {
                 write!(f, "{}: not a valid neardup index: {message}", path.display())
+            }
+            DedupError::OldFormat { path, found, current } if *found > u64::from(*current) => {
+                write!(
+                    f,
+                    "{}: the index has format version {found}, made by a newer neardup; this \
+                     build reads versions {OLDEST_INDEX_FORMAT} to {current}: use that build or \
+                     a newer one",
+                    path.display()
+                )
             }
             DedupError::OldFormat { path, found, current } => write!(
                 f,
@@ -700,7 +712,7 @@ mod tests {
             let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
             d.push(s).expect("push");
         }
-        d.save(&dir, &["a".into(), "b".into()]).expect("saved");
+        d.save(&IndexLock::acquire(&dir).expect("lock"), &["a".into(), "b".into()]).expect("saved");
 
         let mut again = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
             .expect("valid");
@@ -731,7 +743,7 @@ mod tests {
         assert!(e.contains("pipeline"), "{e}");
 
         // A damaged file is refused with a reason.
-        let docs = dir.join("docs.bin");
+        let docs = dir.join(read_manifest(&dir).expect("manifest").docs.expect("named"));
         let mut bytes = fs::read(&docs).expect("read");
         let last = bytes.len() - 20;
         bytes[last] ^= 1;
@@ -759,7 +771,8 @@ mod tests {
             let s = old.sketch(Document::Text(t), t.len(), &mut scratch);
             old.push(s).expect("push");
         }
-        old.save(&dir, &["a".into(), "b".into()]).expect("saved");
+        old.save(&IndexLock::acquire(&dir).expect("lock"), &["a".into(), "b".into()])
+            .expect("saved");
         let mut d = Dedup::new(&p, config).expect("valid");
         d.load(&dir).expect("loaded");
         let s = d.sketch(Document::Text(a), a.len(), &mut scratch);
