@@ -110,6 +110,14 @@ impl Server {
         self.call(method, path, Some(body.to_string().as_bytes()))
     }
 
+    /// Stops the server with SIGTERM (a clean close of the store) and waits for it.
+    fn stop(mut self) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "the server stopped cleanly: {status}");
+    }
+
     fn kill(&mut self) {
         let _ = self.child.kill(); // SIGKILL
         let _ = self.child.wait();
@@ -962,4 +970,145 @@ fn concurrent_checks_are_decided_one_at_a_time() {
     }
     let (_, v) = s.call("GET", "/v1/collections/c", None);
     assert_eq!(v["documents"], json!(TEXTS));
+}
+
+/// Runs `serve` on `data`, expecting it to refuse to start; returns its exit code and stderr.
+fn refused_start(data: &Path) -> (Option<i32>, String) {
+    let o = bin()
+        .args(["serve", "--data-dir"])
+        .arg(data)
+        .args(["--listen", "127.0.0.1:0", "-j", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn server")
+        .wait_with_output()
+        .expect("wait");
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// A store with a collection that keeps texts, and its file, after the server stopped.
+fn stored(dir: &Path, texts: &[(&str, &str)]) -> PathBuf {
+    let s = Server::start(dir, &[]);
+    let (status, _) = s.json("PUT", "/v1/collections/c", json!({"store_text": true}));
+    assert_eq!(status, 201);
+    let docs: Vec<Value> = texts
+        .iter()
+        .map(|(id, text)| json!({"id": id, "text": text, "metadata": {"id": id}}))
+        .collect();
+    let (status, body) = s.json("POST", "/v1/collections/c/docs", json!({ "docs": docs }));
+    assert_eq!(status, 200, "{body}");
+    s.stop();
+    dir.join("neardup.redb")
+}
+
+/// Regression: an empty store file was served as a new, empty, healthy store; a truncated one,
+/// one with a page zeroed or with bytes appended made `serve` panic with a backtrace.
+#[test]
+fn a_damaged_store_file_is_refused_by_name() {
+    let dir = tempdir("damaged-store");
+    let texts: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("d{i}"), format!("document number {i} with words {i}")))
+        .collect();
+    let texts: Vec<(&str, &str)> = texts.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let file = stored(&dir, &texts);
+    let good = std::fs::read(&file).expect("read");
+    let half = good.len() / 2;
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", Vec::new()),
+        ("truncated", good[..half].to_vec()),
+        ("appended to", [good.clone(), vec![0x5a; 5000]].concat()),
+        ("header zeroed", [vec![0; 4096], good[4096..].to_vec()].concat()),
+        ("a page zeroed", {
+            let mut b = good.clone();
+            b[4096..8192].fill(0);
+            b
+        }),
+    ];
+    for (what, bytes) in damages {
+        std::fs::write(&file, &bytes).expect("write");
+        let (code, stderr) = refused_start(&dir);
+        assert_eq!(code, Some(1), "{what}: {stderr}");
+        assert!(stderr.contains("neardup.redb"), "{what}: names the file: {stderr}");
+        assert!(
+            stderr.contains("damaged") || stderr.contains("not a neardup store"),
+            "{what}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{what}: {stderr}");
+        // redb may mend parts of a damaged file while it checks it; it is never replaced by a
+        // new, empty store.
+        let now = std::fs::metadata(&file).expect("the file is still there").len();
+        assert!(now > 0 || bytes.is_empty(), "{what}: {now} bytes left");
+    }
+}
+
+/// Regression: one flipped bit in a stored text was served as the document's text, with
+/// `/v1/health` ok. Every record now carries a checksum, checked at start and on every read.
+#[test]
+fn a_flipped_bit_in_a_record_is_never_served_and_health_says_so() {
+    let dir = tempdir("flipped-bit");
+    let marker = "zqxjkvwpyfgh unique stored text of the damaged document";
+    let file = stored(&dir, &[("bad", marker), ("good", "an intact document about rivers")]);
+    let mut bytes = std::fs::read(&file).expect("read");
+    let mut flipped = 0;
+    let needle = marker.as_bytes();
+    for at in 0..bytes.len().saturating_sub(needle.len()) {
+        if &bytes[at..at + needle.len()] == needle {
+            bytes[at + 3] ^= 0x01; // 'x' -> 'y': still valid UTF-8, still a plausible text
+            flipped += 1;
+        }
+    }
+    assert!(flipped > 0, "the text is in the file");
+    std::fs::write(&file, &bytes).expect("write");
+
+    let s = Server::start(&dir, &[]);
+    let (status, body) = s.call("GET", "/v1/collections/c/docs/bad", None);
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(error_code(&body), "damaged_record");
+    assert!(!body.to_string().contains("zqyjk"), "the damaged text is not served: {body}");
+    let (status, health) = s.call("GET", "/v1/health", None);
+    assert_eq!(status, 503, "{health}");
+    assert_eq!(health["status"], "damaged");
+    assert_eq!(health["damaged_records"], 1);
+    assert!(health["examples"][0].as_str().expect("example").starts_with("c/bad"), "{health}");
+    let (status, body) = s.call("GET", "/v1/collections/c/docs/good", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["text"], "an intact document about rivers");
+}
+
+/// The committed store of format 2 (tests/fixtures/store_v2) opens, is upgraded to the current
+/// format, and answers as it did when it was written.
+#[test]
+fn a_format_2_store_is_upgraded_and_answers_as_before() {
+    let dir = tempdir("store-v2");
+    let fixture = repo_root().join("tests/fixtures/store_v2/neardup.redb.zst");
+    let compressed = std::fs::read(&fixture).expect("fixture");
+    let bytes = zstd::decode_all(compressed.as_slice()).expect("zstd");
+    std::fs::write(dir.join("neardup.redb"), bytes).expect("write");
+    for round in 0..2 {
+        let s = Server::start(&dir, &[]);
+        let upgraded = s.stderr.lock().expect("lock").iter().any(|l| l.contains("upgraded"));
+        assert_eq!(upgraded, round == 0, "upgraded once, at the first start");
+        let (status, health) = s.call("GET", "/v1/health", None);
+        assert_eq!((status, health["status"].as_str()), (200, Some("ok")), "{health}");
+        let query = "the quick brown fox jumps over the lazy dog near the river bank";
+        let (status, body) = s.json("POST", "/v1/collections/texts/search", json!({"text": query}));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["hits"],
+            json!([
+                {"id": "d0", "similarity": 1.0, "metadata": {"n": 0}},
+                {"id": "d1", "similarity": 0.9, "metadata": {"n": 1}},
+            ])
+        );
+        let (status, body) = s.call("GET", "/v1/collections/texts/docs/d2", None);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["text"], "一个关于机器学习和自然语言处理的长句子，用于测试中文文本");
+        let (status, body) = s.call("GET", "/v1/collections/sketches", None);
+        assert_eq!((status, body["documents"].as_u64()), (200, Some(4)), "{body}");
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

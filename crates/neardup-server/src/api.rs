@@ -89,6 +89,24 @@ fn store_err(state: &AppState, name: &str, e: impl Into<redb::Error>) -> ApiErro
     }
 }
 
+/// Decodes a stored record; one that fails its checksum is counted as damage (`/v1/health`
+/// reports it) and answered as a 500 naming it, never served.
+fn read_record(
+    state: &AppState,
+    collection: &str,
+    id: &str,
+    bytes: &[u8],
+) -> Result<Record, ApiError> {
+    Record::decode(id, bytes).map_err(|what| {
+        state.record_damage(collection, id, &what);
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "damaged_record",
+            format!("collection {collection:?}, document {id:?}: {what}"),
+        )
+    })
+}
+
 impl AppState {
     /// Runs `f` on the store, unless the service is unhealthy (503).
     fn with_db<T>(&self, f: impl FnOnce(&Database) -> Result<T, ApiError>) -> Result<T, ApiError> {
@@ -581,7 +599,7 @@ async fn insert_docs(
                 let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
                 for (id, record) in &records {
                     let old = t
-                        .insert(id.as_str(), record.encode().as_slice())
+                        .insert(id.as_str(), record.encode(id).as_slice())
                         .map_err(|e| err(e.into()))?;
                     updated += usize::from(old.is_some());
                 }
@@ -615,7 +633,7 @@ async fn get_doc(
             let txn = db.begin_read().map_err(|e| err(e.into()))?;
             let t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
             let v = t.get(key.as_str()).map_err(|e| err(e.into()))?;
-            v.map(|v| Record::decode(v.value()).map_err(ApiError::internal)).transpose()
+            v.map(|v| read_record(&st, &c2.info.name, &key, v.value())).transpose()
         })
     })
     .await?;
@@ -736,7 +754,7 @@ async fn search(
             let mut out = Vec::with_capacity(hits.len());
             for (id, similarity) in hits {
                 let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? else { continue };
-                let metadata = Record::decode(v.value()).map_err(ApiError::internal)?.metadata;
+                let metadata = read_record(&state, &c.info.name, &id, v.value())?.metadata;
                 out.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
             }
             ok(StatusCode::OK, json!({ "hits": out }))
@@ -876,7 +894,7 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
                 let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
                 for &i in &accepted {
                     let p = &group[i];
-                    let record = encode_record(&p.sketch, &p.metadata, p.text.as_deref());
+                    let record = encode_record(&p.id, &p.sketch, &p.metadata, p.text.as_deref());
                     t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
                 }
             }
@@ -939,7 +957,23 @@ async fn compare(State(state): State<Shared>, body: Result<Bytes, BytesRejection
 
 async fn health(State(state): State<Shared>) -> Response {
     let version = env!("CARGO_PKG_VERSION");
+    let damage = state.damage();
     match state.unhealthy() {
+        None if damage.records > 0 => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "damaged",
+                "reason": format!(
+                    "{} stored records fail their checksum (the store is damaged; they are not \
+                     served): restore the store from a backup, or insert those documents again",
+                    damage.records
+                ),
+                "damaged_records": damage.records,
+                "examples": damage.examples,
+                "version": version,
+            })),
+        )
+            .into_response(),
         None => (StatusCode::OK, Json(json!({"status": "ok", "version": version}))).into_response(),
         Some(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,

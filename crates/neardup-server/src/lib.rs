@@ -29,7 +29,7 @@ use neardup::{DedupConfig, Engine, NamedEngine, Pipeline};
 use redb::{Database, ReadableTable};
 
 pub use api::router;
-pub use store::STORE_FORMAT;
+pub use store::{OLDEST_STORE_FORMAT, STORE_FORMAT};
 
 use store::{for_each_doc, CollectionInfo, COLLECTIONS, META};
 
@@ -89,9 +89,17 @@ pub struct Config {
 
 /// An error opening the service.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum OpenError {
     /// The data directory or the store could not be opened.
     Store(String),
+    /// The store file is damaged (truncated, overwritten, appended to) or is not a store.
+    Damaged {
+        /// The store file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// The store was written by a build with another layout.
     Format {
         /// The store's version.
@@ -103,11 +111,24 @@ impl fmt::Display for OpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OpenError::Store(m) => write!(f, "{m}"),
+            OpenError::Damaged { path, message } => write!(
+                f,
+                "{}: the store is damaged: {message}; restore it from a backup, or move it away \
+                 to start an empty store and insert the documents again",
+                path.display()
+            ),
+            OpenError::Format { found } if *found > STORE_FORMAT => write!(
+                f,
+                "the store has format version {found}, made by a newer neardup; this build \
+                 reads versions {OLDEST_STORE_FORMAT} to {STORE_FORMAT}: serve it with that \
+                 build or a newer one"
+            ),
             OpenError::Format { found } => write!(
                 f,
-                "the store has format version {found}, this build reads {STORE_FORMAT} (32-bit \
-                 feature hashes; whitespace next to Han characters ignored): serve it with the \
-                 build that wrote it, or start a new --data-dir and insert the documents again"
+                "the store has format version {found}, this build reads {OLDEST_STORE_FORMAT} \
+                 to {STORE_FORMAT} (32-bit feature hashes; whitespace next to Han characters \
+                 ignored): serve it with the build that wrote it, or start a new --data-dir and \
+                 insert the documents again"
             ),
         }
     }
@@ -166,6 +187,35 @@ pub struct State {
     admin: tokio::sync::Mutex<()>,
     /// Why the service is unhealthy (a storage I/O error), until the store is reopened.
     unhealthy: Mutex<Option<String>>,
+    /// Stored records found damaged (failing their checksum), at start or when read.
+    damage: Mutex<Damage>,
+}
+
+/// Damaged records seen: how many, and the first few, for `/v1/health`.
+#[derive(Debug, Default, Clone)]
+pub struct Damage {
+    /// Damaged records seen (each counted once).
+    pub records: u64,
+    /// The first of them, as `collection/id: what`.
+    pub examples: Vec<String>,
+    seen: std::collections::HashSet<String>,
+}
+
+/// How many damaged records `/v1/health` names.
+const DAMAGE_EXAMPLES: usize = 10;
+
+impl Damage {
+    fn add(&mut self, collection: &str, id: &str, what: &str) {
+        let key = format!("{collection}/{id}");
+        // Bounded: past the examples, a record is only counted.
+        if self.seen.len() < 100_000 && !self.seen.insert(key.clone()) {
+            return;
+        }
+        self.records += 1;
+        if self.examples.len() < DAMAGE_EXAMPLES {
+            self.examples.push(format!("{key}: {what}"));
+        }
+    }
 }
 
 /// Opens (or creates) the store in `config.data_dir` and rebuilds every collection's index,
@@ -175,7 +225,8 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         .map_err(|e| OpenError::Store(format!("{}: {e}", config.data_dir.display())))?;
     let path = config.data_dir.join("neardup.redb");
     let db = open_db(&path, config.limits.store_cache_bytes)?;
-    let collections = load_collections(&db, &path)?;
+    let mut damage = Damage::default();
+    let collections = load_collections(&db, &path, &mut damage)?;
     Ok(Arc::new(State {
         db: RwLock::new(Some(db)),
         path,
@@ -185,36 +236,122 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         metrics: api::Metrics::default(),
         admin: tokio::sync::Mutex::new(()),
         unhealthy: Mutex::new(None),
+        damage: Mutex::new(damage),
     }))
 }
 
-/// Opens the store file and checks (or writes) its format version.
-fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, OpenError> {
-    let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
-    let db =
-        Database::builder().set_cache_size(cache_bytes).create(path).map_err(|e| store_err(&e))?;
-    // The layout version: written once, checked on every start.
-    let txn = db.begin_write().map_err(|e| store_err(&e))?;
-    {
-        let mut meta = txn.open_table(META).map_err(|e| store_err(&e))?;
-        let found = meta.get("store_format").map_err(|e| store_err(&e))?.map(|v| v.value());
-        match found {
-            Some(v) if v != STORE_FORMAT => return Err(OpenError::Format { found: v }),
-            Some(_) => {}
-            None => {
-                meta.insert("store_format", STORE_FORMAT).map_err(|e| store_err(&e))?;
-            }
-        }
-        txn.open_table(COLLECTIONS).map_err(|e| store_err(&e))?;
-    }
-    txn.commit().map_err(|e| store_err(&e))?;
-    Ok(db)
+/// Runs `f`, turning a panic inside it (redb asserts on some damage instead of answering an
+/// error) into `OpenError::Damaged`, without printing the panic.
+fn damage_as_error<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, OpenError>,
+) -> Result<T, OpenError> {
+    quiet_panics::install();
+    let result = quiet_panics::QUIET.with(|q| {
+        q.set(true);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        q.set(false);
+        r
+    });
+    result.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("an internal check failed");
+        Err(OpenError::Damaged {
+            path: path.to_path_buf(),
+            message: format!("the store's own consistency check failed ({message})"),
+        })
+    })
 }
 
-/// Reads every collection's settings and rebuilds its index from the stored sketches.
+/// A panic hook that stays silent on the thread that asked for it (while opening the store),
+/// and is the default hook everywhere else.
+mod quiet_panics {
+    use std::cell::Cell;
+    use std::sync::Once;
+
+    thread_local! {
+        pub static QUIET: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let default = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if !QUIET.with(Cell::get) {
+                    default(info);
+                }
+            }));
+        });
+    }
+}
+
+/// Opens the store file and checks (or writes) its format version, upgrading format 2. A file
+/// that exists but is empty, or that redb finds damaged, is refused by name: it is never made
+/// into a new store.
+fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, OpenError> {
+    let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
+    let damaged = |e: &dyn fmt::Display| OpenError::Damaged {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => {
+            return Err(damaged(&"the file is empty (0 bytes), so it holds no store"));
+        }
+        Ok(m) if !m.is_file() => return Err(store_err(&"not a regular file")),
+        _ => {}
+    }
+    damage_as_error(path, || {
+        let db =
+            Database::builder().set_cache_size(cache_bytes).create(path).map_err(|e| match e {
+                redb::DatabaseError::Storage(redb::StorageError::Corrupted(m)) => damaged(&m),
+                e => store_err(&e),
+            })?;
+        // The layout version: written once, checked on every start.
+        let txn = db.begin_write().map_err(|e| store_err(&e))?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| store_err(&e))?;
+            let found = meta.get("store_format").map_err(|e| store_err(&e))?.map(|v| v.value());
+            match found {
+                Some(STORE_FORMAT) => {}
+                Some(2) => {
+                    let n = store::upgrade_v2_records(&txn).map_err(|e| store_err(&e))?;
+                    meta.insert("store_format", STORE_FORMAT).map_err(|e| store_err(&e))?;
+                    eprintln!(
+                        "neardup serve: upgraded the store from format 2 to {STORE_FORMAT} \
+                         ({n} records checksummed)"
+                    );
+                }
+                Some(v) => return Err(OpenError::Format { found: v }),
+                None => {
+                    meta.insert("store_format", STORE_FORMAT).map_err(|e| store_err(&e))?;
+                }
+            }
+            txn.open_table(COLLECTIONS).map_err(|e| store_err(&e))?;
+        }
+        txn.commit().map_err(|e| store_err(&e))?;
+        Ok(db)
+    })
+}
+
+/// Reads every collection's settings and rebuilds its index from the stored sketches. A record
+/// that fails its checksum is left out of the index and counted in `damage`.
 fn load_collections(
     db: &Database,
     path: &Path,
+    damage: &mut Damage,
+) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
+    damage_as_error(path, || load_collections_inner(db, path, damage))
+}
+
+fn load_collections_inner(
+    db: &Database,
+    path: &Path,
+    damage: &mut Damage,
 ) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
     let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
     let mut collections = BTreeMap::new();
@@ -224,8 +361,11 @@ fn load_collections(
         let mut out = Vec::new();
         for item in table.iter().map_err(|e| store_err(&e))? {
             let (_, v) = item.map_err(|e| store_err(&e))?;
-            let info: CollectionInfo = serde_json::from_str(v.value())
-                .map_err(|e| store_err(&format!("collection settings: {e}")))?;
+            let info: CollectionInfo =
+                serde_json::from_str(v.value()).map_err(|e| OpenError::Damaged {
+                    path: path.to_path_buf(),
+                    message: format!("collection settings: {e}"),
+                })?;
             out.push(info);
         }
         out
@@ -236,11 +376,19 @@ fn load_collections(
         let live = match build_engine(&info) {
             Ok(engine) => {
                 let mut live = Live::new(engine);
-                let mut n = 0u64;
+                let (mut n, mut bad) = (0u64, 0u64);
                 for_each_doc(&read, &table, |id, record| {
-                    live.insert(id, record.sketch);
-                    n += 1;
-                    if n.is_multiple_of(100_000) {
+                    match record {
+                        Ok(record) => {
+                            live.insert(id, record.sketch);
+                            n += 1;
+                        }
+                        Err(what) => {
+                            damage.add(&info.name, id, &what);
+                            bad += 1;
+                        }
+                    }
+                    if (n + bad).is_multiple_of(100_000) {
                         eprintln!("neardup serve: loading {:?}: {n} documents", info.name);
                     }
                     Ok(())
@@ -251,6 +399,13 @@ fn load_collections(
                     info.name,
                     started.elapsed().as_secs_f64()
                 );
+                if bad > 0 {
+                    eprintln!(
+                        "neardup serve: collection {:?}: {bad} damaged records left out (they fail \
+                         their checksum); /v1/health lists them",
+                        info.name
+                    );
+                }
                 Ok(RwLock::new(live))
             }
             Err(message) => {
@@ -267,6 +422,20 @@ impl State {
     /// Why the service is unhealthy, if it is.
     pub fn unhealthy(&self) -> Option<String> {
         self.unhealthy.lock().map(|u| u.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The damaged records seen so far.
+    pub fn damage(&self) -> Damage {
+        self.damage.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Counts a record of `collection` that failed its checksum when read.
+    fn record_damage(&self, collection: &str, id: &str, what: &str) {
+        let mut d = self.damage.lock().unwrap_or_else(|p| p.into_inner());
+        if d.records == 0 {
+            eprintln!("neardup serve: damaged record {collection}/{id}: {what}");
+        }
+        d.add(collection, id, what);
     }
 
     fn set_unhealthy(&self, reason: String) {
@@ -297,7 +466,10 @@ impl State {
             *db = None; // close it: redb must be reopened after an I/O error
             let fresh =
                 open_db(&st.path, st.limits.store_cache_bytes).map_err(|e| e.to_string())?;
-            let collections = load_collections(&fresh, &st.path).map_err(|e| e.to_string())?;
+            let mut damage = Damage::default();
+            let collections =
+                load_collections(&fresh, &st.path, &mut damage).map_err(|e| e.to_string())?;
+            *st.damage.lock().unwrap_or_else(|p| p.into_inner()) = damage;
             for c in &retire {
                 c.retired.store(RELOADED, Ordering::SeqCst);
             }

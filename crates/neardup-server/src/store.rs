@@ -8,18 +8,23 @@
 //! next collection of that name (nor resurrect the deleted one after a restart).
 //!
 //! A record is the document's sketch (what the index is rebuilt from at start), its metadata
-//! (JSON) and, if the collection keeps them, its text. Every write is one redb transaction
-//! committed with immediate durability (fsync), so an acknowledged write survives a crash and a
-//! batch is all or nothing.
+//! (JSON) and, if the collection keeps them, its text, closed by an xxh3-64 checksum of the id
+//! and all of that (format 3): redb checks its own structure, not the values in it, so a
+//! flipped bit in a record would otherwise be served as the document. Every write is one redb
+//! transaction committed with immediate durability (fsync), so an acknowledged write survives a
+//! crash and a batch is all or nothing.
 
 use neardup::{DocSketch, Method, PipelineSpec};
 use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-/// Version of the store layout; a store of another version is refused at start. Version 2:
-/// 32-bit feature hashes in sketches, per-incarnation document tables, and the pipelines of
-/// fingerprint format 2.
-pub const STORE_FORMAT: u32 = 2;
+/// Version of the store layout. Version 2: 32-bit feature hashes in sketches, per-incarnation
+/// document tables, and the pipelines of fingerprint format 2. Version 3: a checksum closes
+/// every record. A version 2 store is upgraded to 3 when it is opened (one transaction); any
+/// other version is refused at start.
+pub const STORE_FORMAT: u32 = 3;
+/// The oldest layout this build opens (and upgrades).
+pub const OLDEST_STORE_FORMAT: u32 = 2;
 
 pub const META: TableDefinition<'static, &str, u32> = TableDefinition::new("meta");
 pub const COLLECTIONS: TableDefinition<'static, &str, &str> = TableDefinition::new("collections");
@@ -73,15 +78,17 @@ pub struct Record {
     pub text: Option<String>,
 }
 
-/// The stored bytes of a document: its sketch, metadata and text (see [`Record::decode`]).
+/// The stored bytes of document `id`: its sketch, metadata and text, then the checksum (see
+/// [`Record::decode`]).
 pub fn encode_record(
+    id: &str,
     sketch: &DocSketch,
     metadata: &serde_json::Value,
     text: Option<&str>,
 ) -> Vec<u8> {
     let sketch = sketch.to_bytes();
     let meta = serde_json::to_vec(metadata).expect("JSON values serialize");
-    let mut out = Vec::with_capacity(16 + sketch.len() + meta.len() + text.map_or(0, str::len));
+    let mut out = Vec::with_capacity(24 + sketch.len() + meta.len() + text.map_or(0, str::len));
     out.extend_from_slice(&(sketch.len() as u32).to_le_bytes());
     out.extend_from_slice(&sketch);
     out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
@@ -94,15 +101,47 @@ pub fn encode_record(
         }
         None => out.push(0),
     }
-    out
+    seal(id, out)
+}
+
+/// Appends the checksum of `id` and `body` to `body`.
+fn seal(id: &str, mut body: Vec<u8>) -> Vec<u8> {
+    let sum = checksum(id, &body);
+    body.extend_from_slice(&sum.to_le_bytes());
+    body
+}
+
+/// The id is part of what is checked: a record moved under another key is damage too.
+fn checksum(id: &str, body: &[u8]) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(id.len() as u64).to_le_bytes());
+    h.update(id.as_bytes());
+    h.update(body);
+    h.digest()
 }
 
 impl Record {
-    pub fn encode(&self) -> Vec<u8> {
-        encode_record(&self.sketch, &self.metadata, self.text.as_deref())
+    /// The stored bytes of this record as document `id`.
+    pub fn encode(&self, id: &str) -> Vec<u8> {
+        encode_record(id, &self.sketch, &self.metadata, self.text.as_deref())
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Record, String> {
+    /// Reads the stored bytes of document `id`, checking the checksum first. The error says
+    /// what is damaged.
+    pub fn decode(id: &str, bytes: &[u8]) -> Result<Record, String> {
+        let Some(split) = bytes.len().checked_sub(8) else {
+            return Err(format!("{} bytes, shorter than a checksum", bytes.len()));
+        };
+        let (body, sum) = bytes.split_at(split);
+        let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
+        if checksum(id, body) != sum {
+            return Err("the record fails its checksum (the store is damaged)".into());
+        }
+        Record::decode_body(body)
+    }
+
+    /// Reads a record without a checksum (store format 2, and the body of format 3).
+    fn decode_body(bytes: &[u8]) -> Result<Record, String> {
         let mut pos = 0usize;
         let mut take = |n: usize| -> Result<&[u8], String> {
             let end = pos.checked_add(n).filter(|&e| e <= bytes.len());
@@ -123,15 +162,18 @@ impl Record {
                 Some(String::from_utf8(take(n)?.to_vec()).map_err(|e| e.to_string())?)
             }
         };
+        if pos != bytes.len() {
+            return Err(format!("{} unexpected bytes at byte {pos}", bytes.len() - pos));
+        }
         Ok(Record { sketch, metadata, text })
     }
 }
 
-/// Reads every document of a table, calling `visit(id, record)`.
+/// Reads every document of a table, calling `visit(id, record)` (`Err` for a damaged record).
 pub fn for_each_doc(
     txn: &redb::ReadTransaction,
     table: &str,
-    mut visit: impl FnMut(&str, Record) -> Result<(), String>,
+    mut visit: impl FnMut(&str, Result<Record, String>) -> Result<(), String>,
 ) -> Result<(), String> {
     let t = match txn.open_table(docs_def(table)) {
         Ok(t) => t,
@@ -140,9 +182,7 @@ pub fn for_each_doc(
     };
     for item in t.iter().map_err(|e| e.to_string())? {
         let (k, v) = item.map_err(|e| e.to_string())?;
-        let record =
-            Record::decode(v.value()).map_err(|e| format!("document {:?}: {e}", k.value()))?;
-        visit(k.value(), record)?;
+        visit(k.value(), Record::decode(k.value(), v.value()))?;
     }
     Ok(())
 }
@@ -157,4 +197,87 @@ pub fn new_incarnation() -> String {
     let seed =
         format!("{nanos}/{}/{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+}
+
+/// Upgrades every document table of a format 2 store to format 3 (a checksum on each record)
+/// inside `txn`, a batch of keys at a time so that memory stays bounded. Returns how many
+/// records were rewritten.
+pub fn upgrade_v2_records(txn: &redb::WriteTransaction) -> Result<u64, String> {
+    upgrade(txn).map_err(|e| e.to_string())
+}
+
+// redb's error is large, but this runs once per store, at start: its size costs nothing.
+#[allow(clippy::result_large_err)]
+fn upgrade(txn: &redb::WriteTransaction) -> Result<u64, redb::Error> {
+    let tables: Vec<String> = {
+        let collections = txn.open_table(COLLECTIONS)?;
+        let mut out = Vec::new();
+        for item in collections.iter()? {
+            let (_, v) = item?;
+            // Settings that do not parse are reported when the collections load.
+            if let Ok(info) = serde_json::from_str::<CollectionInfo>(v.value()) {
+                out.push(docs_table(&info.name, &info.incarnation));
+            }
+        }
+        out
+    };
+    let mut rewritten = 0u64;
+    for table in tables {
+        let mut t = txn.open_table(docs_def(&table))?;
+        let mut after: Option<String> = None;
+        loop {
+            let batch: Vec<(String, Vec<u8>)> = {
+                let range = match &after {
+                    Some(k) => t.range::<&str>((
+                        std::ops::Bound::Excluded(k.as_str()),
+                        std::ops::Bound::Unbounded,
+                    ))?,
+                    None => t.range::<&str>(..)?,
+                };
+                let mut batch = Vec::new();
+                for item in range.take(4096) {
+                    let (k, v) = item?;
+                    batch.push((k.value().to_string(), v.value().to_vec()));
+                }
+                batch
+            };
+            let Some((last, _)) = batch.last() else { break };
+            after = Some(last.clone());
+            for (id, body) in batch {
+                // A format 2 record that does not parse stays as it is: its checksum will then
+                // fail, and it is reported as damaged like any other.
+                if Record::decode_body(&body).is_ok() {
+                    t.insert(id.as_str(), seal(&id, body).as_slice())?;
+                    rewritten += 1;
+                }
+            }
+        }
+    }
+    Ok(rewritten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> (DocSketch, serde_json::Value) {
+        let sketch = DocSketch::from_bytes(&DocSketch::default().to_bytes()).expect("sketch");
+        (sketch, serde_json::json!({"url": "https://example.com/a"}))
+    }
+
+    #[test]
+    fn any_flipped_bit_or_other_id_fails_the_checksum() {
+        let (sketch, meta) = record();
+        let bytes = encode_record("doc-1", &sketch, &meta, Some("the stored text"));
+        let back = Record::decode("doc-1", &bytes).expect("intact");
+        assert_eq!(back.text.as_deref(), Some("the stored text"));
+        assert_eq!(back.metadata, meta);
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert!(Record::decode("doc-1", &damaged).is_err(), "bit {bit} flipped");
+        }
+        assert!(Record::decode("doc-2", &bytes).is_err(), "a record moved to another id");
+        assert!(Record::decode("doc-1", &bytes[..5]).is_err());
+    }
 }
