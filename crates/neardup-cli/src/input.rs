@@ -23,6 +23,7 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::args::InputArgs;
+use crate::Failure;
 
 /// One input.
 #[derive(Debug, Clone)]
@@ -42,14 +43,22 @@ pub enum Source {
 }
 
 impl Source {
-    /// Sources from positional paths (`-` is stdin) followed by `--text` strings.
-    pub fn from_args(paths: &[PathBuf], texts: &[String]) -> Vec<Source> {
+    /// Sources from positional paths (`-` is stdin) followed by `--text` strings. Standard input
+    /// can be read once: `-` given twice is refused (it was read as a document and then as an
+    /// empty one).
+    pub fn from_args(paths: &[PathBuf], texts: &[String]) -> Result<Vec<Source>, Failure> {
+        if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+            return Err(Failure::Usage(anyhow::anyhow!(
+                "standard input (-) is given twice: it can be read once; save it to a file to \
+                 name it twice"
+            )));
+        }
         let mut sources: Vec<Source> = paths
             .iter()
             .map(|p| if p.as_os_str() == "-" { Source::Stdin } else { Source::File(p.clone()) })
             .collect();
         sources.extend(texts.iter().enumerate().map(|(i, t)| Source::Text(t.clone(), i + 1)));
-        sources
+        Ok(sources)
     }
 
     pub fn name(&self) -> String {

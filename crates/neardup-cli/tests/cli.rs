@@ -1754,3 +1754,117 @@ fn a_stopped_or_failed_save_leaves_the_old_index_or_the_new_one() {
         }
     }
 }
+
+/// Regression: `report` drew whatever clusters and pairs it was given (a similarity of 7, ids
+/// not in the input, one document in two clusters), and `--clusters -` said "No such file".
+#[test]
+fn report_checks_clusters_and_pairs_against_the_corpus_and_reads_them_from_stdin() {
+    let dir = tempdir("report-checks");
+    let corpus = report_corpus(&dir);
+    let c = corpus.display().to_string();
+    let out = dir.join("r.html");
+    let o = out.to_str().expect("utf8");
+    let clusters = dir.join("c.jsonl");
+    let pairs = dir.join("p.jsonl");
+    let good = "{\"cluster\":[\"c0\",\"c1\"],\"keep\":\"c0\",\"size\":2,\"similarity\":0.9}\n";
+    let cases: [(&str, &str, &str); 6] = [
+        ("{\"cluster\":[\"c0\",\"c1\"],\"keep\":\"c0\",\"similarity\":7}\n", "", ":1: similarity 7 is not in [0, 1]"),
+        (
+            "{\"cluster\":[\"c0\",\"c1\"],\"keep\":\"c0\"}\n{\"cluster\":[\"c2\",\"c1\"],\"keep\":\"c2\"}\n",
+            "",
+            ":2: the document \"c1\" is also in cluster 1",
+        ),
+        // Ids are JSON as written: 7 and "7" are two documents, and only 7 is in the input.
+        ("{\"cluster\":[7,\"7\"],\"keep\":7}\n", "", ":1: the document \"7\" is not in the input"),
+        (good, "{\"a\":\"c0\",\"b\":\"c1\",\"similarity\":-0.5}\n", "p.jsonl:1: similarity -0.5"),
+        (good, "{\"a\":\"c0\",\"b\":\"c4\",\"similarity\":0.9}\n", "p.jsonl:1: the document \"c4\" is in no cluster"),
+        (good, "{\"a\":\"c0\",\"b\":\"c0\",\"similarity\":1}\n", "p.jsonl:1: a pair of the document \"c0\" with itself"),
+    ];
+    for (cl, pa, message) in cases {
+        std::fs::write(&clusters, cl).expect("write");
+        let mut args = vec!["report", &c, "--clusters", clusters.to_str().expect("p"), "-o", o];
+        if !pa.is_empty() {
+            std::fs::write(&pairs, pa).expect("write");
+            args.extend(["--pairs", pairs.to_str().expect("p")]);
+        }
+        let r = run(&args);
+        assert_eq!(r.status.code(), Some(1), "{message}: {}", stderr(&r));
+        assert!(stderr(&r).contains(message), "{message}: {}", stderr(&r));
+        assert!(!out.exists());
+    }
+    // The clusters on standard input.
+    let mut child = bin()
+        .args(["report", &c, "--clusters", "-", "-o", o, "-q"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(good.as_bytes()).expect("write");
+    let r = child.wait_with_output().expect("wait");
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(std::fs::read_to_string(&out).expect("report").contains("<!doctype html>"));
+    // Standard input for two of them is refused.
+    let r = run(&["report", "-", "--clusters", "-", "-o", o]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+}
+
+/// Regression: `compare - -` and `fingerprint --jsonl - -` read standard input once and took
+/// the second `-` as an empty document.
+#[test]
+fn standard_input_named_twice_is_refused() {
+    for args in [
+        vec!["compare", "-", "-"],
+        vec!["fingerprint", "--jsonl", "-", "-"],
+        vec!["idf", "build", "-", "-", "-o", "/dev/null"],
+    ] {
+        let mut child = bin()
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let _ =
+            child.stdin.take().expect("stdin").write_all(b"{\"id\":1,\"text\":\"hello world\"}\n");
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("standard input (-) is given twice"), "{}", stderr(&o));
+    }
+}
+
+/// Regression: `params --threshold 1` printed a banding (1 band) that datasketch refuses.
+#[test]
+fn params_refuses_what_datasketch_refuses() {
+    let o = run(&["params", "--threshold", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("datasketch's MinHashLSH refuses"), "{}", stderr(&o));
+    // dedup's choice (--recall) has no such rule.
+    let o = run(&["params", "--threshold", "1", "--recall", "0.99"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Above the sketches' 1024 the optimiser still answers (the datasketch drop-in takes more).
+    let o = run(&["params", "--threshold", "0.5", "--num-perm", "2048", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!((v["bands"].as_u64(), v["rows"].as_u64()), (Some(208), Some(8)));
+}
+
+/// Regression: a spec written as a JSON array was read field by field in declaration order.
+#[test]
+fn a_spec_written_as_an_array_is_refused() {
+    let dir = tempdir("spec-array");
+    let spec = dir.join("spec.json");
+    std::fs::write(&spec, "[{\"nfkc\": false}]").expect("write");
+    let o = run(&["fingerprint", "--spec", spec.to_str().expect("p"), "--text", "hello"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("array where an object is expected"), "{}", stderr(&o));
+}
+
+/// Regression: two empty texts compared at SimHash similarity 1.0 and edit similarity 1.0.
+#[test]
+fn empty_texts_are_similar_to_nothing_in_compare() {
+    let o = run(&["compare", "--json", "--text", "", "--text", ""]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!(v["simhash"]["similarity"], 0.0, "{v}");
+    assert_eq!(v["edit_similarity"], 0.0, "{v}");
+}

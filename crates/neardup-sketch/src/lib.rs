@@ -32,7 +32,7 @@ mod weights;
 
 pub use error::SketchError;
 pub use hash::{fmix64, jenkins64, murmur3_x64_128, splitmix64, Feature, FeatureHasher};
-pub use lsh::{optimal_params, params_for_recall, LshParams};
+pub use lsh::{optimal_params, params_for_recall, LshParams, MAX_LSH_NUM_PERM};
 pub use minhash::{Densification, MinHash, MinHashScheme, MinHasher, MAX_NUM_PERM};
 pub use simhash::{unit_simhash64, SimHash, SimHashBits, SimHasher};
 pub use similarity::{cosine, jaccard_sorted, weighted_jaccard, SparseVector};

@@ -11,6 +11,12 @@
 
 use crate::SketchError;
 
+/// The most permutations the band optimiser searches over. datasketch's `MinHashLSH` has no
+/// limit (its search takes about `num_perm * ln(num_perm)` integrations, seconds at this bound);
+/// the sketches themselves stop at [`crate::MAX_NUM_PERM`], but the datasketch drop-in does
+/// not, so the optimiser takes what it may be given.
+pub const MAX_LSH_NUM_PERM: usize = 1 << 16;
+
 /// The chosen bands and rows, with their error areas.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LshParams {
@@ -52,8 +58,10 @@ pub fn optimal_params(
     if num_perm < 2 {
         return Err(SketchError::InvalidLsh { message: "num_perm must be at least 2".into() });
     }
-    if num_perm > crate::MAX_NUM_PERM {
-        return Err(SketchError::TooManyPermutations { num_perm });
+    if num_perm > MAX_LSH_NUM_PERM {
+        return Err(SketchError::InvalidLsh {
+            message: format!("num_perm {num_perm} is above the limit of {MAX_LSH_NUM_PERM}"),
+        });
     }
     let (wf, wn) = weights;
     if !(0.0..=1.0).contains(&wf) || !(0.0..=1.0).contains(&wn) || wf + wn != 1.0 {
@@ -106,8 +114,10 @@ pub fn params_for_recall(
     if num_perm == 0 {
         return Err(SketchError::ZeroPermutations);
     }
-    if num_perm > crate::MAX_NUM_PERM {
-        return Err(SketchError::TooManyPermutations { num_perm });
+    if num_perm > MAX_LSH_NUM_PERM {
+        return Err(SketchError::InvalidLsh {
+            message: format!("num_perm {num_perm} is above the limit of {MAX_LSH_NUM_PERM}"),
+        });
     }
     let mut best: Option<LshParams> = None;
     for r in 1..=num_perm {

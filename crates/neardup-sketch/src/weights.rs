@@ -22,7 +22,7 @@ pub enum IdfError {
         /// The offending line.
         text: String,
     },
-    /// The idf was not a finite number.
+    /// The idf was not a finite number at least 0.
     BadValue {
         /// 1-based line number.
         line: usize,
@@ -40,7 +40,7 @@ impl fmt::Display for IdfError {
                 write!(f, "line {line}: expected \"feature idf\", found {text:?}")
             }
             IdfError::BadValue { line, value } => {
-                write!(f, "line {line}: idf {value:?} is not a finite number")
+                write!(f, "line {line}: idf {value:?} is not a finite number at least 0")
             }
             IdfError::Empty => write!(f, "the idf table has no entries"),
         }
@@ -75,7 +75,9 @@ impl IdfTable {
             let idf: f64 = value
                 .parse()
                 .ok()
-                .filter(|v: &f64| v.is_finite())
+                // log(N / df) is never negative; a negative weight would turn a shared feature
+                // into evidence against similarity (weighted Jaccard 0 for "cat" vs "cat mat").
+                .filter(|v: &f64| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| IdfError::BadValue { line: i + 1, value: value.to_string() })?;
             map.insert(hasher.hash64(feature.as_bytes()), idf);
             sum += idf;
@@ -131,6 +133,13 @@ mod tests {
         assert_eq!(err, IdfError::Malformed { line: 2, text: "b".into() });
         let err = IdfTable::parse("a 1.0\nb x\n", FeatureHasher::Xxh3).expect_err("must fail");
         assert_eq!(err, IdfError::BadValue { line: 2, value: "x".into() });
+        // Regression: a negative idf was taken.
+        for bad in ["-1.5", "-inf", "NaN", "inf"] {
+            let text = format!("a 1.0\nb {bad}\n");
+            let err = IdfTable::parse(&text, FeatureHasher::Xxh3).expect_err(bad);
+            assert_eq!(err, IdfError::BadValue { line: 2, value: bad.into() });
+        }
+        IdfTable::parse("a 0\nb 0.0\n", FeatureHasher::Xxh3).expect("0 is a valid idf");
         assert_eq!(
             IdfTable::parse("\n", FeatureHasher::Xxh3).expect_err("must fail"),
             IdfError::Empty

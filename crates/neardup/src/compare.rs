@@ -12,7 +12,7 @@ pub const EDIT_SIMILARITY_MAX_CHARS: usize = 10_000;
 /// SimHash distance of two documents.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SimHashComparison {
-    /// Number of differing bits.
+    /// Number of differing bits (all of them when either document is empty).
     pub hamming: u32,
     /// `1 - hamming / bits`.
     pub similarity: f64,
@@ -60,17 +60,27 @@ pub fn compare(
     let sb: Vec<u64> = vb.hashes().collect();
     let ta = pipeline.tfidf_vector(a, &mut scratch);
     let tb = pipeline.tfidf_vector(b, &mut scratch);
-    Ok(Comparison {
-        simhash: SimHashComparison {
+    // An empty document (no features) is similar to nothing, itself included, in every
+    // measure: its SimHash is all zeros, which is not evidence of sameness (as in search and
+    // dedup, where it never matches).
+    let empty = fa.features == 0 || fb.features == 0;
+    let bits = fa.simhash.bits().get();
+    let simhash = if empty {
+        SimHashComparison { hamming: bits, similarity: 0.0, bits }
+    } else {
+        SimHashComparison {
             hamming: fa.simhash.hamming(&fb.simhash)?,
             similarity: fa.simhash.similarity(&fb.simhash)?,
-            bits: fa.simhash.bits().get(),
-        },
+            bits,
+        }
+    };
+    Ok(Comparison {
+        simhash,
         jaccard_estimate,
         jaccard_exact: jaccard_sorted(&sa, &sb),
         weighted_jaccard: weighted_jaccard(&va, &vb),
         cosine: cosine(&ta, &tb),
-        edit_similarity: edit_similarity(pipeline, a, b),
+        edit_similarity: if empty { Some(0.0) } else { edit_similarity(pipeline, a, b) },
         features: [fa.features, fb.features],
     })
 }
@@ -126,7 +136,13 @@ mod tests {
     #[test]
     fn empty_documents_are_similar_to_nothing() {
         let p = Pipeline::new(PipelineSpec::default()).expect("valid");
-        let c = compare(&p, Document::Text(""), Document::Text("")).expect("ok");
-        assert_eq!((c.jaccard_estimate, c.jaccard_exact, c.cosine), (0.0, 0.0, 0.0));
+        for (a, b) in [("", ""), ("", "some words here"), ("!!! ...", "!!! ..."), ("  ", "")] {
+            let c = compare(&p, Document::Text(a), Document::Text(b)).expect("ok");
+            assert_eq!((c.jaccard_estimate, c.jaccard_exact, c.cosine), (0.0, 0.0, 0.0));
+            // Regression: two empty texts compared at SimHash and edit similarity 1.0.
+            assert_eq!(c.simhash.similarity, 0.0, "{a:?} {b:?}");
+            assert_eq!(c.simhash.hamming, 64, "{a:?} {b:?}");
+            assert_eq!(c.edit_similarity, Some(0.0), "{a:?} {b:?}");
+        }
     }
 }

@@ -275,21 +275,67 @@ impl PipelineSpec {
     /// defaults, unknown fields are refused), then validates it. Messages name JSON types, never
     /// the Rust types behind them.
     pub fn from_json(text: &str) -> Result<PipelineSpec, BuildError> {
+        // Parsed as the type first, for messages with a line and column.
         let spec: PipelineSpec = serde_json::from_str(text).map_err(invalid_json)?;
+        let value: serde_json::Value = serde_json::from_str(text).map_err(invalid_json)?;
+        spec.check_named(&value)?;
         spec.validate()?;
         Ok(spec)
     }
 
     /// Parses a spec from a JSON value, as [`PipelineSpec::from_json`].
     pub fn from_value(value: serde_json::Value) -> Result<PipelineSpec, BuildError> {
-        let spec: PipelineSpec = serde_json::from_value(value).map_err(invalid_json)?;
+        let spec: PipelineSpec = serde_json::from_value(value.clone()).map_err(invalid_json)?;
+        spec.check_named(&value)?;
         spec.validate()?;
         Ok(spec)
+    }
+
+    /// serde reads a struct from an array too, field by field in declaration order: a spec
+    /// written as `[...]` (or with `"normalize": [...]`) would silently mean whatever the field
+    /// order makes of it. Refused wherever the spec has an object.
+    fn check_named(&self, given: &serde_json::Value) -> Result<(), BuildError> {
+        let canonical = serde_json::to_value(self).expect("a spec always serializes");
+        objects_where_objects(given, &canonical, "spec")
     }
 
     /// The canonical JSON form (field order fixed by the type, no whitespace).
     pub fn to_canonical_json(&self) -> String {
         serde_json::to_string(self).expect("a spec always serializes")
+    }
+}
+
+/// Refuses `input` where the parsed spec's canonical form has an object and `input` has an array
+/// (serde's positional reading of structs), at any depth; `path` names the place.
+fn objects_where_objects(
+    input: &serde_json::Value,
+    canonical: &serde_json::Value,
+    path: &str,
+) -> Result<(), BuildError> {
+    use serde_json::Value;
+    match (input, canonical) {
+        (Value::Array(_), Value::Object(_)) => Err(BuildError::InvalidSpec {
+            field: "spec",
+            message: format!(
+                "{path} is an array where an object is expected (fields are named, not \
+                 positional)"
+            ),
+        }),
+        (Value::Object(given), Value::Object(canon)) => {
+            for (key, value) in given {
+                if let Some(c) = canon.get(key) {
+                    objects_where_objects(value, c, &format!("{path}.{key}"))?;
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(given), Value::Array(canon)) => {
+            for (i, (value, c)) in given.iter().zip(canon).enumerate() {
+                objects_where_objects(value, c, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -307,6 +353,24 @@ fn invalid_json(e: serde_json::Error) -> BuildError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a spec given as a JSON array was read positionally.
+    #[test]
+    fn arrays_where_objects_belong_are_refused_at_any_depth() {
+        for text in [
+            r#"[{"nfkc": false}]"#,
+            r#"{"normalize": [false, true, true, "all"]}"#,
+            r#"{"minhash": [64, 1]}"#,
+        ] {
+            let e = PipelineSpec::from_json(text).expect_err(text).to_string();
+            assert!(e.contains("array where an object is expected"), "{text}: {e}");
+            let value = serde_json::from_str(text).expect("json");
+            let e = PipelineSpec::from_value(value).expect_err(text).to_string();
+            assert!(e.contains("array where an object is expected"), "{text}: {e}");
+        }
+        let ok = r#"{"stop_words": {"builtin": ["en"]}, "normalize": {"nfkc": false}}"#;
+        PipelineSpec::from_json(ok).expect("lists stay lists");
+    }
 
     #[test]
     fn presets_round_trip_through_json() {

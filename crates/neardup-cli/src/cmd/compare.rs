@@ -67,7 +67,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> Result<(), Failure> {
-    let sources = Source::from_args(&args.files, &args.text);
+    let sources = Source::from_args(&args.files, &args.text)?;
     let mut records: Vec<Record> = Vec::new();
     let mut failure = None;
     let _ = read_all(&sources, &args.input, |item| match item {

@@ -83,7 +83,7 @@ const BATCH_DOCS: usize = 4096;
 const BATCH_BYTES: usize = 64 << 20;
 
 pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
-    let sources = Source::from_args(&args.files, &args.text);
+    let sources = Source::from_args(&args.files, &args.text)?;
     if sources.is_empty() {
         return Err(Failure::Usage(anyhow::anyhow!(
             "no input: give FILE arguments, `-` for standard input, or --text STRING"

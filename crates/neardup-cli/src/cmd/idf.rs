@@ -55,7 +55,7 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
     inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
     check_conflicts(&inputs, &[Output { option: "--output", path: args.output.clone() }])?;
     let pipeline = build_pipeline(&args.pipeline)?;
-    let sources = Source::from_args(&args.corpus, &[]);
+    let sources = Source::from_args(&args.corpus, &[])?;
     let mut builder = IdfBuilder::new();
     let mut scratch = Scratch::default();
     let mut errors = 0usize;

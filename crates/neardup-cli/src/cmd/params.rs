@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use clap::Args;
-use neardup::sketch::{optimal_params, params_for_recall, MAX_NUM_PERM};
+use neardup::sketch::{optimal_params, params_for_recall, MAX_LSH_NUM_PERM};
 use serde_json::json;
 
 use crate::cmd::output_error;
@@ -14,8 +14,8 @@ use crate::Failure;
 #[command(
     after_help = "The choice is datasketch's MinHashLSH's: minimise w_fp * FP + w_fn * FN, where FP is the
 area under the collision curve 1 - (1 - s^r)^b below the threshold and FN the area above it
-missed, over b = 1..num_perm and r = 1..num_perm/b (first minimum wins). datasketch refuses a
-choice with fewer than 2 bands.
+missed, over b = 1..num_perm and r = 1..num_perm/b (first minimum wins). A choice with fewer
+than 2 bands is refused, as datasketch refuses it.
 
 With --recall R, the choice is dedup's instead: among b x r <= num_perm, the banding with the
 smallest false-positive area under which a pair exactly at the threshold becomes a candidate
@@ -30,7 +30,8 @@ pub struct ParamsArgs {
     #[arg(long, value_name = "T")]
     threshold: f64,
 
-    /// MinHash values per signature (at most 1024).
+    /// MinHash values per signature (at most 65536; neardup's own sketches take at most 1024,
+    /// datasketch's any number).
     #[arg(long, default_value_t = 128, value_name = "K")]
     num_perm: usize,
 
@@ -50,8 +51,8 @@ pub struct ParamsArgs {
 
 pub fn run(args: ParamsArgs) -> Result<(), Failure> {
     let usage = |m: String| Failure::Usage(anyhow::anyhow!(m));
-    if args.num_perm > MAX_NUM_PERM {
-        return Err(usage(format!("--num-perm must be at most {MAX_NUM_PERM}")));
+    if args.num_perm > MAX_LSH_NUM_PERM {
+        return Err(usage(format!("--num-perm must be at most {MAX_LSH_NUM_PERM}")));
     }
     let weights = match args.weights.as_deref() {
         None => (0.5, 0.5),
@@ -66,6 +67,15 @@ pub fn run(args: ParamsArgs) -> Result<(), Failure> {
     }
     .map_err(|e| usage(e.to_string()))?;
     let accepted = p.bands >= 2;
+    if !accepted && args.recall.is_none() {
+        // The weighted choice is datasketch's: give what it gives, its refusal included.
+        return Err(usage(format!(
+            "at threshold {} with {} permutations the choice is {} band(s) of {} rows, which \
+             datasketch's MinHashLSH refuses (\"The number of bands are too small (b < 2)\"); \
+             lower the threshold, give more permutations, or use --recall for dedup's choice",
+            args.threshold, args.num_perm, p.bands, p.rows
+        )));
+    }
     let probability = p.collision_probability(args.threshold);
     let mut out = io::stdout().lock();
     if args.json {

@@ -298,21 +298,85 @@ struct ClusterLine<'a> {
 
 /// One line of a --pairs file.
 #[derive(Deserialize)]
-struct PairLine {
+struct PairLine<'a> {
+    #[serde(borrow)]
+    a: &'a RawValue,
+    #[serde(borrow)]
+    b: &'a RawValue,
     similarity: f64,
 }
 
-/// Reads `path` line by line; `each(line_number, line)` (blank lines skipped).
+/// A similarity as a run writes it: a number in [0, 1].
+fn check_similarity(s: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&s) {
+        Ok(s)
+    } else {
+        Err(format!("similarity {s} is not in [0, 1]; give the run's own output"))
+    }
+}
+
+/// An id's key in the sets below (its JSON text as written, hashed: ids are kept as the run
+/// wrote them, so `"7"` and `7` differ, as in `dedup`).
+fn id_key(raw: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(raw.as_bytes())
+}
+
+/// A --clusters or --pairs file: a path, or standard input copied to a temporary file (each is
+/// read more than once).
+struct LineFile {
+    option: &'static str,
+    path: PathBuf,
+    spooled: Option<std::sync::Arc<File>>,
+}
+
+impl LineFile {
+    fn new(option: &'static str, path: &Path) -> Result<LineFile, Failure> {
+        let spooled = if path.as_os_str() == "-" {
+            let file = crate::input::spool_stdin().map_err(|e| {
+                Failure::Runtime(anyhow!(
+                    "{option} -: cannot read standard input: {}",
+                    io_message(&e)
+                ))
+            })?;
+            Some(file)
+        } else {
+            None
+        };
+        Ok(LineFile { option, path: path.to_path_buf(), spooled })
+    }
+
+    fn name(&self) -> String {
+        if self.spooled.is_some() {
+            "<stdin>".into()
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
+    fn open(&self) -> std::io::Result<File> {
+        match &self.spooled {
+            Some(file) => {
+                use std::io::Seek;
+                let mut f = file.try_clone()?;
+                f.rewind()?;
+                Ok(f)
+            }
+            None => File::open(&self.path),
+        }
+    }
+}
+
+/// Reads `file` line by line; `each(line_number, line)` (blank lines skipped).
 fn each_line(
-    option: &str,
-    path: &Path,
+    file: &LineFile,
     mut each: impl FnMut(u64, &str) -> Result<(), String>,
 ) -> Result<(), Failure> {
-    let place = |n: u64| format!("{option} {}:{n}", path.display());
-    let file = File::open(path).map_err(|e| {
-        Failure::Runtime(anyhow!("{option} {}: {}", path.display(), io_message(&e)))
-    })?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let (option, name) = (file.option, file.name());
+    let place = |n: u64| format!("{option} {name}:{n}");
+    let opened = file
+        .open()
+        .map_err(|e| Failure::Runtime(anyhow!("{option} {name}: {}", io_message(&e))))?;
+    let mut reader = BufReader::with_capacity(1 << 20, opened);
     let mut buf = Vec::new();
     let mut n = 0u64;
     loop {
@@ -355,6 +419,9 @@ fn parse_cluster(line: &str) -> Result<ClusterLine<'_>, String> {
     if !c.cluster.iter().any(|m| m.get() == c.keep.get()) {
         return Err(format!("the kept document {} is not a member of the cluster", c.keep.get()));
     }
+    if let Some(s) = c.similarity {
+        check_similarity(s)?;
+    }
     Ok(c)
 }
 
@@ -386,18 +453,47 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
         .iter()
         .filter_map(|s| s.path().map(|p| Input { what: "input".into(), path: p.to_path_buf() }))
         .collect();
-    inputs.push(Input { what: "--clusters".into(), path: args.clusters.clone() });
-    if let Some(p) = &args.pairs {
-        inputs.push(Input { what: "--pairs".into(), path: p.clone() });
+    let stdin_uses = args.inputs.iter().filter(|p| p.as_os_str() == "-").count()
+        + usize::from(args.clusters.as_os_str() == "-")
+        + args.pairs.iter().filter(|p| p.as_os_str() == "-").count();
+    if stdin_uses > 1 {
+        return Err(Failure::Usage(anyhow!(
+            "standard input (-) is named more than once among the input, --clusters and \
+             --pairs: it can be read once"
+        )));
+    }
+    for (what, path) in [("--clusters", Some(&args.clusters)), ("--pairs", args.pairs.as_ref())] {
+        if let Some(path) = path.filter(|p| p.as_os_str() != "-") {
+            inputs.push(Input { what: what.into(), path: path.clone() });
+        }
     }
     inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
     check_conflicts(&inputs, &[Output { option: "--output", path: args.output.clone() }])?;
     let mut out = OutputFile::create("--output", &args.output)?;
 
-    // The clusters file, twice: sizes and sample keys first, then the chosen clusters' members.
+    let clusters_file = LineFile::new("--clusters", &args.clusters)?;
+    let pairs_file = args.pairs.as_deref().map(|p| LineFile::new("--pairs", p)).transpose()?;
+
+    // The clusters file, twice: sizes, sample keys and every member's cluster first (a document
+    // in two clusters is refused), then the chosen clusters' members.
     let (mut sizes, mut keys, mut weakest) = (Vec::new(), Vec::new(), Vec::new());
-    each_line("--clusters", &args.clusters, |_, line| {
+    let mut cluster_of: HashMap<u64, u32> = HashMap::new();
+    each_line(&clusters_file, |_, line| {
         let c = parse_cluster(line)?;
+        let number = sizes.len() as u32;
+        for m in &c.cluster {
+            if let Some(other) = cluster_of.insert(id_key(m.get()), number) {
+                return Err(if other == number {
+                    format!("the document {} is listed twice in the cluster", m.get())
+                } else {
+                    format!(
+                        "the document {} is also in cluster {}: a document is in one cluster",
+                        m.get(),
+                        other + 1
+                    )
+                });
+            }
+        }
         sizes.push(c.cluster.len() as u64);
         keys.push(sample_key(c.keep.get()));
         weakest.push(c.similarity.unwrap_or(f64::NAN));
@@ -412,7 +508,7 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     let mut members: Vec<(String, Vec<String>)> =
         vec![(String::new(), Vec::new()); selection.len()];
     let mut index = 0usize;
-    each_line("--clusters", &args.clusters, |_, line| {
+    each_line(&clusters_file, |_, line| {
         if let Some(&(slot, _)) = chosen_at.get(&index) {
             let c = parse_cluster(line)?;
             members[slot] =
@@ -424,7 +520,7 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     if index != sizes.len() {
         return Err(Failure::Runtime(anyhow!(
             "--clusters {}: the file changed while it was read",
-            args.clusters.display()
+            clusters_file.name()
         )));
     }
 
@@ -435,17 +531,42 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
         report.add_cluster_size(s);
     }
     let mut pair_count = None;
-    match &args.pairs {
-        Some(path) => {
+    match &pairs_file {
+        Some(file) => {
             let mut n = 0u64;
-            each_line("--pairs", path, |_, line| {
-                let p: PairLine = serde_json::from_str(line).map_err(|e| {
+            each_line(file, |_, line| {
+                let p: PairLine<'_> = serde_json::from_str(line).map_err(|e| {
                     format!(
                         "not a pair line ({{\"a\": id, \"b\": id, \"similarity\": s}}): {e}; \
                          give the run's --pairs output"
                     )
                 })?;
-                report.add_pair(p.similarity, 1);
+                let similarity = check_similarity(p.similarity)?;
+                let (a, b) = (p.a.get(), p.b.get());
+                if a == b {
+                    return Err(format!("a pair of the document {a} with itself"));
+                }
+                // A pair at or above the threshold is within one cluster (and so its ends are
+                // documents of the input, checked below with every member).
+                match (cluster_of.get(&id_key(a)), cluster_of.get(&id_key(b))) {
+                    (Some(x), Some(y)) if x == y => {}
+                    (Some(x), Some(y)) => {
+                        return Err(format!(
+                            "{a} and {b} are in different clusters ({} and {}); give the pairs \
+                             of the run that wrote the clusters",
+                            x + 1,
+                            y + 1
+                        ))
+                    }
+                    (None, _) | (_, None) => {
+                        let missing = if cluster_of.contains_key(&id_key(a)) { b } else { a };
+                        return Err(format!(
+                            "the document {missing} is in no cluster; give the pairs of the run \
+                             that wrote the clusters"
+                        ));
+                    }
+                }
+                report.add_pair(similarity, 1);
                 n += 1;
                 Ok(())
             })?;
@@ -465,16 +586,43 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     let mut sketches: HashMap<String, DocSketch> = HashMap::new();
     let (mut documents, mut bytes) = (0u64, 0u64);
     let mut scratch = Scratch::default();
+    // Every member of every cluster must be a document of the input.
+    let mut found: HashSet<u64> = HashSet::with_capacity(cluster_of.len());
     let digests = read_again(&sources, &input, None, |_, record| {
         documents += 1;
         bytes += record.body.len() as u64;
         let id = record.id.get();
+        let key = id_key(id);
+        if cluster_of.contains_key(&key) {
+            found.insert(key);
+        }
         if needed.contains(id) && !sketches.contains_key(id) {
             let sketch = dedup.sketch(record.body.as_document(), record.body.len(), &mut scratch);
             sketches.insert(id.to_string(), sketch);
         }
     })?;
     let digests: Vec<Option<SourceDigest>> = digests.into_iter().map(Some).collect();
+    if found.len() != cluster_of.len() {
+        // Name the first missing one, with its line.
+        let mut missing = None;
+        each_line(&clusters_file, |n, line| {
+            if missing.is_none() {
+                let c = parse_cluster(line)?;
+                if let Some(m) = c.cluster.iter().find(|m| !found.contains(&id_key(m.get()))) {
+                    missing = Some((n, m.get().to_string()));
+                }
+            }
+            Ok(())
+        })?;
+        let (line, id) = missing.unwrap_or((0, "?".into()));
+        return Err(Failure::Runtime(anyhow!(
+            "--clusters {}:{line}: the document {id} is not in the input ({} of the clusters' \
+             documents are not); give the input of the run that wrote the clusters, with the \
+             same input options",
+            clusters_file.name(),
+            cluster_of.len() - found.len()
+        )));
+    }
 
     // The members shown: the kept one, then the least similar to it.
     let mut chosen: Vec<Chosen<usize>> = Vec::with_capacity(selection.len());
@@ -536,8 +684,8 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     let n = thousands;
     report.subtitle = format!(
         "neardup report from {}{}",
-        args.clusters.display(),
-        args.pairs.as_ref().map(|p| format!(" and {}", p.display())).unwrap_or_default()
+        clusters_file.name(),
+        pairs_file.as_ref().map(|p| format!(" and {}", p.name())).unwrap_or_default()
     );
     report.summary = vec![
         ("documents".into(), format!("{} ({:.1} MB)", n(documents), bytes as f64 / 1e6)),
