@@ -337,8 +337,11 @@ pub fn open(source: &Source) -> io::Result<Opened> {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "not a file"))
         }
     };
-    let file = File::open(path)?;
+    let mut file = File::open(path)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if let Some(format) = compression_by_extension(ext) {
+        check_magic(&mut file, format)?;
+    }
     let offset = Arc::new(AtomicU64::new(0));
     let counted = Counting { inner: file, count: offset.clone() };
     Ok(match ext {
@@ -358,6 +361,50 @@ pub fn open(source: &Source) -> io::Result<Opened> {
             compressed: None,
         },
     })
+}
+
+/// The compression a file's extension names.
+fn compression_by_extension(ext: &str) -> Option<&'static str> {
+    match ext {
+        "gz" => Some("gzip"),
+        "zst" | "zstd" => Some("zstd"),
+        _ => None,
+    }
+}
+
+/// Refuses a file named as compressed whose first bytes are not that format's magic number
+/// (a plain file named `.gz` was reported as a damaged stream at the end of its header),
+/// saying so at byte offset 0. An empty file passes (it holds no records).
+fn check_magic(file: &mut File, format: &'static str) -> io::Result<()> {
+    let mut head = [0u8; 4];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    file.rewind()?;
+    let head = &head[..n];
+    let ok = match format {
+        "gzip" => head.starts_with(&[0x1f, 0x8b]),
+        // A frame, or a skippable frame (0x184D2A50 to 0x184D2A5F, little-endian).
+        _ => {
+            head == [0x28, 0xb5, 0x2f, 0xfd]
+                || (n == 4 && head[0] & 0xf0 == 0x50 && head[1..] == [0x2a, 0x4d, 0x18])
+        }
+    };
+    if n == 0 || ok || (n < 2 && format == "gzip") {
+        return Ok(());
+    }
+    let magic = if format == "gzip" { "1f 8b" } else { "28 b5 2f fd" };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "not a {format} file: it does not start with {format}'s magic bytes {magic} (byte \
+             offset 0); rename it if it is not compressed"
+        ),
+    ))
 }
 
 /// Copies standard input to an unnamed temporary file (`O_TMPFILE`, or created and unlinked at
@@ -791,12 +838,22 @@ pub fn expand_inputs(
                     let place = e
                         .path()
                         .map_or_else(|| input.display().to_string(), |p| p.display().to_string());
-                    let message = match (e.loop_ancestor(), e.io_error()) {
-                        (Some(ancestor), _) => {
-                            format!("symbolic link loop (back to {}); skipped", ancestor.display())
-                        }
-                        (None, Some(io)) => format!("cannot read: {}", io_message(io)),
-                        (None, None) => e.to_string(),
+                    if let Some(ancestor) = e.loop_ancestor() {
+                        // Not an error: the loop leads back to a directory being read, whose
+                        // files are all read once. Said, and not followed again.
+                        report(&InputError {
+                            place,
+                            message: format!(
+                                "symbolic link loop back to {}: not followed again",
+                                ancestor.display()
+                            ),
+                            kind: InputErrorKind::Unreadable,
+                        });
+                        continue;
+                    }
+                    let message = match e.io_error() {
+                        Some(io) => format!("cannot read: {}", io_message(io)),
+                        None => e.to_string(),
                     };
                     let err = InputError { place, message, kind: InputErrorKind::Unreadable };
                     if skip_bad {
@@ -813,7 +870,7 @@ pub fn expand_inputs(
                 // FIFOs, sockets, devices: reading them could block or never end.
                 report(&InputError {
                     place: entry.path().display().to_string(),
-                    message: "not a regular file; skipped".into(),
+                    message: "not a regular file (a FIFO, socket or device)".into(),
                     kind: InputErrorKind::Unreadable,
                 });
             }

@@ -1868,3 +1868,43 @@ fn empty_texts_are_similar_to_nothing_in_compare() {
     assert_eq!(v["simhash"]["similarity"], 0.0, "{v}");
     assert_eq!(v["edit_similarity"], 0.0, "{v}");
 }
+
+/// Regression: a bad TMPDIR was reported as `--spill-dir /nonexistent`, an option never given;
+/// a symbolic link loop was reported as "skipped" and then failed the run; a plain file named
+/// `.gz` was reported as a damaged stream at byte 17.
+#[test]
+fn messages_name_what_the_user_gave() {
+    let dir = tempdir("messages");
+    let corpus = dir.join("c.jsonl");
+    std::fs::write(&corpus, distinct_docs("m", 3)).expect("write");
+    let c = corpus.to_str().expect("p");
+    let o = bin()
+        .args(["dedup", c, "--clusters", "/dev/null"])
+        .env("TMPDIR", dir.join("nonexistent"))
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("TMPDIR=") && err.contains("nonexistent"), "{err}");
+    assert!(!err.contains("--spill-dir /"), "{err}");
+
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(docs.join("sub")).expect("mkdir");
+    std::fs::write(docs.join("sub/a.jsonl"), distinct_docs("a", 2)).expect("write");
+    std::os::unix::fs::symlink(&docs, docs.join("sub/back")).expect("loop");
+    let o = run(&["dedup", docs.to_str().expect("p"), "--clusters", "/dev/null"]);
+    assert!(o.status.success(), "a loop loses nothing: {}", stderr(&o));
+    assert!(stderr(&o).contains("symbolic link loop back to"), "{}", stderr(&o));
+    // A directory's files are documents: the one file, read once.
+    assert!(stderr(&o).contains("dedup: 1 document"), "each file read once: {}", stderr(&o));
+
+    for (name, format) in [("plain.gz", "gzip"), ("plain.zst", "zstd")] {
+        let path = dir.join(name);
+        std::fs::write(&path, "{\"id\": 1, \"text\": \"plain text\"}\n").expect("write");
+        let o = run(&["dedup", path.to_str().expect("p"), "--clusters", "/dev/null"]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert!(err.contains(&format!("not a {format} file")), "{err}");
+        assert!(err.contains("byte offset 0"), "{err}");
+    }
+}

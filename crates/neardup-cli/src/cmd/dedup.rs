@@ -882,12 +882,25 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         spill_dir: if args.in_memory {
             None
         } else {
-            let dir = args.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+            // Named as the user gave it: the option, or the environment's TMPDIR.
+            let (dir, given) = match &args.spill_dir {
+                Some(dir) => (dir.clone(), format!("--spill-dir {}", dir.display())),
+                None => {
+                    let dir = std::env::temp_dir();
+                    let given = match std::env::var_os("TMPDIR") {
+                        Some(t) => format!(
+                            "the spill directory (TMPDIR={}, the default of --spill-dir)",
+                            std::path::Path::new(&t).display()
+                        ),
+                        None => format!("the spill directory {}", dir.display()),
+                    };
+                    (dir, given)
+                }
+            };
             if !dir.is_dir() {
                 return Err(usage(format!(
-                    "--spill-dir {}: not a directory (give one with room for about 700 bytes \
-                     per document, or --in-memory)",
-                    dir.display()
+                    "{given}: not a directory (give --spill-dir DIR with room for about 700 \
+                     bytes per document, or --in-memory)"
                 )));
             }
             Some(dir)
