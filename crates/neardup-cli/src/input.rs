@@ -547,17 +547,30 @@ fn read_jsonl<R: BufRead + ?Sized>(
 ) -> ControlFlow<()> {
     let mut line = Vec::new();
     let mut offset = 0u64;
+    let max_line = max_line_bytes(opts.max_doc_bytes);
     for number in 1u64.. {
         line.clear();
-        let n = match reader.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(n) => n,
+        let (n, over) = match read_line_bounded(reader, &mut line, max_line, digest) {
+            Ok((0, _)) => break,
+            Ok(read) => read,
             Err(e) => return visit(Err(stream_error(name, number - 1, offset, &e, compressed))),
         };
-        digest.update(&line);
         let place = LinePlace { name, number };
         let start = offset;
         offset += n as u64;
+        if over {
+            visit(Err(InputError {
+                place: place.to_string(),
+                message: format!(
+                    "a line of {n} bytes, longer than a record within --max-doc-bytes {} can be \
+                     ({max_line} bytes: three times the limit for escapes, and 1 MiB of other \
+                     fields); it was not held in memory",
+                    opts.max_doc_bytes
+                ),
+                kind: InputErrorKind::Record,
+            }))?;
+            continue;
+        }
         while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             line.pop();
         }
@@ -578,6 +591,56 @@ fn read_jsonl<R: BufRead + ?Sized>(
         visit(record)?;
     }
     ControlFlow::Continue(())
+}
+
+/// The longest JSONL line that can hold a document of `max_doc_bytes`: its text escaped (three
+/// times: `\uXXXX` for each byte of a three-byte character, as `ensure_ascii` writes Chinese)
+/// and 1 MiB of other fields.
+fn max_line_bytes(max_doc_bytes: usize) -> usize {
+    max_doc_bytes.saturating_mul(3).saturating_add(1 << 20)
+}
+
+/// Reads one line (through its `\n`) into `line`, holding at most `max` bytes of it: the rest is
+/// read, passed to the digest and dropped. Returns the line's whole length and whether it was
+/// longer than `max`.
+fn read_line_bounded<R: BufRead + ?Sized>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+    digest: &mut Digester,
+) -> io::Result<(usize, bool)> {
+    let mut total = 0usize;
+    let mut over = false;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((total, over));
+        }
+        let (chunk, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        digest.update(chunk);
+        if !over {
+            if line.len() + chunk.len() <= max {
+                line.extend_from_slice(chunk);
+            } else {
+                over = true;
+                line.clear();
+                line.shrink_to(1 << 16);
+            }
+        }
+        let used = chunk.len();
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok((total, over));
+        }
+    }
 }
 
 /// `file:line`, formatted only when an error names it (not once per line read).

@@ -298,11 +298,41 @@ fn a_100_mb_document_is_fingerprinted() {
         f.write_all(line.as_bytes()).expect("write");
     }
     drop(f);
+    // Over the default --max-doc-bytes (32 MiB): refused, saying so.
     let o = run(&["fingerprint", "--minhash", path.to_str().expect("path")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--max-doc-bytes"), "{}", stderr(&o));
+    let o = run(&[
+        "fingerprint",
+        "--minhash",
+        "--max-doc-bytes",
+        "200000000",
+        path.to_str().expect("p"),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let line = &json_lines(&o)[0];
     assert!(line["features"].as_u64().expect("count") > 1000);
-    std::fs::remove_dir_all(&dir).expect("cleanup");
+
+    // A JSONL line far over the limit is refused without being held (its length is told).
+    let jsonl = dir.join("long-line.jsonl");
+    let text = "x".repeat(5 << 20);
+    std::fs::write(
+        &jsonl,
+        format!("{{\"id\": 1, \"text\": \"{text}\"}}\n{{\"id\": 2, \"text\": \"fine\"}}\n"),
+    )
+    .expect("write");
+    let o = run(&[
+        "dedup",
+        jsonl.to_str().expect("p"),
+        "--max-doc-bytes",
+        "100000",
+        "--skip-bad",
+        "--clusters",
+        "/dev/null",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(":1: a line of 5242"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("dedup: 1 document"), "the next line is read: {}", stderr(&o));
 }
 
 #[test]
