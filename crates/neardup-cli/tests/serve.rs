@@ -1112,3 +1112,51 @@ fn a_format_2_store_is_upgraded_and_answers_as_before() {
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+// ---- issue 22: an adversarial sweep of the service ---------------------------------------------
+
+/// Regression (issue 22): a `top_k` over the limit was silently cut to it; now it is refused,
+/// naming the field, the value and the limit, on every route that takes one.
+#[test]
+fn a_top_k_over_the_limit_is_refused_naming_it() {
+    let dir = tempdir("top-k");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    for (route, body) in [
+        ("search", json!({"text": "a b c", "top_k": 1001})),
+        ("search", json!({"text": "a b c", "top_k": 1_000_000_000_u64})),
+        ("check", json!({"id": "x", "text": "a b c", "top_k": 5000})),
+    ] {
+        let (st, v) = s.json("POST", &format!("/v1/collections/c/{route}"), body.clone());
+        assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{route} {body}: {v}");
+        let m = v["error"]["message"].as_str().expect("message");
+        let given = body["top_k"].to_string();
+        assert!(m.contains("top_k") && m.contains(&given) && m.contains("1000"), "{m}");
+    }
+    // At the limit is fine, and the check above stored nothing.
+    let (st, v) = s.json("POST", "/v1/collections/c/search", json!({"text": "a", "top_k": 1000}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(s.call("GET", "/v1/collections/c/docs/x", None).0, 404);
+    drop(s);
+
+    // --max-top-k sets the limit, within its own bound.
+    let s = Server::start(&dir, &["--max-top-k", "20"]);
+    let (st, v) = s.json("POST", "/v1/collections/c/search", json!({"text": "a", "top_k": 21}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+    assert!(v["error"]["message"].as_str().expect("m").contains("--max-top-k"), "{v}");
+    assert_eq!(
+        s.json("POST", "/v1/collections/c/search", json!({"text": "a", "top_k": 20})).0,
+        200
+    );
+    drop(s);
+    for bad in ["0", "100001"] {
+        let out = bin()
+            .args(["serve", "--data-dir"])
+            .arg(&dir)
+            .args(["--listen", "127.0.0.1:0", "--max-top-k", bad])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "--max-top-k {bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("100000"), "--max-top-k {bad}");
+    }
+}

@@ -715,6 +715,19 @@ struct SearchRequest {
     threshold: Option<f64>,
 }
 
+/// The `top_k` of a request: 10 unless given (or the limit, if lower); one over the limit is
+/// refused, never silently cut to it (a client would take the shorter list for all there is).
+fn top_k(given: Option<usize>, limits: &crate::Limits) -> Result<usize, ApiError> {
+    match given {
+        None => Ok(10.min(limits.max_top_k)),
+        Some(k) if k > limits.max_top_k => Err(ApiError::bad(
+            "invalid_field",
+            format!("top_k {k} is over the limit {} (--max-top-k)", limits.max_top_k),
+        )),
+        Some(k) => Ok(k),
+    }
+}
+
 fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
     match t {
         Some(t) if !(t > 0.0 && t <= 1.0) => {
@@ -733,7 +746,7 @@ async fn search(
     live(&c)?;
     let req: SearchRequest = parse(body)?;
     check_threshold(req.threshold)?;
-    let top_k = req.top_k.unwrap_or(10).min(state.limits.max_top_k);
+    let top_k = top_k(req.top_k, &state.limits)?;
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
     let st = state.clone();
     blocking(move || {
@@ -813,7 +826,7 @@ async fn check(
     let req: CheckRequest = parse(body)?;
     check_threshold(req.threshold)?;
     let id = doc_id(&req.id, "id")?;
-    let top_k = req.top_k.unwrap_or(10).min(state.limits.max_top_k);
+    let top_k = top_k(req.top_k, &state.limits)?;
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
     let c2 = c.clone();
     let (sketch, text) = blocking(move || {
@@ -1094,8 +1107,8 @@ async fn page() -> Response {
     (StatusCode::OK, headers, neardup_web::service::page()).into_response()
 }
 
-async fn openapi() -> Response {
-    Json(crate::openapi::document()).into_response()
+async fn openapi(State(state): State<Shared>) -> Response {
+    Json(crate::openapi::document(&state.limits)).into_response()
 }
 
 async fn not_found() -> ApiError {

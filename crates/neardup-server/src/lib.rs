@@ -42,7 +42,7 @@ pub struct Limits {
     pub max_doc_bytes: usize,
     /// Most documents in one batch.
     pub max_batch_docs: usize,
-    /// Largest `top_k`.
+    /// Largest `top_k` of a search or check; a larger one is refused (400), never cut.
     pub max_top_k: usize,
     /// Longest request URI in bytes.
     pub max_uri_bytes: usize,
@@ -72,6 +72,8 @@ pub mod bounds {
     pub const MAX_DOC_BYTES: usize = 256 << 20;
     /// The largest `--max-batch-docs`.
     pub const MAX_BATCH_DOCS: usize = 1_000_000;
+    /// The largest `--max-top-k`.
+    pub const MAX_TOP_K: usize = 100_000;
     /// The largest `--store-cache-mb`: 64 GiB.
     pub const MAX_STORE_CACHE_MB: usize = 64 << 10;
 }

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::Limits;
+
 fn error_response(description: &str) -> Value {
     json!({
         "description": description,
@@ -47,13 +49,16 @@ fn with(mut operation: Value, key: &str, value: Value) -> Value {
     operation
 }
 
-/// The document.
-pub fn document() -> Value {
+/// The document, with the limits this server runs with.
+pub fn document(limits: &Limits) -> Value {
     let name = path_param("name", "collection name: 1-64 of [A-Za-z0-9_.-], not starting with '.'");
     let id = path_param("id", "document id");
     let not_found = [("404", "no such collection or document")];
     let collection_errors = [("404", "no such collection"), ("409", "spec mismatch")];
     let object = json!({"type": "object"});
+    let top_k = json!({"type": "integer", "minimum": 0, "maximum": limits.max_top_k,
+                       "description": "how many hits at most (10 by default); over the limit \
+                                       (--max-top-k) is refused with 400, never cut"});
     let text_or_tokens = json!({
         "text": {"type": "string"},
         "tokens": {"type": "array", "items": {"type": "string"}}
@@ -86,7 +91,7 @@ pub fn document() -> Value {
         "type": "object",
         "properties": {
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
-            "top_k": {"type": "integer", "minimum": 0},
+            "top_k": top_k.clone(),
             "threshold": {"type": "number"}
         },
         "additionalProperties": false
@@ -98,7 +103,7 @@ pub fn document() -> Value {
             "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
             "metadata": {}, "insert": {"type": "boolean"},
-            "threshold": {"type": "number"}, "top_k": {"type": "integer", "minimum": 0}
+            "threshold": {"type": "number"}, "top_k": top_k
         },
         "additionalProperties": false
     });

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::Args;
-use neardup_server::bounds::{MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_DOC_BYTES, MAX_STORE_CACHE_MB};
+use neardup_server::bounds::{
+    MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_DOC_BYTES, MAX_STORE_CACHE_MB, MAX_TOP_K,
+};
 use neardup_server::{is_loopback, Config, Limits};
 
 use crate::args::MAX_THREADS;
@@ -73,6 +75,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 10_000, value_name = "N",
           value_parser = bounded::<MAX_BATCH_DOCS>)]
     max_batch_docs: usize,
+
+    /// Largest `top_k` of a search or check (at most 100,000); a larger one is refused.
+    #[arg(long, default_value_t = 1_000, value_name = "N",
+          value_parser = bounded::<MAX_TOP_K>)]
+    max_top_k: usize,
 
     /// Memory for the store's own page cache, in MiB (at most 65,536). The index lives in
     /// memory; the store is read for hits' metadata, stored texts and at start, and the
@@ -163,6 +170,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             max_body_bytes: args.max_body_bytes,
             max_doc_bytes: args.max_doc_bytes,
             max_batch_docs: args.max_batch_docs,
+            max_top_k: args.max_top_k,
             store_cache_bytes: args.store_cache_mb << 20,
             ..Limits::default()
         },
