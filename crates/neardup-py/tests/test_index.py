@@ -66,3 +66,79 @@ def test_save_load_and_the_cli_reads_it(binary, tmp_path):
     assert cluster["cluster"] == ["a", "n"] and cluster["keep"] == "a"
     with pytest.raises(OSError):
         neardup.Index.load(tmp_path / "missing")
+
+
+_SAVE_CHILD = """
+import resource, sys
+import neardup
+path, limit, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+idx = neardup.Index.load(path)
+for i in range(n):
+    idx.insert(f"new-{i}", " ".join(f"new{i}w{k}" for k in range(12)))
+if limit >= 0:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    idx.save(path)
+except OSError as e:
+    print(e, file=sys.stderr)
+    sys.exit(3)
+"""
+
+
+def _copy_index(src, dst):
+    import shutil
+
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+
+
+def test_a_failed_or_killed_save_leaves_the_old_index_or_the_new_one(tmp_path):
+    """Index.save under a file size limit at many sizes, and under SIGKILL at moments spread
+    over a save: the index read afterwards is the old one or the new one, whole; OSError means
+    the old one, success the new one."""
+    import subprocess
+    import sys
+    import time
+
+    base = tmp_path / "base"
+    old = neardup.Index(threshold=0.8)
+    for i in range(40):
+        old.insert(f"old-{i}", " ".join(f"old{i}w{k}" for k in range(12)))
+    old.save(base)
+    path = tmp_path / "index"
+    n_new = 600
+
+    def counts():
+        return len(neardup.Index.load(path))
+
+    reached_new = False
+    for limit in [0, 100, 1000, 4000, 16000, 32000, 64000, 100000, -1]:
+        _copy_index(base, path)
+        child = subprocess.run(
+            [sys.executable, "-c", _SAVE_CHILD, str(path), str(limit), str(n_new)],
+            capture_output=True,
+            text=True,
+        )
+        n = counts()
+        if child.returncode == 0:
+            assert n == 40 + n_new, f"limit {limit}: success means the new index"
+            reached_new = True
+        else:
+            assert child.returncode == 3, child.stderr
+            assert n == 40, f"limit {limit}: {child.stderr.strip()} means the old index"
+            assert "index file" in child.stderr or "lock" in child.stderr, child.stderr
+        leftovers = [p.name for p in path.iterdir() if p.name.endswith(".tmp")]
+        assert not leftovers, f"limit {limit}: {leftovers}"
+    assert reached_new
+
+    started = time.monotonic()
+    _copy_index(base, path)
+    subprocess.run([sys.executable, "-c", _SAVE_CHILD, str(path), "-1", str(n_new)], check=True)
+    length = time.monotonic() - started
+    for step in range(12):
+        _copy_index(base, path)
+        child = subprocess.Popen([sys.executable, "-c", _SAVE_CHILD, str(path), "-1", str(n_new)])
+        time.sleep(length * step / 10)
+        child.kill()
+        child.wait()
+        assert counts() in (40, 40 + n_new), f"SIGKILL at {step}/10"
