@@ -1160,3 +1160,30 @@ fn a_top_k_over_the_limit_is_refused_naming_it() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("100000"), "--max-top-k {bad}");
     }
 }
+/// do not apply to the chosen method are refused naming them, as `neardup dedup` refuses them.
+#[test]
+fn settings_that_do_not_apply_to_the_method_are_refused() {
+    let dir = tempdir("contradictions");
+    let s = Server::start(&dir, &[]);
+    for (body, named) in [
+        (json!({"method": "simhash", "recall": 0.9}), "recall"),
+        (json!({"method": "simhash", "recall": 0.99, "hamming": 4}), "recall"),
+        (json!({"method": "minhash", "hamming": 4}), "hamming"),
+        (json!({"method": "minhash", "hamming": 3, "recall": 0.9}), "hamming"),
+        (json!({"hamming": 2, "recall": 0.9}), "recall"),
+    ] {
+        let (st, v) = s.json("PUT", "/v1/collections/x", body.clone());
+        assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{body}: {v}");
+        let m = v["error"]["message"].as_str().expect("message");
+        assert!(m.contains(named), "{body}: {m}");
+        assert_eq!(s.call("GET", "/v1/collections/x", None).0, 404, "{body}: nothing created");
+    }
+    // As in `neardup dedup`: --hamming alone means simhash; both takes either setting.
+    let (st, v) = s.json("PUT", "/v1/collections/h", json!({"hamming": 5}));
+    assert_eq!((st, v["method"].as_str(), v["hamming"].as_u64()), (201, Some("simhash"), Some(5)));
+    let (st, v) =
+        s.json("PUT", "/v1/collections/b", json!({"method": "both", "hamming": 2, "recall": 0.9}));
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = s.json("PUT", "/v1/collections/m", json!({"method": "minhash", "recall": 0.9}));
+    assert_eq!(st, 201, "{v}");
+}

@@ -80,9 +80,12 @@ pub fn document(limits: &Limits) -> Value {
             "spec": {"type": "object"},
             "method": {"type": "string", "enum": ["minhash", "simhash", "both"]},
             "threshold": {"type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 1},
-            "hamming": {"type": "integer", "minimum": 0},
+            "hamming": {"type": "integer", "minimum": 0,
+                        "description": "simhash and both only (400 with minhash); given \
+                                        alone, it means method simhash, as in `neardup dedup`"},
             "recall": {"type": "number", "exclusiveMinimum": true, "minimum": 0,
-                       "exclusiveMaximum": true, "maximum": 1},
+                       "exclusiveMaximum": true, "maximum": 1,
+                       "description": "minhash and both only (400 with simhash)"},
             "store_text": {"type": "boolean"}
         },
         "additionalProperties": false
