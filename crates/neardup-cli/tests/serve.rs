@@ -1187,3 +1187,56 @@ fn settings_that_do_not_apply_to_the_method_are_refused() {
     let (st, v) = s.json("PUT", "/v1/collections/m", json!({"method": "minhash", "recall": 0.9}));
     assert_eq!(st, 201, "{v}");
 }
+/// Regression (issue 22): a check on a stored id with an unrelated text overwrote the document
+/// and answered only `inserted: true`; it now says it replaced the stored document.
+#[test]
+fn a_check_that_overwrites_a_stored_id_says_it_replaced_it() {
+    let dir = tempdir("check-replaces");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"store_text": true})).0, 201);
+    let docs = json!({"docs": [{"id": "a", "text": NEWS_A}, {"id": 7, "text": doc_text("seven")}]});
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", docs).0, 200);
+    let other = "completely unrelated words on some new topic entirely";
+    for (id, text) in [(json!("a"), other), (json!(7), "trains stations and timetables")] {
+        let (st, v) = s.json("POST", "/v1/collections/c/check", json!({"id": id, "text": text}));
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(
+            (&v["duplicate"], &v["inserted"], &v["replaced"]),
+            (&json!(false), &json!(true), &json!(true)),
+            "{id}: {v}"
+        );
+    }
+    let (_, v) = s.call("GET", "/v1/collections/c/docs/a", None);
+    assert_eq!(v["text"], other);
+    // A new id replaces nothing; a check that does not insert replaces nothing either.
+    let (_, v) = s.json("POST", "/v1/collections/c/check", json!({"id": "n", "text": NEWS_B}));
+    assert_eq!((&v["inserted"], &v["replaced"]), (&json!(true), &json!(false)), "{v}");
+    let (_, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"id": "a", "text": "yet another text", "insert": false}),
+    );
+    assert_eq!((&v["inserted"], &v["replaced"]), (&json!(false), &json!(false)), "{v}");
+    // Concurrent checks of one new id: the first inserts it, each later one replaces it.
+    let s = Arc::new(s);
+    let answers: Vec<Value> = (0..6)
+        .map(|i| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let text = format!("{} {i}", doc_text(&format!("same-id-{i}")));
+                s.json("POST", "/v1/collections/c/check", json!({"id": "same", "text": text})).1
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().expect("client"))
+        .collect();
+    let inserted = answers.iter().filter(|v| v["inserted"] == json!(true)).count();
+    let replaced = answers.iter().filter(|v| v["replaced"] == json!(true)).count();
+    assert_eq!((inserted, replaced), (6, 5), "{answers:?}");
+    // The OpenAPI document describes the field.
+    let (_, doc) = s.call("GET", "/v1/openapi.json", None);
+    let check = &doc["paths"]["/v1/collections/{name}/check"]["post"]["responses"]["200"];
+    let props = &check["content"]["application/json"]["schema"]["properties"];
+    assert!(props["replaced"].is_object(), "{check}");
+}

@@ -918,7 +918,10 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
             }
             let matches: Vec<Value> =
                 matches.into_iter().map(|(id, s)| json!({"id": id, "similarity": s})).collect();
-            answers.push(json!({"duplicate": duplicate, "matches": matches, "inserted": inserted}));
+            // `replaced` is settled by the commit, which sees whether the id was stored.
+            answers.push(json!({
+                "duplicate": duplicate, "matches": matches, "inserted": inserted, "replaced": false,
+            }));
         }
     }
     // One transaction, one durable commit for the whole group.
@@ -933,7 +936,13 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
                 for &i in &accepted {
                     let p = &group[i];
                     let record = encode_record(&p.id, &p.sketch, &p.metadata, p.text.as_deref());
-                    t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
+                    let old =
+                        t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
+                    // An upsert of a stored id (or of one accepted earlier in the group)
+                    // replaced that document: say so, `inserted` alone read as a new one.
+                    if old.is_some() {
+                        answers[i]["replaced"] = json!(true);
+                    }
                 }
             }
             txn.commit().map_err(|e| err(e.into()))

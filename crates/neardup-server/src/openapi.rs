@@ -122,6 +122,19 @@ pub fn document(limits: &Limits) -> Value {
     let hits = json!({"type": "object", "properties": {"hits": {"type": "array", "items": {
         "type": "object", "properties": {
             "id": {"type": "string"}, "similarity": {"type": "number"}, "metadata": {}}}}}});
+    let check_answer = json!({
+        "type": "object",
+        "required": ["duplicate", "matches", "inserted", "replaced"],
+        "properties": {
+            "duplicate": {"type": "boolean", "description": "a stored document is similar"},
+            "matches": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "string"}, "similarity": {"type": "number"}}}},
+            "inserted": {"type": "boolean",
+                         "description": "the document was written (not a duplicate, insert true)"},
+            "replaced": {"type": "boolean",
+                         "description": "it was written over a stored document of the same id"}
+        }
+    });
 
     let mut paths = serde_json::Map::new();
     paths.insert(
@@ -182,7 +195,7 @@ pub fn document(limits: &Limits) -> Value {
         json!({
             "parameters": [name],
             "post": with(op("Near-duplicate of anything stored? If not, insert it (atomic)",
-                            ("200", ok_response("duplicate, matches, inserted", object.clone())),
+                            ("200", ok_response("duplicate, matches, inserted, replaced", check_answer)),
                             &collection_errors), "requestBody", body(check)),
         }),
     );

@@ -27,7 +27,7 @@ use crate::Failure;
   POST   /v1/collections/NAME/search   {\"text\", \"top_k\", \"threshold\"}
                                        -> {\"hits\": [{\"id\", \"similarity\", \"metadata\"}]}
   POST   /v1/collections/NAME/check    {\"id\", \"text\", \"insert\": true}
-                                       -> {\"duplicate\", \"matches\", \"inserted\"}
+                                       -> {\"duplicate\", \"matches\", \"inserted\", \"replaced\"}
   POST   /v1/compare                   {\"a\", \"b\", \"preset\"} -> as `neardup compare --json`
   GET    /v1/health, /metrics (Prometheus), /v1/openapi.json
 
