@@ -52,6 +52,7 @@ pub use spec::{
 struct ReadmeDoctests;
 
 /// The crates neardup is built from, re-exported for their types.
+#[cfg(feature = "compat")]
 pub use neardup_compat as compat;
 pub use neardup_sketch as sketch;
 pub use neardup_text as text;

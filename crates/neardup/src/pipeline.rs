@@ -100,6 +100,13 @@ impl Pipeline {
         }
         // The id covers the content of files, not just their names.
         let mut id_input = format!("neardup/{FORMAT_VERSION}/{}", spec.to_canonical_json());
+        // A build without Chinese data runs jieba's segmenters as Unicode words and the bundled
+        // idf as uniform weights: other fingerprints for the same spec, so another id (an index
+        // or store made by one build is refused by the other, never misread). Builds with the
+        // data keep the ids they always had.
+        if !cfg!(feature = "zh") && spec.needs_chinese_data() {
+            id_input.push_str("/without-zh");
+        }
         if let Some(path) = &spec.stop_words.file {
             let text = read_text_file(path)?;
             id_input

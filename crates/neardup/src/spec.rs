@@ -299,6 +299,16 @@ impl PipelineSpec {
         objects_where_objects(given, &canonical, "spec")
     }
 
+    /// True when this spec's output depends on the Chinese data of the `zh` feature (jieba's
+    /// segmenters, the bundled idf table), which a build without it replaces.
+    pub fn needs_chinese_data(&self) -> bool {
+        use neardup_text::SegmenterKind;
+        let weighs_by_idf = self.weighting == Weighting::Tfidf
+            || matches!(self.features, neardup_text::FeatureKind::Keywords { .. });
+        matches!(self.segmenter, SegmenterKind::Auto | SegmenterKind::Jieba)
+            || (weighs_by_idf && matches!(self.idf, IdfSource::Bundled))
+    }
+
     /// The canonical JSON form (field order fixed by the type, no whitespace).
     pub fn to_canonical_json(&self) -> String {
         serde_json::to_string(self).expect("a spec always serializes")
