@@ -385,6 +385,25 @@ fn merge(features: &mut Vec<Feature>) {
 
 #[cfg(test)]
 mod tests {
+    /// Without Chinese data, a spec that uses it gets another id than with it; one that does
+    /// not keeps its id.
+    #[test]
+    fn the_id_says_whether_chinese_data_was_used() {
+        let auto = PipelineSpec::default();
+        let unicode =
+            PipelineSpec { segmenter: neardup_text::SegmenterKind::Unicode, ..auto.clone() };
+        let id = |s: &PipelineSpec| Pipeline::new(s.clone()).expect("valid").id().to_string();
+        assert!(auto.needs_chinese_data() && !unicode.needs_chinese_data());
+        // The ids pinned in tests/fixtures/fingerprints (default preset) are a build with zh.
+        let pinned = "54767adeaef7ad77";
+        if cfg!(feature = "zh") {
+            assert_eq!(id(&auto), pinned);
+        } else {
+            assert_ne!(id(&auto), pinned);
+        }
+        assert_ne!(id(&unicode), id(&auto));
+    }
+
     use super::*;
     use neardup_sketch::MinHashScheme;
 
@@ -454,6 +473,8 @@ mod tests {
         assert_eq!(a, b);
     }
 
+    // The bundled idf is Chinese data; without it every keyword weighs the same.
+    #[cfg(feature = "zh")]
     #[test]
     fn keywords_keep_top_n_by_tfidf() {
         let p = pipeline(PipelineSpec::preset("zh-keywords").expect("preset"));
