@@ -416,10 +416,10 @@ fn crash_recovery_keeps_every_acknowledged_write() {
                     i * 13,
                     round
                 );
-                let body = json!({"docs": [{"id": id, "text": text}]}).to_string();
+                let body = json!({"docs": [{"id": id, "text": text}]});
                 let r = ureq::post(&format!("{base}/v1/collections/crawl/docs"))
                     .timeout(Duration::from_secs(5))
-                    .send_string(&body);
+                    .send_json(body);
                 match r {
                     Ok(resp) if resp.status() == 200 => {
                         acked2.lock().expect("lock").push((id, text))
@@ -544,19 +544,17 @@ fn model_round(
                 };
                 let start = clock.fetch_add(1, Ordering::SeqCst);
                 let result = match &kind {
-                    OpKind::Create => agent.put(&path).send_string("{}"),
+                    OpKind::Create => agent.put(&path).send_json(json!({})),
                     OpKind::Delete => agent.delete(&path).call(),
                     OpKind::Insert(ids) => {
                         let docs: Vec<Value> =
                             ids.iter().map(|i| json!({"id": i, "text": doc_text(i)})).collect();
-                        agent
-                            .post(&format!("{path}/docs"))
-                            .send_string(&json!({"docs": docs}).to_string())
+                        agent.post(&format!("{path}/docs")).send_json(json!({"docs": docs}))
                     }
                     OpKind::Remove(i) => agent.delete(&format!("{path}/docs/{i}")).call(),
                     OpKind::Check(i, _) => agent
                         .post(&format!("{path}/check"))
-                        .send_string(&json!({"id": i, "text": doc_text(i)}).to_string()),
+                        .send_json(json!({"id": i, "text": doc_text(i)})),
                 };
                 let (status, body) = match result {
                     Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
@@ -602,7 +600,7 @@ fn model_round(
                     }
                     if let Ok(r) = agent
                         .post(&format!("{path}/search"))
-                        .send_string(&json!({"text": doc_text(i)}).to_string())
+                        .send_json(json!({"text": doc_text(i)}))
                     {
                         let v: Value = r.into_json().expect("json");
                         let hits = v["hits"].as_array().expect("hits");
@@ -1209,6 +1207,16 @@ fn authority(s: &Server) -> String {
     s.base.trim_start_matches("http://").to_string()
 }
 
+/// A request with a JSON body, `Connection: close`, and the extra header lines given.
+fn raw_request(s: &Server, method: &str, path: &str, extra: &str, body: &str) -> Vec<u8> {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        authority(s),
+        body.len()
+    )
+    .into_bytes()
+}
+
 /// Regression (issue 22): a `top_k` over the limit was silently cut to it; now it is refused,
 /// naming the field, the value and the limit, on every route that takes one.
 #[test]
@@ -1383,4 +1391,126 @@ fn metrics_labels_stay_bounded_whatever_the_requests() {
         ),
         "{text}"
     );
+}
+
+/// Regression (issue 22): a cross-origin page's `no-cors` `text/plain` POST inserted a document
+/// into the loopback server, and nothing stopped DNS rebinding. A body must be JSON by its
+/// Content-Type (415), a foreign Origin is refused (403), and on loopback so is a Host that is
+/// not a loopback name with the server's port (403 naming it). The page at `/` still works.
+#[test]
+fn cross_origin_requests_and_foreign_hosts_are_refused() {
+    let dir = tempdir("origin");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let port = s.base.rsplit(':').next().expect("port").to_string();
+    let doc = r#"{"docs": [{"id": "csrf", "text": "planted by another site"}]}"#;
+    let path = "/v1/collections/c/docs";
+    for content_type in [
+        None,
+        Some("text/plain"),
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/jsonp"),
+        Some("application/json-patch+json"),
+    ] {
+        let extra = content_type.map(|t| format!("Content-Type: {t}\r\n")).unwrap_or_default();
+        let r = raw(&s, &raw_request(&s, "POST", path, &extra, doc));
+        assert_eq!(r.status, 415, "{content_type:?}: {}", r.body);
+        assert_eq!(error_code(&r.json()), "unsupported_media_type");
+    }
+    for content_type in
+        ["application/json", "Application/JSON; charset=utf-8", "application/json ;charset=UTF-8"]
+    {
+        let r = raw(
+            &s,
+            &raw_request(
+                &s,
+                "POST",
+                "/v1/collections/c/search",
+                &format!("Content-Type: {content_type}\r\n"),
+                r#"{"text": "a"}"#,
+            ),
+        );
+        assert_eq!(r.status, 200, "{content_type}: {}", r.body);
+    }
+    // A foreign Origin, whatever the Content-Type; the server's own origin is fine.
+    let json_type = "Content-Type: application/json\r\n";
+    for origin in [
+        "http://evil.example",
+        "null",
+        &format!("http://evil.example:{port}"),
+        &format!("https://127.0.0.1.evil.example:{port}"),
+        &format!("http://127.0.0.1:{}", port.parse::<u32>().expect("port") + 1),
+    ] {
+        let r = raw(
+            &s,
+            &raw_request(&s, "POST", path, &format!("{json_type}Origin: {origin}\r\n"), doc),
+        );
+        assert_eq!(r.status, 403, "{origin}: {}", r.body);
+        assert_eq!(error_code(&r.json()), "forbidden_origin", "{origin}");
+    }
+    let own = format!("Origin: http://127.0.0.1:{port}\r\n");
+    let r = raw(
+        &s,
+        &raw_request(
+            &s,
+            "POST",
+            "/v1/collections/c/search",
+            &format!("{json_type}{own}"),
+            r#"{"text": "a"}"#,
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // DNS rebinding: a page of another name that now resolves to 127.0.0.1.
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".into(),
+        format!("localhost.evil.example:{port}"),
+        "127.0.0.1".into(),
+        format!("127.0.0.1:{}", port.parse::<u32>().expect("port") + 1),
+    ] {
+        for request in [
+            format!("GET /v1/collections HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+            format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        ] {
+            let r = raw(&s, request.as_bytes());
+            assert_eq!(r.status, 403, "{host}: {}", r.body);
+            let v = r.json();
+            assert_eq!(error_code(&v), "forbidden_host", "{host}");
+            assert!(v["error"]["message"].as_str().expect("m").contains(&host), "{v}");
+        }
+    }
+    for host in [
+        format!("localhost:{port}"),
+        format!("LOCALHOST:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let r = raw(
+            &s,
+            format!("GET /v1/collections HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(r.status, 200, "{host}: {}", r.body);
+    }
+    // Nothing was planted; the page and its same-origin calls still work as a browser makes them.
+    assert_eq!(s.call("GET", "/v1/collections/c/docs/csrf", None).0, 404);
+    let r = raw(
+        &s,
+        format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    let r = raw(
+        &s,
+        &raw_request(
+            &s,
+            "PUT",
+            "/v1/collections/page",
+            &format!("{json_type}{own}Accept: application/json\r\n"),
+            "{}",
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
 }

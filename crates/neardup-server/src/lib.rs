@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use neardup::{DedupConfig, Engine, NamedEngine, Pipeline};
@@ -191,6 +191,8 @@ pub struct State {
     unhealthy: Mutex<Option<String>>,
     /// Stored records found damaged (failing their checksum), at start or when read.
     damage: Mutex<Damage>,
+    /// The address [`serve`] listens on: on loopback, requests must name it in `Host`.
+    listening: OnceLock<std::net::SocketAddr>,
 }
 
 /// Damaged records seen: how many, and the first few, for `/v1/health`.
@@ -239,7 +241,24 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         admin: tokio::sync::Mutex::new(()),
         unhealthy: Mutex::new(None),
         damage: Mutex::new(damage),
+        listening: OnceLock::new(),
     }))
+}
+
+/// Serves the API on `listener` until `shutdown` resolves, then lets in-flight requests finish.
+///
+/// On a loopback address, a request must name the server in its `Host` header (`localhost`,
+/// `127.0.0.1`, `[::1]` or the address itself, with its port): a page of another site whose
+/// name an attacker rebinds to 127.0.0.1 (DNS rebinding) sends its own name and is refused.
+pub async fn serve(
+    state: Arc<State>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
+    // Set once: a second `serve` of the same state keeps the first address.
+    let _ = state.listening.set(addr);
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }
 
 /// Runs `f`, turning a panic inside it (redb asserts on some damage instead of answering an

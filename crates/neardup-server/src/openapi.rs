@@ -32,6 +32,11 @@ fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
     for (code, description) in [
         ("400", "malformed JSON, wrong types, invalid UTF-8, invalid name or option"),
         ("401", "missing or wrong bearer token"),
+        (
+            "403",
+            "an Origin other than the server's own, or (on loopback) a Host that is not \
+                 localhost, 127.0.0.1 or [::1] with the server's port",
+        ),
         ("413", "body, document or batch over the limit"),
         ("414", "URI too long"),
         ("503", "the store had an I/O error and is being reopened"),
@@ -45,6 +50,10 @@ fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
 }
 
 fn with(mut operation: Value, key: &str, value: Value) -> Value {
+    if key == "requestBody" {
+        operation["responses"]["415"] =
+            error_response("a body not sent as Content-Type: application/json");
+    }
     operation[key] = value;
     operation
 }

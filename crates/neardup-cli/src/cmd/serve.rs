@@ -31,6 +31,10 @@ use crate::Failure;
   POST   /v1/compare                   {\"a\", \"b\", \"preset\"} -> as `neardup compare --json`
   GET    /v1/health, /metrics (Prometheus), /v1/openapi.json
 
+A body must be sent as Content-Type: application/json (415 otherwise); a request from another
+site's page (a foreign Origin) is refused (403), and on loopback so is a Host other than
+localhost, 127.0.0.1 or [::1] with the server's port (DNS rebinding).
+
 Similarities are exact (Jaccard of feature sets by default), as in `neardup dedup`. A write is
 acknowledged after it is durable (redb, fsync). The server listens on loopback unless told
 otherwise; listening elsewhere needs a token (--token-file or NEARDUP_TOKEN) or --insecure.
@@ -40,8 +44,10 @@ while the store is reopened every second until it works again.
 
 Example:
   neardup serve --data-dir ./ndata &
-  curl -X PUT localhost:7700/v1/collections/news -d '{\"preset\": \"default\"}'
-  curl -X POST localhost:7700/v1/collections/news/search -d '{\"text\": \"...\"}'")]
+  curl -X PUT localhost:7700/v1/collections/news -H 'Content-Type: application/json' \\
+    -d '{\"preset\": \"default\"}'
+  curl -X POST localhost:7700/v1/collections/news/search -H 'Content-Type: application/json' \\
+    -d '{\"text\": \"...\"}'")]
 pub struct ServeArgs {
     /// Directory of the store (created if missing).
     #[arg(long, value_name = "DIR")]
@@ -207,10 +213,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
                 }
             }
         });
-        axum::serve(listener, neardup_server::router(state))
-            .with_graceful_shutdown(shutdown_signal(grace))
-            .await
-            .context("serving")?;
+        neardup_server::serve(state, listener, shutdown_signal(grace)).await.context("serving")?;
         eprintln!("neardup serve: stopped");
         Ok::<(), anyhow::Error>(())
     })?;
