@@ -1047,7 +1047,7 @@ fn every_size_option_has_a_bound_and_fails_fast() {
         vec!["dedup", &c, "-j", "100000"],
         vec!["dedup", &c, "--ngram", "1000000"],
         vec!["dedup", &c, "--max-doc-bytes", "99999999999999"],
-        vec!["params", "--threshold", "0.8", "--num-perm", "10000"],
+        vec!["params", "--threshold", "0.8", "--num-perm", "100000"],
         vec![
             "fingerprint",
             "--text",
@@ -1235,11 +1235,19 @@ fn contradictory_options_are_refused() {
         vec!["dedup", &c, "--hamming", "3", "--recall", "0.9"],
         vec!["dedup", &c, "--recall", "0.9", "--bands", "4", "--rows", "8"],
         vec!["dedup", &c, "--verify", "hamming"],
+        vec!["dedup", &c, "--hamming", "3", "--lsh-weights", "0.5,0.5"],
+        // Regression: report read its settings by its own rules and took this one.
+        vec!["report", &c, "--clusters", &c, "-o", "-", "--method", "minhash", "--hamming", "3"],
+        vec!["report", &c, "--clusters", &c, "-o", "-", "--verify", "hamming"],
         vec!["params", "--threshold", "0.8", "--recall", "0.9", "--weights", "0.5,0.5"],
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        // Said once, with the flag as written and no stray run of spaces.
+        assert!(!stderr(&o).contains("   "), "{args:?}: {}", stderr(&o));
     }
+    let o = run(&["dedup", &c, "--method", "minhash", "--hamming", "3"]);
+    assert!(stderr(&o).contains("--hamming applies to simhash candidates"), "{}", stderr(&o));
 }
 
 #[test]

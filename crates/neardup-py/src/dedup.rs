@@ -5,7 +5,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
-use neardup::{Dedup, DedupConfig, DedupOutcome, Document, Keep, Method, Scratch, Verification};
+use neardup::{
+    Dedup, DedupConfig, DedupOutcome, Document, Keep, Method, Scratch, SearchSpec, Verification,
+};
 
 use crate::pipeline::PyPipeline;
 use crate::texts::Source;
@@ -37,33 +39,20 @@ pub(crate) fn config(
     bands: Option<usize>,
     rows: Option<usize>,
 ) -> PyResult<DedupConfig> {
-    let method = match (method, hamming) {
-        (Some("minhash"), Some(_)) => {
-            return Err(PyValueError::new_err(
-                "hamming applies to simhash candidates, not method='minhash' (use method='both')",
-            ))
-        }
-        (Some(m), _) => pick(
-            "method",
-            m,
-            &[("minhash", Method::MinHash), ("simhash", Method::SimHash), ("both", Method::Both)],
-        )?,
-        (None, Some(_)) => Method::SimHash,
-        (None, None) => Method::MinHash,
-    };
-    if method == Method::SimHash && (bands.is_some() || recall.is_some()) {
-        return Err(PyValueError::new_err(
-            "bands, rows and recall choose MinHash LSH bands; simhash candidates come from \
-             permuted tables (use method='minhash' or 'both')",
-        ));
-    }
-    if bands.is_some() != rows.is_some() {
-        return Err(PyValueError::new_err("give bands and rows together"));
-    }
-    if bands.is_some() && recall.is_some() {
-        return Err(PyValueError::new_err("give recall or bands and rows, not both"));
-    }
-    let verification = verify
+    let method = method
+        .map(|m| {
+            pick(
+                "method",
+                m,
+                &[
+                    ("minhash", Method::MinHash),
+                    ("simhash", Method::SimHash),
+                    ("both", Method::Both),
+                ],
+            )
+        })
+        .transpose()?;
+    let verify = verify
         .map(|v| {
             pick(
                 "verify",
@@ -77,26 +66,26 @@ pub(crate) fn config(
             )
         })
         .transpose()?;
-    if verification == Some(Verification::Hamming) && hamming.is_none() {
-        return Err(PyValueError::new_err("verify='hamming' needs hamming=K"));
-    }
     let keep = pick(
         "keep",
         keep,
         &[("first", Keep::First), ("longest", Keep::Longest), ("shortest", Keep::Shortest)],
     )?;
-    Ok(DedupConfig {
+    let spec = SearchSpec {
         method,
-        threshold,
-        hamming: hamming.unwrap_or(3),
-        verification,
-        banding: bands.zip(rows),
-        weights: None,
+        threshold: Some(threshold),
+        hamming,
+        verify,
+        bands,
+        rows,
         recall,
-        keep,
-        // A Python list is in memory already; its sketches stay there too.
-        spill_dir: None,
-    })
+        lsh_weights: None,
+        keep: Some(keep),
+    };
+    // The library's rules, with the option named as the keyword it is here.
+    let config = spec.resolve().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // A Python list is in memory already; its sketches stay there too (no spill directory).
+    Ok(config)
 }
 
 /// Deduplicates a batch of texts: the same clusters as `neardup dedup` on the same documents.

@@ -228,14 +228,10 @@ impl PyIndex {
             let manifest = neardup::read_manifest(&path).map_err(dedup_error)?;
             let spec = PipelineSpec::from_value(manifest.spec.clone()).map_err(build_error)?;
             let pipeline = Arc::new(Pipeline::new(spec).map_err(build_error)?);
-            let config = DedupConfig {
-                method: manifest.method,
-                threshold: manifest.threshold.unwrap_or(0.8),
-                hamming: manifest.hamming.unwrap_or(3),
-                verification: Some(manifest.verification),
-                banding: manifest.banding,
-                ..DedupConfig::default()
-            };
+            let config = manifest
+                .search_spec()
+                .resolve()
+                .map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
             let index = PyIndex::with_config(pipeline, config)?;
             index.write(py, |state| -> PyResult<()> {
                 let docs = state.engine().read_saved(&path).map_err(dedup_error)?;

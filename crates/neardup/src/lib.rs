@@ -27,6 +27,7 @@ mod idf;
 mod named;
 mod options;
 mod pipeline;
+mod search;
 mod spec;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
@@ -41,6 +42,7 @@ pub use idf::IdfBuilder;
 pub use named::NamedEngine;
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
+pub use search::{SearchSpec, SearchSpecError, DEFAULT_HAMMING, DEFAULT_THRESHOLD};
 pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
     MAX_NGRAM, MAX_TOP_N, PRESETS,

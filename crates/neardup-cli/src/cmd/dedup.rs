@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use neardup::{Dedup, DedupConfig, DedupOutcome, Keep, Method, Scratch, Verification};
+use neardup::{
+    Dedup, DedupConfig, DedupOutcome, Keep, Method, Scratch, SearchSpec, SearchSpecError,
+    Verification,
+};
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -104,7 +107,7 @@ pub struct DedupArgs {
     method: Option<MethodArg>,
 
     /// Similarity threshold for Jaccard, cosine and MinHash estimates, in (0, 1].
-    #[arg(long, default_value_t = 0.8, value_name = "T")]
+    #[arg(long, default_value_t = neardup::DEFAULT_THRESHOLD, value_name = "T")]
     threshold: f64,
 
     /// Largest SimHash Hamming distance (implies --method simhash unless --method is given).
@@ -218,6 +221,26 @@ pub(crate) enum VerifyArg {
     Cosine,
     Hamming,
     Estimate,
+}
+
+impl MethodArg {
+    pub(crate) fn method(self) -> Method {
+        match self {
+            MethodArg::Minhash => Method::MinHash,
+            MethodArg::Simhash => Method::SimHash,
+            MethodArg::Both => Method::Both,
+        }
+    }
+}
+
+impl KeepArg {
+    fn keep(self) -> Keep {
+        match self {
+            KeepArg::First => Keep::First,
+            KeepArg::Longest => Keep::Longest,
+            KeepArg::Shortest => Keep::Shortest,
+        }
+    }
 }
 
 impl VerifyArg {
@@ -819,7 +842,7 @@ fn build_report(
     rows.push((
         "time".into(),
         format!(
-            "{:.2} s (read and sketch {:.2} s, search and verify {:.2} s, write {:.2} s), then              this report",
+            "{:.2} s (read and sketch {:.2} s, search and verify {:.2} s, write {:.2} s), then this report",
             figures.started.elapsed().as_secs_f64(),
             figures.read_time.as_secs_f64(),
             figures.search_time.as_secs_f64(),
@@ -833,52 +856,26 @@ fn build_report(
 
 fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     let usage = |m: String| Failure::Usage(anyhow!(m));
-    let method = match (args.method, args.hamming) {
-        (Some(MethodArg::Minhash), Some(_)) => {
-            return Err(usage(
-                "--hamming applies to simhash candidates, not --method minhash (use --method \
-                 both, or --verify hamming with --method both)"
-                    .into(),
-            ))
-        }
-        (Some(MethodArg::Minhash), None) => Method::MinHash,
-        (Some(MethodArg::Simhash), _) | (None, Some(_)) => Method::SimHash,
-        (Some(MethodArg::Both), _) => Method::Both,
-        (None, None) => Method::MinHash,
-    };
-    if method == Method::SimHash {
-        for (given, name) in [
-            (args.bands.is_some(), "--bands/--rows"),
-            (args.lsh_weights.is_some(), "--lsh-weights"),
-            (args.recall.is_some(), "--recall"),
-        ] {
-            if given {
-                return Err(usage(format!(
-                    "{name} chooses MinHash LSH bands; simhash candidates come from permuted \
-                     tables (use --method minhash or both)"
-                )));
-            }
-        }
-    }
-    let verification = args.verify.map(VerifyArg::verification);
-    if verification == Some(Verification::Hamming) && args.hamming.is_none() {
-        return Err(usage("--verify hamming needs --hamming K".into()));
-    }
-    let weights = match args.lsh_weights.as_deref() {
+    let lsh_weights = match args.lsh_weights.as_deref() {
         None => None,
         Some(&[fp, fn_]) => Some((fp, fn_)),
         Some(other) => {
             return Err(usage(format!("--lsh-weights takes two numbers, got {}", other.len())))
         }
     };
-    Ok(DedupConfig {
-        method,
-        threshold: args.threshold,
-        hamming: args.hamming.unwrap_or(3),
-        verification,
-        banding: args.bands.zip(args.rows),
-        weights,
+    let search = SearchSpec {
+        method: args.method.map(MethodArg::method),
+        threshold: Some(args.threshold),
+        hamming: args.hamming,
+        verify: args.verify.map(VerifyArg::verification),
+        bands: args.bands,
+        rows: args.rows,
         recall: args.recall,
+        lsh_weights,
+        keep: Some(args.keep.keep()),
+    };
+    let config = search.resolve().map_err(search_failure)?;
+    Ok(DedupConfig {
         spill_dir: if args.in_memory {
             None
         } else {
@@ -905,12 +902,13 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
             }
             Some(dir)
         },
-        keep: match args.keep {
-            KeepArg::First => Keep::First,
-            KeepArg::Longest => Keep::Longest,
-            KeepArg::Shortest => Keep::Shortest,
-        },
+        ..config
     })
+}
+
+/// A contradiction among the search options, with the option spelled as a flag.
+pub(crate) fn search_failure(e: SearchSpecError) -> Failure {
+    Failure::Usage(anyhow!("--{} {}", e.option.replace('_', "-"), e.message))
 }
 
 /// For tests of inputs that change between the passes: with `NEARDUP_TEST_PAUSE_BETWEEN_PASSES`

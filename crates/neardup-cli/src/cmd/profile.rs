@@ -166,7 +166,7 @@ impl Profile {
             let given = pipeline.given();
             if own_analysis && !given.is_empty() {
                 return Err(usage(format!(
-                    "--profile {} reproduces its own text analysis; pipeline options ({}) do not                      apply to it",
+                    "--profile {} reproduces its own text analysis; pipeline options ({}) do not apply to it",
                     profile_name(p),
                     given.join(", ")
                 )));

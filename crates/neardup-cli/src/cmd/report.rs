@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use clap::Args;
-use neardup::{Dedup, DedupConfig, DocSketch, Method, Scratch, Verification};
+use neardup::{Dedup, DocSketch, Scratch, SearchSpec, Verification};
 use neardup_web::report::{
     choose_members, cut_text, select_clusters, ClusterView, MemberView, Report, ReportLimits,
     MAX_CLUSTERS, MAX_MEMBERS, MAX_TEXT_CHARS,
@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::build_pipeline;
-use crate::cmd::dedup::{peak_memory, MethodArg, VerifyArg};
+use crate::cmd::dedup::{peak_memory, search_failure, MethodArg, VerifyArg};
 use crate::input::{expand_inputs, io_message, read_source, Record, Source, SourceDigest};
 use crate::output::{check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
@@ -257,7 +257,7 @@ pub struct ReportArgs {
     output: PathBuf,
 
     /// The run's threshold, marked on the histogram.
-    #[arg(long, default_value_t = 0.8, value_name = "T")]
+    #[arg(long, default_value_t = neardup::DEFAULT_THRESHOLD, value_name = "T")]
     threshold: f64,
 
     /// The run's candidate search (decides the default measure, as in `dedup`).
@@ -429,18 +429,16 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let limits = args.limits.limits();
     let pipeline = build_pipeline(&args.pipeline)?;
-    let method = match (args.method, args.hamming) {
-        (Some(MethodArg::Minhash), _) | (None, None) => Method::MinHash,
-        (Some(MethodArg::Simhash), _) | (None, Some(_)) => Method::SimHash,
-        (Some(MethodArg::Both), _) => Method::Both,
-    };
-    let config = DedupConfig {
-        method,
-        threshold: args.threshold,
-        hamming: args.hamming.unwrap_or(3),
-        verification: args.verify.map(VerifyArg::verification),
-        ..DedupConfig::default()
-    };
+    // The run's settings, read by the same rules as `dedup` reads them.
+    let config = SearchSpec {
+        method: args.method.map(MethodArg::method),
+        threshold: Some(args.threshold),
+        hamming: args.hamming,
+        verify: args.verify.map(VerifyArg::verification),
+        ..SearchSpec::default()
+    }
+    .resolve()
+    .map_err(search_failure)?;
     let dedup = Dedup::new(&pipeline, config).map_err(|e| Failure::Usage(e.into()))?;
 
     let mut input = args.input.clone();

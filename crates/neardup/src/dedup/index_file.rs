@@ -80,6 +80,20 @@ pub struct IndexManifest {
 }
 
 impl IndexManifest {
+    /// The search settings the index was made with, to reopen it with (a live index, or a run
+    /// against it).
+    pub fn search_spec(&self) -> crate::SearchSpec {
+        crate::SearchSpec {
+            method: Some(self.method),
+            threshold: self.threshold,
+            hamming: self.method.uses_simhash().then_some(self.hamming).flatten(),
+            verify: Some(self.verification),
+            bands: self.banding.map(|(b, _)| b),
+            rows: self.banding.map(|(_, r)| r),
+            ..crate::SearchSpec::default()
+        }
+    }
+
     /// The docs file this manifest names.
     fn docs_file(&self) -> &str {
         self.docs.as_deref().unwrap_or(V2_DOCS)
