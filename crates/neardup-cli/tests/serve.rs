@@ -1514,3 +1514,100 @@ fn cross_origin_requests_and_foreign_hosts_are_refused() {
     );
     assert_eq!(r.status, 201, "{}", r.body);
 }
+
+/// Regression (issue 22): nothing bounded concurrent heavy requests (24 concurrent compares of
+/// 8 MB texts: 5 GB) nor metadata (a search of 1,000 hits with large metadata: 8.8 GB, a 3 GB
+/// answer). Heavy routes take turns (503 with Retry-After when the queue is full), metadata is
+/// bounded per document (413 naming it), and every new option has a bound.
+#[test]
+fn heavy_requests_take_turns_and_metadata_is_bounded() {
+    let dir = tempdir("heavy");
+    let s = Arc::new(Server::start(
+        &dir,
+        &["--max-concurrent", "1", "--max-queued", "1", "--max-metadata-bytes", "1000"],
+    ));
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    // Metadata over the bound, in a batch and in a check, is refused naming the document.
+    let big = json!({"note": "m".repeat(1000)});
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/docs",
+        json!({"docs": [{"id": "ok", "text": "a b"}, {"id": "fat", "text": "c d", "metadata": big}]}),
+    );
+    assert_eq!((st, error_code(&v)), (413, "metadata_too_large"), "{v}");
+    let m = v["error"]["message"].as_str().expect("m");
+    assert!(m.contains("docs[1]") && m.contains("fat") && m.contains("1000"), "{m}");
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"id": "fat", "text": "c d", "metadata": big}),
+    );
+    assert_eq!((st, error_code(&v)), (413, "metadata_too_large"), "{v}");
+    assert_eq!(s.call("GET", "/v1/collections/c", None).1["documents"], 0);
+    let small = json!({"note": "m".repeat(900)});
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/docs",
+        json!({"docs": [{"id": "ok", "text": "a b", "metadata": small}]}),
+    );
+    assert_eq!(st, 200, "{v}");
+
+    // Eight compares at once with one turn and one place in the queue: some wait, the rest are
+    // told to come back, none fails otherwise.
+    let text: String = (0..200_000).map(|i| format!("w{} ", i % 5000)).collect();
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let answers: Vec<(u16, Value, Option<String>)> = (0..8)
+        .map(|_| {
+            let (s, text, barrier) = (s.clone(), text.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let body = json!({"a": text, "b": format!("{text} more")}).to_string();
+                barrier.wait();
+                let r = ureq::post(&format!("{}/v1/compare", s.base))
+                    .set("Content-Type", "application/json")
+                    .timeout(Duration::from_secs(120))
+                    .send_string(&body);
+                match r {
+                    Ok(r) => (r.status(), Value::Null, None),
+                    Err(ureq::Error::Status(code, r)) => {
+                        let retry = r.header("Retry-After").map(str::to_string);
+                        (code, r.into_json().expect("json"), retry)
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().expect("client"))
+        .collect();
+    let busy: Vec<&(u16, Value, Option<String>)> = answers.iter().filter(|a| a.0 == 503).collect();
+    assert!(answers.iter().all(|a| a.0 == 200 || a.0 == 503), "{answers:?}");
+    assert!(!busy.is_empty() && busy.len() <= 6, "{answers:?}");
+    for (_, v, retry) in busy {
+        assert_eq!(error_code(v), "busy");
+        assert!(retry.as_deref().and_then(|r| r.parse::<u64>().ok()).is_some(), "{retry:?}");
+    }
+    let s = Arc::into_inner(s).expect("one owner");
+    drop(s);
+
+    // Each new option has a bound, and the largest search answer (top_k x metadata) has one.
+    for flags in [
+        &["--max-metadata-bytes", "0"][..],
+        &["--max-metadata-bytes", "16777217"],
+        &["--max-concurrent", "0"],
+        &["--max-concurrent", "1025"],
+        &["--max-queued", "65537"],
+        &["--max-top-k", "100000", "--max-metadata-bytes", "1048576"],
+    ] {
+        let out = bin()
+            .args(["serve", "--data-dir"])
+            .arg(&dir)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(flags)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(flags[0]), "{flags:?}: {stderr}");
+    }
+}

@@ -34,11 +34,13 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    /// Seconds for a `Retry-After` header (503 busy).
+    retry_after: Option<u32>,
 }
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into() }
+        ApiError { status, code, message: message.into(), retry_after: None }
     }
     fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, code, message)
@@ -65,8 +67,78 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message}});
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
+}
+
+/// A turn of a heavy request (search, check, insert, compare); given back when dropped. It
+/// moves into the blocking work it guards, so a client that goes away does not free the turn
+/// while its work still runs.
+type Turn = tokio::sync::OwnedSemaphorePermit;
+
+/// Takes a turn for a heavy request: at once if one of the `max_concurrent` is free, else after
+/// waiting in a queue of at most `max_queued` for at most [`crate::HEAVY_WAIT`]; past either,
+/// 503 `busy` with `Retry-After`. Called once the request is read and checked, so a refused
+/// request never waits, and a slow client cannot hold a turn by sending its body slowly.
+async fn turn(state: &AppState) -> Result<Turn, ApiError> {
+    use std::sync::atomic::AtomicUsize;
+    use tokio::sync::TryAcquireError;
+    let busy = |why: String| ApiError {
+        retry_after: Some(1),
+        ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", format!("{why}; retry later"))
+    };
+    match state.turns.clone().try_acquire_owned() {
+        Ok(turn) => return Ok(turn),
+        Err(TryAcquireError::Closed) => return Err(ApiError::internal("the turns are closed")),
+        Err(TryAcquireError::NoPermits) => {}
+    }
+    /// Counts a waiting request for as long as it waits (a cancelled wait included).
+    struct Waiting<'a>(&'a AtomicUsize);
+    impl Drop for Waiting<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let ahead = state.waiting.fetch_add(1, Ordering::SeqCst);
+    let _waiting = Waiting(&state.waiting);
+    let limits = &state.limits;
+    if ahead >= limits.max_queued {
+        return Err(busy(format!(
+            "all {} turns for search, check, insert and compare are taken and {ahead} requests \
+             wait (--max-concurrent, --max-queued)",
+            limits.max_concurrent
+        )));
+    }
+    match tokio::time::timeout(crate::HEAVY_WAIT, state.turns.clone().acquire_owned()).await {
+        Ok(Ok(turn)) => Ok(turn),
+        Ok(Err(_)) => Err(ApiError::internal("the turns are closed")),
+        Err(_) => Err(busy(format!(
+            "no turn for search, check, insert or compare came in {} s (--max-concurrent {})",
+            crate::HEAVY_WAIT.as_secs(),
+            limits.max_concurrent
+        ))),
+    }
+}
+
+/// Refuses metadata over `--max-metadata-bytes` (measured as the JSON it is stored as): with
+/// `--max-top-k` it bounds what one search answer carries.
+fn check_metadata(metadata: &Value, limit: usize, what: &str, id: &str) -> Result<(), ApiError> {
+    let size = serde_json::to_vec(metadata).map_err(ApiError::internal)?.len();
+    if size > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "metadata_too_large",
+            format!(
+                "{what} (id {id:?}): metadata of {size} bytes as JSON, the limit is {limit} \
+                 (--max-metadata-bytes)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 type ApiResult = Result<Response, ApiError>;
@@ -592,28 +664,32 @@ async fn insert_docs(
             ));
         }
         let body = Body::from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
+        check_metadata(&d.metadata, limits.max_metadata_bytes, &what, &id)?;
         docs.push((id, body, d.metadata));
     }
+    let turn = turn(&state).await?;
     // Sketch outside every lock.
     let c2 = c.clone();
-    let records: Vec<(String, Record)> = blocking(move || {
+    let (records, turn): (Vec<(String, Record)>, Turn) = blocking(move || {
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
         let store_text = c2.info.store_text;
         // Sketch the batch on every core (rayon), in order.
-        Ok(docs
+        let records = docs
             .into_par_iter()
             .map_init(Scratch::default, |scratch, (id, body, metadata)| {
                 let sketch = live.engine().sketch(body.document(), body.len(), scratch);
                 let text = store_text.then(|| body.text());
                 (id, Record { sketch, metadata, text })
             })
-            .collect())
+            .collect();
+        Ok((records, turn))
     })
     .await?;
     let _writer = c.writer.lock().await;
     check_writable(&c)?;
     let (st, c2) = (state.clone(), c.clone());
     let (inserted, updated) = blocking(move || {
+        let _turn = turn;
         let name = c2.info.name.as_str();
         let updated = st.with_db(|db| {
             let err = |e: redb::Error| store_err(&st, name, e);
@@ -773,8 +849,10 @@ async fn search(
     check_threshold(req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
+    let turn = turn(&state).await?;
     let st = state.clone();
     blocking(move || {
+        let _turn = turn;
         let name = c.info.name.as_str();
         st.with_db(|db| {
             let err = |e: redb::Error| store_err(&st, name, e);
@@ -853,8 +931,13 @@ async fn check(
     let id = doc_id(&req.id, "id")?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
+    check_metadata(&req.metadata, state.limits.max_metadata_bytes, "document", &id)?;
+    // The turn covers the sketch only: waiting for the group commit is cheap, and holding it
+    // there would shrink the groups that share one durable commit.
+    let turn = turn(&state).await?;
     let c2 = c.clone();
     let (sketch, text) = blocking(move || {
+        let _turn = turn;
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
         let sketch = live.engine().sketch(body.document(), body.len(), &mut Scratch::default());
         Ok((sketch, c2.info.store_text.then(|| body.text())))
@@ -990,7 +1073,9 @@ async fn compare(State(state): State<Shared>, body: Result<Bytes, BytesRejection
         }
     }
     let spec = resolve_spec(req.preset, req.spec)?;
+    let turn = turn(&state).await?;
     blocking(move || {
+        let _turn = turn;
         let pipeline =
             Pipeline::new(spec).map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
         let c = neardup::compare(&pipeline, Document::Text(&req.a), Document::Text(&req.b))

@@ -49,7 +49,19 @@ pub struct Limits {
     /// Memory the store may use to cache its pages, in bytes (redb's cache; the operating
     /// system's page cache comes on top and is not counted in the server's resident memory).
     pub store_cache_bytes: usize,
+    /// Largest metadata of one document, in bytes of JSON. With `max_top_k` it bounds a search
+    /// answer: at most `max_top_k` hits of at most this much metadata each.
+    pub max_metadata_bytes: usize,
+    /// Heavy requests (search, check, insert, compare) that run at once: each may hold hundreds
+    /// of times its text's size while it works (an 8 MB Chinese text compared: about 200 MB).
+    pub max_concurrent: usize,
+    /// Heavy requests that may wait for a turn (for at most [`HEAVY_WAIT`]); one more is
+    /// answered 503 with `Retry-After` at once.
+    pub max_queued: usize,
 }
+
+/// How long a heavy request waits for a turn before it is answered 503 with `Retry-After`.
+pub const HEAVY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Default for Limits {
     fn default() -> Self {
@@ -60,7 +72,45 @@ impl Default for Limits {
             max_top_k: 1_000,
             max_uri_bytes: 8 << 10,
             store_cache_bytes: 64 << 20,
+            max_metadata_bytes: 64 << 10,
+            max_concurrent: std::thread::available_parallelism().map_or(2, usize::from),
+            max_queued: 64,
         }
+    }
+}
+
+impl Limits {
+    /// Checks every limit against its bound ([`bounds`]), and that a search answer (`max_top_k`
+    /// hits of `max_metadata_bytes` each) stays within [`bounds::MAX_SEARCH_ANSWER_BYTES`];
+    /// the message names the options as `neardup serve` spells them.
+    pub fn validate(&self) -> Result<(), String> {
+        use bounds::*;
+        for (name, value, max) in [
+            ("--max-body-bytes", self.max_body_bytes, MAX_BODY_BYTES),
+            ("--max-doc-bytes", self.max_doc_bytes, MAX_DOC_BYTES),
+            ("--max-batch-docs", self.max_batch_docs, MAX_BATCH_DOCS),
+            ("--max-top-k", self.max_top_k, MAX_TOP_K),
+            ("--max-metadata-bytes", self.max_metadata_bytes, MAX_METADATA_BYTES),
+            ("--max-concurrent", self.max_concurrent, MAX_CONCURRENT),
+            ("--max-queued", self.max_queued, MAX_QUEUED),
+            ("--store-cache-mb", self.store_cache_bytes >> 20, MAX_STORE_CACHE_MB),
+        ] {
+            if !(1..=max).contains(&value) {
+                return Err(format!("{name} {value}: must be between 1 and {max}"));
+            }
+        }
+        let answer = self.max_top_k.saturating_mul(self.max_metadata_bytes);
+        if answer > MAX_SEARCH_ANSWER_BYTES {
+            return Err(format!(
+                "--max-top-k {} with --max-metadata-bytes {} lets one search answer carry {:.1} \
+                 GiB of metadata; keep their product at most {} (1 GiB)",
+                self.max_top_k,
+                self.max_metadata_bytes,
+                answer as f64 / f64::from(1u32 << 30),
+                MAX_SEARCH_ANSWER_BYTES
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -74,6 +124,15 @@ pub mod bounds {
     pub const MAX_BATCH_DOCS: usize = 1_000_000;
     /// The largest `--max-top-k`.
     pub const MAX_TOP_K: usize = 100_000;
+    /// The largest `--max-metadata-bytes`: 16 MiB.
+    pub const MAX_METADATA_BYTES: usize = 16 << 20;
+    /// The largest `--max-concurrent`.
+    pub const MAX_CONCURRENT: usize = 1024;
+    /// The largest `--max-queued`.
+    pub const MAX_QUEUED: usize = 65_536;
+    /// The largest search answer the limits may allow: `--max-top-k` hits of
+    /// `--max-metadata-bytes` each, 1 GiB.
+    pub const MAX_SEARCH_ANSWER_BYTES: usize = 1 << 30;
     /// The largest `--store-cache-mb`: 64 GiB.
     pub const MAX_STORE_CACHE_MB: usize = 64 << 10;
 }
@@ -107,12 +166,14 @@ pub enum OpenError {
         /// The store's version.
         found: u32,
     },
+    /// A limit is over its bound (see [`Limits::validate`]).
+    Limits(String),
 }
 
 impl fmt::Display for OpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OpenError::Store(m) => write!(f, "{m}"),
+            OpenError::Store(m) | OpenError::Limits(m) => write!(f, "{m}"),
             OpenError::Damaged { path, message } => write!(
                 f,
                 "{}: the store is damaged: {message}; restore it from a backup, or move it away \
@@ -193,6 +254,9 @@ pub struct State {
     damage: Mutex<Damage>,
     /// The address [`serve`] listens on: on loopback, requests must name it in `Host`.
     listening: OnceLock<std::net::SocketAddr>,
+    /// Turns for heavy requests (`limits.max_concurrent`), and how many wait for one.
+    turns: Arc<tokio::sync::Semaphore>,
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 /// Damaged records seen: how many, and the first few, for `/v1/health`.
@@ -225,6 +289,7 @@ impl Damage {
 /// Opens (or creates) the store in `config.data_dir` and rebuilds every collection's index,
 /// logging progress on stderr.
 pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
+    config.limits.validate().map_err(OpenError::Limits)?;
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| OpenError::Store(format!("{}: {e}", config.data_dir.display())))?;
     let path = config.data_dir.join("neardup.redb");
@@ -242,6 +307,8 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         unhealthy: Mutex::new(None),
         damage: Mutex::new(damage),
         listening: OnceLock::new(),
+        turns: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrent)),
+        waiting: std::sync::atomic::AtomicUsize::new(0),
     }))
 }
 

@@ -37,15 +37,24 @@ fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
             "an Origin other than the server's own, or (on loopback) a Host that is not \
                  localhost, 127.0.0.1 or [::1] with the server's port",
         ),
-        ("413", "body, document or batch over the limit"),
+        ("413", "body, document, metadata (--max-metadata-bytes) or batch over the limit"),
         ("414", "URI too long"),
-        ("503", "the store had an I/O error and is being reopened"),
+        (
+            "503",
+            "the store had an I/O error and is being reopened (storage_unavailable), or, for \
+             search, check, insert and compare, every turn is taken and the queue is full or \
+             the wait was over 10 s (busy, with Retry-After)",
+        ),
     ]
     .iter()
     .chain(extra)
     {
         responses.insert(code.to_string(), error_response(description));
     }
+    responses["503"]["headers"] = json!({"Retry-After": {
+        "description": "seconds to wait before retrying (busy)",
+        "schema": {"type": "integer"}
+    }});
     json!({"summary": summary, "responses": responses})
 }
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use clap::Args;
 use neardup_server::bounds::{
-    MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_DOC_BYTES, MAX_STORE_CACHE_MB, MAX_TOP_K,
+    MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_CONCURRENT, MAX_DOC_BYTES, MAX_METADATA_BYTES, MAX_QUEUED,
+    MAX_STORE_CACHE_MB, MAX_TOP_K,
 };
 use neardup_server::{is_loopback, Config, Limits};
 
@@ -86,6 +87,22 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1_000, value_name = "N",
           value_parser = bounded::<MAX_TOP_K>)]
     max_top_k: usize,
+
+    /// Largest metadata of a document, in bytes of JSON (at most 16 MiB); larger is refused
+    /// (413). With --max-top-k it bounds a search answer: their product may be at most 1 GiB.
+    #[arg(long, default_value_t = 64 << 10, value_name = "BYTES",
+          value_parser = bounded::<MAX_METADATA_BYTES>)]
+    max_metadata_bytes: usize,
+
+    /// Search, check, insert and compare requests that run at once (default: one per worker
+    /// thread; at most 1024). Each may hold hundreds of times its text's size while it works.
+    #[arg(long, value_name = "N", value_parser = bounded::<MAX_CONCURRENT>)]
+    max_concurrent: Option<usize>,
+
+    /// Such requests that may wait for a turn, each for at most 10 s (at most 65,536); past
+    /// either, they are answered 503 with Retry-After.
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = bounded::<MAX_QUEUED>)]
+    max_queued: usize,
 
     /// Memory for the store's own page cache, in MiB (at most 65,536). The index lives in
     /// memory; the store is read for hits' metadata, stored texts and at start, and the
@@ -178,9 +195,16 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             max_batch_docs: args.max_batch_docs,
             max_top_k: args.max_top_k,
             store_cache_bytes: args.store_cache_mb << 20,
+            max_metadata_bytes: args.max_metadata_bytes,
+            max_concurrent: args.max_concurrent.unwrap_or_else(|| match args.threads {
+                Some(n) => usize::from(n),
+                None => std::thread::available_parallelism().map_or(2, usize::from),
+            }),
+            max_queued: args.max_queued,
             ..Limits::default()
         },
     };
+    config.limits.validate().map_err(usage)?;
     limit_malloc_arenas();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
