@@ -1611,3 +1611,61 @@ fn heavy_requests_take_turns_and_metadata_is_bounded() {
         assert!(stderr.contains(flags[0]), "{flags:?}: {stderr}");
     }
 }
+
+/// Regression (issue 22): errors raised below the router (a bad request line, conflicting
+/// Content-Length, a NUL in a header, a 100 KB URI, too many headers) came back with an empty
+/// body. Every one is now JSON with its status, on a fresh connection or after a good request.
+#[test]
+fn errors_below_the_router_are_json() {
+    let dir = tempdir("below-router");
+    let s = Server::start(&dir, &[]);
+    let host = authority(&s);
+    let many_headers: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let cases: Vec<(&str, Vec<u8>, u16)> = vec![
+        ("bad request line", b"GARBAGE\r\n\r\n".to_vec(), 400),
+        ("bad method", format!("G(T / HTTP/1.1\r\nHost: {host}\r\n\r\n").into_bytes(), 400),
+        ("bad version", format!("GET / HTTP/9.9\r\nHost: {host}\r\n\r\n").into_bytes(), 400),
+        (
+            "conflicting Content-Length",
+            format!("POST /v1/compare HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n{{}}").into_bytes(),
+            400,
+        ),
+        (
+            "Content-Length not a number",
+            format!("POST /v1/compare HTTP/1.1\r\nHost: {host}\r\nContent-Length: five\r\n\r\n").into_bytes(),
+            400,
+        ),
+        ("NUL in a header", format!("GET /v1/health HTTP/1.1\r\nHost: {host}\r\nX-A: a\0b\r\n\r\n").into_bytes(), 400),
+        ("bad header name", format!("GET /v1/health HTTP/1.1\r\nHost: {host}\r\nX A: b\r\n\r\n").into_bytes(), 400),
+        ("100 KB URI", format!("GET /{} HTTP/1.1\r\nHost: {host}\r\n\r\n", "u".repeat(100_000)).into_bytes(), 414),
+        ("150 headers", format!("GET /v1/health HTTP/1.1\r\nHost: {host}\r\n{many_headers}\r\n").into_bytes(), 431),
+        ("a 600 KB header", format!("GET /v1/health HTTP/1.1\r\nHost: {host}\r\nX-Big: {}\r\n\r\n", "b".repeat(600_000)).into_bytes(), 431),
+    ];
+    for (what, request, status) in &cases {
+        let r = raw(&s, request);
+        assert_eq!(r.status, *status, "{what}: {}", r.body);
+        assert_eq!(r.header("content-type"), Some("application/json"), "{what}");
+        let v = r.json();
+        let message = v["error"]["message"].as_str().unwrap_or_else(|| panic!("{what}: {v}"));
+        assert!(!message.is_empty() && message.len() < 500, "{what}: {message}");
+        // The same error after a good request on a kept-alive connection.
+        let mut conn = Raw::connect(&s);
+        conn.send(format!("GET /v1/health HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes());
+        assert_eq!(conn.response().status, 200);
+        let r = conn.send(request).response();
+        assert_eq!((r.status, r.json()["error"]["code"].is_string()), (*status, true), "{what}");
+    }
+    // The message says what is wrong.
+    let message = |i: usize| {
+        raw(&s, &cases[i].1).json()["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .expect("message")
+    };
+    assert!(message(3).contains("Content-Length"), "{}", message(3));
+    assert!(message(5).contains("header"), "{}", message(5));
+    assert!(message(7).contains("URI"), "{}", message(7));
+    assert!(message(8).contains("header"), "{}", message(8));
+    // The server still answers.
+    assert_eq!(s.call("GET", "/v1/health", None).0, 200);
+}

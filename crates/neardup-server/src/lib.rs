@@ -15,6 +15,7 @@
 //! collection until it succeeds.
 
 mod api;
+mod conn;
 mod openapi;
 mod store;
 
@@ -325,6 +326,8 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     // Set once: a second `serve` of the same state keeps the first address.
     let _ = state.listening.set(addr);
+    // Its connections answer hyper's own refusals (malformed heads) in JSON too.
+    let listener = conn::Listener::new(listener, state.limits.max_uri_bytes);
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
 }
 

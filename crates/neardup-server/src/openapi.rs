@@ -30,7 +30,12 @@ fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
     let mut responses = serde_json::Map::new();
     responses.insert(ok.0.to_string(), ok.1);
     for (code, description) in [
-        ("400", "malformed JSON, wrong types, invalid UTF-8, invalid name or option"),
+        (
+            "400",
+            "malformed JSON, wrong types, invalid UTF-8, invalid name or option, or a request \
+             head that cannot be parsed (bad_request: request line, a control byte in a header, \
+             conflicting Content-Length)",
+        ),
         ("401", "missing or wrong bearer token"),
         (
             "403",
@@ -39,6 +44,7 @@ fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
         ),
         ("413", "body, document, metadata (--max-metadata-bytes) or batch over the limit"),
         ("414", "URI too long"),
+        ("431", "over 100 header fields, or a request head over 400 KiB"),
         (
             "503",
             "the store had an I/O error and is being reopened (storage_unavailable), or, for \
