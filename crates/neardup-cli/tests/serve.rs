@@ -1669,3 +1669,28 @@ fn errors_below_the_router_are_json() {
     // The server still answers.
     assert_eq!(s.call("GET", "/v1/health", None).0, 200);
 }
+
+/// Regression (issue 22): a 409 on creating a collection again with other settings did not say
+/// which setting differed; it now names each, with the stored and the requested value.
+#[test]
+fn a_conflicting_create_names_each_differing_setting() {
+    let dir = tempdir("conflict");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"threshold": 0.8})).0, 201);
+    let (st, v) = s.json("PUT", "/v1/collections/c", json!({"threshold": 0.5, "store_text": true}));
+    assert_eq!((st, error_code(&v)), (409, "collection_exists"), "{v}");
+    let m = v["error"]["message"].as_str().expect("m");
+    assert!(m.contains("threshold: stored 0.8, requested 0.5"), "{m}");
+    assert!(m.contains("store_text: stored false, requested true"), "{m}");
+    assert!(!m.contains("method") && !m.contains("incarnation"), "only what differs: {m}");
+    let (st, v) = s.json(
+        "PUT",
+        "/v1/collections/c",
+        json!({"spec": {"minhash": {"num_perm": 64}}, "method": "both"}),
+    );
+    assert_eq!(st, 409, "{v}");
+    let m = v["error"]["message"].as_str().expect("m");
+    assert!(m.contains("spec.minhash.num_perm: stored 128, requested 64"), "{m}");
+    assert!(m.contains("method: stored \"minhash\", requested \"both\""), "{m}");
+    assert!(!m.contains("pipeline_id"), "{m}");
+}

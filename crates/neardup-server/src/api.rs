@@ -522,10 +522,22 @@ async fn create_collection(
         return if existing.info.same_settings(&info) {
             ok(StatusCode::OK, describe(&existing))
         } else {
+            // Name each setting that differs: a bare "other settings" left the client to
+            // compare the whole description by hand.
+            let differences = existing.info.differences(&info);
+            let shown = differences.iter().take(20).cloned().collect::<Vec<_>>().join("; ");
+            let more = match differences.len().saturating_sub(20) {
+                0 => String::new(),
+                n => format!("; and {n} more"),
+            };
             Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "collection_exists",
-                format!("collection {:?} exists with other settings", info.name),
+                format!(
+                    "collection {:?} exists with other settings: {shown}{more} (delete it to \
+                     create it anew, or ask for the stored settings)",
+                    info.name
+                ),
             ))
         };
     }

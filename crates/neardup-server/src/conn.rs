@@ -407,8 +407,8 @@ fn bad_head_detail(read: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    const HYPER_400: &[u8] =
-        b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\ndate: Tue, 24 Nov 2026 00:00:00 GMT\r\n\r\n";
+    const HYPER_400: &[u8] = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\
+        date: Tue, 24 Nov 2026 00:00:00 GMT\r\n\r\n";
 
     #[test]
     fn hyper_refusals_are_found_at_the_end_of_a_write_only() {
@@ -421,10 +421,13 @@ mod tests {
         assert_eq!(hyper_refusal(&both).map(|r| r.at), Some(both.len() - HYPER_400.len()));
         // Our own answers: a Content-Type, a body, another status, a HEAD answer.
         for ours in [
-            &b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n"[..],
+            &b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
+               content-length: 0\r\n\r\n"[..],
             b"HTTP/1.1 400 Bad Request\r\ncontent-length: 2\r\n\r\n{}",
             b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
-            b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: 95\r\n\r\n",
+            // A HEAD answer: a head alone, with the length its body would have.
+            b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
+              content-length: 95\r\n\r\n",
         ] {
             assert_eq!(hyper_refusal(ours), None, "{}", String::from_utf8_lossy(ours));
         }

@@ -173,7 +173,11 @@ pub fn document(limits: &Limits) -> Value {
                 op(
                     "Create a collection (idempotent with the same settings)",
                     ("201", ok_response("created", object.clone())),
-                    &[("200", "it exists with the same settings"), ("409", "it exists with other settings")],
+                    &[
+                        ("200", "it exists with the same settings"),
+                        ("409", "it exists with other settings: the message names each that \
+                                 differs, with the stored and the requested value"),
+                    ],
                 ),
                 "requestBody",
                 body(create),
@@ -219,7 +223,8 @@ pub fn document(limits: &Limits) -> Value {
         json!({
             "parameters": [name],
             "post": with(op("Near-duplicate of anything stored? If not, insert it (atomic)",
-                            ("200", ok_response("duplicate, matches, inserted, replaced", check_answer)),
+                            ("200", ok_response("duplicate, matches, inserted, replaced",
+                                                check_answer)),
                             &collection_errors), "requestBody", body(check)),
         }),
     );

@@ -57,6 +57,27 @@ pub struct CollectionInfo {
 }
 
 impl CollectionInfo {
+    /// The settings in which `requested` differs from `self`, each as `path: stored X,
+    /// requested Y` (`spec.minhash.num_perm: stored 128, requested 64`), in a stable order. The
+    /// pipeline id, which follows from the spec, is named only when nothing else differs.
+    pub fn differences(&self, requested: &CollectionInfo) -> Vec<String> {
+        let settings = |i: &CollectionInfo| {
+            let mut v = serde_json::to_value(i).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("incarnation");
+                o.remove("name");
+            }
+            v
+        };
+        let (stored, requested) = (settings(self), settings(requested));
+        let mut out = Vec::new();
+        diff("", &stored, &requested, &mut out);
+        if out.len() > 1 {
+            out.retain(|d| !d.starts_with("pipeline_id:"));
+        }
+        out
+    }
+
     /// True when `other` asks for the same collection (everything but the incarnation).
     pub fn same_settings(&self, other: &CollectionInfo) -> bool {
         let strip = |i: &CollectionInfo| {
@@ -67,6 +88,32 @@ impl CollectionInfo {
             v
         };
         strip(self) == strip(other)
+    }
+}
+
+/// Appends to `out` every leaf where `a` and `b` differ, by its dotted path under `at`.
+fn diff(at: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                let path = if at.is_empty() { key.clone() } else { format!("{at}.{key}") };
+                let null = Value::Null;
+                diff(&path, x.get(key).unwrap_or(&null), y.get(key).unwrap_or(&null), out);
+            }
+        }
+        (a, b) if a != b => out.push(format!("{at}: stored {}, requested {}", short(a), short(b))),
+        _ => {}
+    }
+}
+
+/// A setting's value for a message: its JSON, cut at 80 characters (a spec may hold lists).
+fn short(v: &serde_json::Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(80) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
     }
 }
 
