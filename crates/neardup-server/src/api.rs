@@ -456,33 +456,19 @@ fn resolve_spec(preset: Option<String>, spec: Option<Value>) -> Result<PipelineS
     Ok(spec)
 }
 
-/// The method of a new collection, refusing settings that do not apply to it, with the rules
-/// and the words of `neardup dedup` (its `dedup_config`): `hamming` alone means simhash, as
-/// `--hamming` alone does; `hamming` with minhash and `recall` with simhash are refused, never
-/// stored and ignored.
-fn create_method(req: &CreateRequest) -> Result<Method, ApiError> {
-    let method = match (req.method, req.hamming) {
-        (Some(Method::MinHash), Some(_)) => {
-            return Err(ApiError::bad(
-                "invalid_field",
-                "hamming applies to simhash candidates, not method minhash (use method both)",
-            ))
-        }
-        (Some(method), _) => method,
-        (None, Some(_)) => Method::SimHash,
-        (None, None) => Method::MinHash,
+/// The search settings of a new collection, by the rules every surface shares
+/// ([`neardup::SearchSpec::resolve`], as `neardup dedup` and Python): `hamming` alone means
+/// simhash; `hamming` with minhash and `recall` with simhash are refused naming them, never
+/// stored and ignored; the defaults (threshold 0.8, Hamming 3) come from there too.
+fn search_settings(req: &CreateRequest) -> Result<neardup::DedupConfig, ApiError> {
+    let spec = neardup::SearchSpec {
+        method: req.method,
+        threshold: req.threshold,
+        hamming: req.hamming,
+        recall: req.recall,
+        ..neardup::SearchSpec::default()
     };
-    if method == Method::SimHash && req.recall.is_some() {
-        let implied = if req.method.is_none() { " (hamming alone means simhash)" } else { "" };
-        return Err(ApiError::bad(
-            "invalid_field",
-            format!(
-                "recall chooses MinHash LSH bands; simhash candidates come from permuted tables \
-                 (use method minhash or both){implied}"
-            ),
-        ));
-    }
-    Ok(method)
+    spec.resolve().map_err(|e| ApiError::bad("invalid_field", e.to_string()))
 }
 
 async fn create_collection(
@@ -492,10 +478,10 @@ async fn create_collection(
 ) -> ApiResult {
     check_name(&name)?;
     let req: CreateRequest = parse(body)?;
-    let method = create_method(&req)?;
+    let settings = search_settings(&req)?;
     let spec = resolve_spec(req.preset, req.spec)?;
-    let (threshold, hamming, recall, store_text) =
-        (req.threshold.unwrap_or(0.8), req.hamming.unwrap_or(3), req.recall, req.store_text);
+    let (method, threshold, hamming, recall, store_text) =
+        (settings.method, settings.threshold, settings.hamming, settings.recall, req.store_text);
     // Building the pipeline and the engine validates everything (bounded by the spec's limits).
     let (info, engine) = blocking(move || {
         let pipeline = Pipeline::new(spec.clone())
