@@ -168,8 +168,12 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for JsonErrors<IO> {
                 this.answer = json_answer(&refusal, &this.read, this.max_uri_bytes);
                 this.written = 0;
                 this.forget_read();
-                // hyper's bytes count as written: ours go out in their place.
-                ready!(this.poll_answer(cx))?;
+                // hyper's bytes count as written: ours go out in their place, here as far as
+                // the socket takes them and the rest when hyper flushes (which it does next).
+                // Never `ready!` here: a retried write would build the answer again.
+                if let Poll::Ready(Err(e)) = this.poll_answer(cx) {
+                    return Poll::Ready(Err(e));
+                }
                 Poll::Ready(Ok(buf.len()))
             }
             None => {
@@ -431,6 +435,82 @@ mod tests {
         ] {
             assert_eq!(hyper_refusal(ours), None, "{}", String::from_utf8_lossy(ours));
         }
+    }
+
+    /// A socket that takes at most 7 bytes a write and is not ready every other time; reads
+    /// give the head `input`, then the end.
+    #[derive(Debug, Default)]
+    struct Trickle {
+        input: Vec<u8>,
+        out: Vec<u8>,
+        busy: bool,
+        shut: bool,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let input = std::mem::take(&mut self.input);
+            buf.put_slice(&input);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.busy = !self.busy;
+            if self.busy {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let n = buf.len().min(7);
+            self.out.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            self.shut = true;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Partial and refused writes, as hyper meets them on a busy socket: an earlier answer
+    /// goes out as it was, hyper's refusal is replaced by exactly one JSON answer.
+    #[tokio::test]
+    async fn a_refusal_is_replaced_once_through_partial_writes() {
+        use std::future::poll_fn;
+        let head = b"GET / HTTP/1.1\r\nX-A: a\0b\r\n\r\n".to_vec();
+        let mut conn = JsonErrors::new(Trickle { input: head.clone(), ..Trickle::default() }, 8192);
+        let mut scratch = [0u8; 64];
+        poll_fn(|cx| Pin::new(&mut conn).poll_read(cx, &mut ReadBuf::new(&mut scratch)))
+            .await
+            .expect("read");
+        let earlier = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+        let mut hyper_writes = earlier.to_vec();
+        hyper_writes.extend_from_slice(HYPER_400);
+        let mut written = 0;
+        while written < hyper_writes.len() {
+            let rest = &hyper_writes[written..];
+            written += poll_fn(|cx| Pin::new(&mut conn).poll_write(cx, rest)).await.expect("write");
+        }
+        poll_fn(|cx| Pin::new(&mut conn).poll_flush(cx)).await.expect("flush");
+        poll_fn(|cx| Pin::new(&mut conn).poll_shutdown(cx)).await.expect("shutdown");
+        let refusal = hyper_refusal(HYPER_400).expect("found");
+        // The end of an earlier answer in the same write is no new answer: the message is
+        // about the head read before it (hyper reads a pipelined head before it flushes).
+        let mut want = earlier.to_vec();
+        want.extend_from_slice(&json_answer(&refusal, &head, 8192));
+        assert_eq!(String::from_utf8_lossy(&conn.io.out), String::from_utf8_lossy(&want));
+        assert!(conn.io.shut);
     }
 
     #[test]
