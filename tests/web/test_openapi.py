@@ -19,6 +19,7 @@ def test_openapi_document_is_valid_and_complete(server):
             if method in ("post", "put"):
                 assert "requestBody" in op, (path, method)
     # The statuses it declares are the ones the routes give.
-    req = urllib.request.Request(server.base + "/v1/collections/c", data=b"{}", method="PUT")
+    req = urllib.request.Request(server.base + "/v1/collections/c", data=b"{}", method="PUT",
+                                 headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req) as r:
         assert r.status == 201

@@ -22,7 +22,8 @@ ZH_A, ZH_B = ((ROOT / "examples" / "data" / "zh" / f"news_{s}.txt").read_text(en
 
 def call(server: Server, method: str, path: str, body=None, token: str | None = None):
     req = urllib.request.Request(server.base + path, method=method,
-                                 data=None if body is None else json.dumps(body).encode())
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(req) as r:

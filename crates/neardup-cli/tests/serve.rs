@@ -1694,3 +1694,57 @@ fn a_conflicting_create_names_each_differing_setting() {
     assert!(m.contains("method: stored \"minhash\", requested \"both\""), "{m}");
     assert!(!m.contains("pipeline_id"), "{m}");
 }
+
+/// The server's commit failed at every write step (a file size limit swept over the store's
+/// growth, page by page), then the server killed and restarted: each batch is in the store
+/// whole or not at all, an acknowledged batch (200) always, and the documents before it are
+/// all there.
+#[test]
+fn a_commit_failed_at_any_write_step_keeps_batches_whole() {
+    let dir = tempdir("commit-sweep");
+    let doc = |i: usize, tag: &str| json!({"id": format!("{tag}{i}"), "text": format!("{} {}", doc_text(&format!("{tag}{i}")), "pad ".repeat(300))});
+    let mut s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"store_text": true})).0, 201);
+    let first: Vec<Value> = (0..20).map(|i| doc(i, "base")).collect();
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({ "docs": first })).0, 200);
+    let store = dir.join("neardup.redb");
+    let mut acknowledged = 20u64;
+    let mut outcomes = [0usize; 2];
+    for step in 0..24u64 {
+        let pid = rustix::process::Pid::from_raw(s.child.id() as i32).expect("pid");
+        let size = std::fs::metadata(&store).expect("store").len();
+        // From no room at all to a few pages more than the batch needs.
+        let limit = size + step * 4096;
+        rustix::process::prlimit(
+            Some(pid),
+            rustix::process::Resource::Fsize,
+            rustix::process::Rlimit { current: Some(limit), maximum: None },
+        )
+        .expect("prlimit");
+        let batch: Vec<Value> = (0..30).map(|i| doc(i, &format!("s{step}-"))).collect();
+        let (status, body) = s.json("POST", "/v1/collections/c/docs", json!({ "docs": batch }));
+        assert!(status == 200 || status == 503, "step {step}: {status} {body}");
+        outcomes[usize::from(status == 200)] += 1;
+        s.kill();
+        s = Server::start(&dir, &[]);
+        let (_, info) = s.call("GET", "/v1/collections/c", None);
+        let n = info["documents"].as_u64().expect("count");
+        let present = (0..30)
+            .filter(|i| {
+                s.call("GET", &format!("/v1/collections/c/docs/s{step}-{i}"), None).0 == 200
+            })
+            .count();
+        assert!(present == 0 || present == 30, "step {step}: {present} of a batch of 30");
+        if status == 200 {
+            assert_eq!(present, 30, "step {step}: an acknowledged batch is there");
+        }
+        acknowledged += present as u64;
+        assert_eq!(n, acknowledged, "step {step}: nothing before the batch was lost");
+        let (st, health) = s.call("GET", "/v1/health", None);
+        assert_eq!(st, 200, "step {step}: {health}");
+    }
+    assert!(
+        outcomes[0] > 0 && outcomes[1] > 0,
+        "the sweep failed some commits and not others: {outcomes:?}"
+    );
+}
