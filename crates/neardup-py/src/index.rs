@@ -172,14 +172,13 @@ impl PyIndex {
             let doc = Doc::from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             let (matches, duplicate, inserted) = self.write(py, |state| {
-                // The document itself (an upsert of the same id) is not its own duplicate.
-                let matches = state.search(&q, threshold, top_k, Some(id));
-                let duplicate = !matches.is_empty();
-                let inserted = !duplicate && insert;
-                if inserted {
+                // The library's check, as the service's group commit decides it.
+                let check = neardup::Check { id, sketch: &q, insert, threshold, top_k };
+                let answer = state.decide_checks(&[check]).remove(0);
+                if answer.inserted {
                     state.insert(id, q);
                 }
-                (matches, duplicate, inserted)
+                (answer.matches, answer.duplicate, answer.inserted)
             })?;
             let out = PyDict::new(py);
             out.set_item("duplicate", duplicate)?;

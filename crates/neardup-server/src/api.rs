@@ -971,40 +971,39 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
         Ok(l) => l,
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
     };
-    // Decisions, in queue order.
-    let mut answers: Vec<Value> = Vec::with_capacity(group.len());
-    let mut accepted: Vec<usize> = Vec::new();
-    {
+    // Decisions, in queue order, as one-at-a-time checks would make them (the library's rule).
+    let (mut answers, accepted): (Vec<Value>, Vec<usize>) = {
         let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
-        for (i, p) in group.iter().enumerate() {
-            // The document itself (an upsert of the same id) is not its own duplicate.
-            let mut matches = live.search(&p.sketch, p.threshold, p.top_k, Some(&p.id));
-            for &j in &accepted {
-                let earlier = &group[j];
-                if earlier.id == p.id || p.sketch.empty {
-                    continue;
-                }
-                if let Some(s) = live.engine().similarity(&p.sketch, &earlier.sketch, p.threshold) {
-                    // An earlier upsert of a stored id replaces the stored version.
-                    matches.retain(|(id, _)| *id != earlier.id);
-                    matches.push((earlier.id.clone(), s));
-                }
-            }
-            matches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            matches.truncate(p.top_k);
-            let duplicate = !matches.is_empty();
-            let inserted = !duplicate && p.insert;
-            if inserted {
-                accepted.push(i);
-            }
-            let matches: Vec<Value> =
-                matches.into_iter().map(|(id, s)| json!({"id": id, "similarity": s})).collect();
-            // `replaced` is settled by the commit, which sees whether the id was stored.
-            answers.push(json!({
-                "duplicate": duplicate, "matches": matches, "inserted": inserted, "replaced": false,
-            }));
-        }
-    }
+        let checks: Vec<neardup::Check<'_>> = group
+            .iter()
+            .map(|p| neardup::Check {
+                id: &p.id,
+                sketch: &p.sketch,
+                insert: p.insert,
+                threshold: p.threshold,
+                top_k: p.top_k,
+            })
+            .collect();
+        let decided = live.decide_checks(&checks);
+        let accepted = decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i);
+        let accepted = accepted.collect();
+        let answers = decided
+            .into_iter()
+            .map(|a| {
+                let matches: Vec<Value> = a
+                    .matches
+                    .into_iter()
+                    .map(|(id, s)| json!({"id": id, "similarity": s}))
+                    .collect();
+                // `replaced` is settled by the commit, which sees whether the id was stored.
+                json!({
+                    "duplicate": a.duplicate, "matches": matches, "inserted": a.inserted,
+                    "replaced": false,
+                })
+            })
+            .collect();
+        (answers, accepted)
+    };
     // One transaction, one durable commit for the whole group.
     if !accepted.is_empty() {
         let name = c.info.name.as_str();

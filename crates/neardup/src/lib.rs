@@ -39,7 +39,7 @@ pub use dedup::{
 pub use engine::{Engine, Hit};
 pub use error::BuildError;
 pub use idf::IdfBuilder;
-pub use named::NamedEngine;
+pub use named::{Check, CheckAnswer, NamedEngine};
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
 pub use search::{SearchSpec, SearchSpecError, DEFAULT_HAMMING, DEFAULT_THRESHOLD};
@@ -47,6 +47,20 @@ pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
     MAX_NGRAM, MAX_TOP_N, PRESETS,
 };
+
+/// A name that no other call gives, in this process or another: the clock, the process id and a
+/// counter, hashed to 16 hex digits. Saved indexes name their docs files with it, and the
+/// service its collections' incarnations.
+pub fn unique_name() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed =
+        format!("{nanos}/{}/{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+}
 
 // The README's Rust example is compiled and run as a doctest.
 #[cfg(doctest)]

@@ -93,6 +93,53 @@ impl NamedEngine {
             .collect()
     }
 
+    /// Decides `checks` in order as if each ran alone and, when accepted, were stored before the
+    /// next: each is searched against the stored documents and against the documents accepted
+    /// before it, through the same candidate search and verification (so a check answers the
+    /// same whether it is decided alone or in a group). Nothing is stored: the caller makes the
+    /// accepted ones durable, then [`NamedEngine::insert`]s them (the service's group commit),
+    /// or inserts them at once (the Python `Index`).
+    ///
+    /// A check never matches its own id (an upsert of a stored document is not its own
+    /// duplicate), and a document accepted earlier in the group replaces a stored one of the
+    /// same id.
+    pub fn decide_checks(&self, checks: &[Check<'_>]) -> Vec<CheckAnswer> {
+        // The group's accepted documents, in an engine of the same settings: searching it is
+        // searching them as if they were stored.
+        let mut group: Option<NamedEngine> = None;
+        let mut answers = Vec::with_capacity(checks.len());
+        for c in checks {
+            // The accepted ids replace stored ones: search deeper, so that dropping them still
+            // leaves top_k.
+            let shadowed = group.as_ref().map_or(0, NamedEngine::len);
+            let mut matches: Vec<(String, f64)> = self
+                .search(c.sketch, c.threshold, c.top_k.saturating_add(shadowed), Some(c.id))
+                .into_iter()
+                .filter(|(id, _)| !group.as_ref().is_some_and(|g| g.contains(id)))
+                .collect();
+            if let Some(g) = &group {
+                matches.extend(g.search(c.sketch, c.threshold, c.top_k, Some(c.id)));
+            }
+            matches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            matches.truncate(c.top_k);
+            let duplicate = !matches.is_empty();
+            let inserted = !duplicate && c.insert;
+            if inserted {
+                let g = group.get_or_insert_with(|| self.empty_like());
+                g.insert(c.id, c.sketch.clone());
+            }
+            answers.push(CheckAnswer { matches, duplicate, inserted });
+        }
+        answers
+    }
+
+    /// An empty index with this one's pipeline and settings.
+    fn empty_like(&self) -> NamedEngine {
+        let engine = Engine::new(self.engine.pipeline().clone(), self.engine.config().clone())
+            .expect("the settings of a built engine are valid");
+        NamedEngine::new(engine)
+    }
+
     /// The ids stored, in the order they were first stored.
     pub fn ids(&self) -> Vec<&str> {
         let mut keys: Vec<(&u64, &Arc<str>)> = self.id_of.iter().collect();
@@ -110,6 +157,32 @@ impl NamedEngine {
             .collect();
         self.engine.save(dir, |k| json[&k].as_str())
     }
+}
+
+/// One check: "is this a near-duplicate of a stored document? If not (and `insert`), store it".
+#[derive(Debug, Clone, Copy)]
+pub struct Check<'a> {
+    /// The document's id.
+    pub id: &'a str,
+    /// Its sketch.
+    pub sketch: &'a DocSketch,
+    /// Store it when it is not a duplicate.
+    pub insert: bool,
+    /// The threshold of this check (the configured one when `None`).
+    pub threshold: Option<f64>,
+    /// The most matches to return.
+    pub top_k: usize,
+}
+
+/// The answer to a [`Check`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckAnswer {
+    /// The similar documents, most similar first (ties by id).
+    pub matches: Vec<(String, f64)>,
+    /// True when some stored (or earlier accepted) document is similar.
+    pub duplicate: bool,
+    /// True when the document is to be stored.
+    pub inserted: bool,
 }
 
 #[cfg(test)]
@@ -136,5 +209,81 @@ mod tests {
         assert!(index.remove("a") && !index.remove("a") && !index.contains("a"));
         assert!(index.search(&a, None, 10, None).is_empty());
         assert_eq!(index.ids(), ["b"]);
+    }
+
+    /// Regression: the service's group commit compared a check with the documents accepted
+    /// earlier in its group without the candidate search, so with a banding that misses some
+    /// pairs a grouped check could find a duplicate that one-at-a-time checks do not.
+    #[test]
+    fn grouped_checks_answer_as_one_at_a_time_checks() {
+        // Four bands of 8 rows: a pair at Jaccard 0.8 collides about half the time, so the
+        // candidate search decides many answers, and a shortcut around it would show.
+        let config =
+            DedupConfig { threshold: 0.5, banding: Some((4, 8)), ..DedupConfig::default() };
+        // Words: two edits of forty words leave two variants at Jaccard about 0.8.
+        let spec =
+            PipelineSpec { features: neardup_text::FeatureKind::Words, ..PipelineSpec::default() };
+        let pipeline = Arc::new(Pipeline::new(spec).expect("valid"));
+        let fresh =
+            || NamedEngine::new(Engine::new(pipeline.clone(), config.clone()).expect("valid"));
+        // Letters only, so that each is one word to every segmenter.
+        let name = |n: usize| -> String {
+            let (a, b) = (n / 26, n % 26);
+            format!("w{}{}", char::from(b'a' + a as u8), char::from(b'a' + b as u8))
+        };
+        let base: Vec<String> = (0..40).map(name).collect();
+        let texts: Vec<String> = (0..30)
+            .map(|v| {
+                let mut w = base.clone();
+                for k in 0..2 {
+                    w[(v * 7 + k * 5) % 40] = format!("edit{}", name(v * 2 + k));
+                }
+                w.join(" ")
+            })
+            .collect();
+        let mut stored = fresh();
+        let mut scratch = Scratch::default();
+        let sketches: Vec<DocSketch> = texts
+            .iter()
+            .map(|t| stored.engine().sketch(Document::Text(t), t.len(), &mut scratch))
+            .collect();
+        // Some documents stored first, one with an id the group upserts.
+        for (i, s) in sketches.iter().enumerate().take(5) {
+            stored.insert(&format!("d{i}"), s.clone());
+        }
+        let ids: Vec<String> = (3..30).map(|i| format!("d{i}")).collect();
+        let checks: Vec<Check<'_>> = (3..30)
+            .map(|i| Check {
+                id: &ids[i - 3],
+                sketch: &sketches[i],
+                insert: true,
+                threshold: None,
+                top_k: 5,
+            })
+            .collect();
+        let grouped = stored.decide_checks(&checks);
+
+        let mut one_by_one = Vec::new();
+        for c in &checks {
+            let answer = stored.decide_checks(std::slice::from_ref(c)).remove(0);
+            if answer.inserted {
+                stored.insert(c.id, c.sketch.clone());
+            }
+            one_by_one.push(answer);
+        }
+        assert_eq!(grouped, one_by_one);
+        let accepted = grouped.iter().filter(|a| a.inserted).count();
+        assert!(accepted > 0 && accepted < checks.len(), "{accepted} accepted: a mixed group");
+        // And the candidate search mattered: some accepted document is similar enough to an
+        // earlier one, but was not its candidate.
+        let engine = stored.engine();
+        let missed = (0..checks.len()).any(|i| {
+            grouped[i].inserted
+                && (0..i).any(|j| {
+                    grouped[j].inserted
+                        && engine.similarity(checks[i].sketch, checks[j].sketch, None).is_some()
+                })
+        });
+        assert!(missed, "no pair left to the candidate search: the test would not see a shortcut");
     }
 }
