@@ -234,16 +234,9 @@ pub fn for_each_doc(
     Ok(())
 }
 
-/// A new random incarnation id: the clock, the process and a counter, hashed.
+/// A new incarnation id, never given before.
 pub fn new_incarnation() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let seed =
-        format!("{nanos}/{}/{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
+    neardup::unique_name()
 }
 
 /// Upgrades every document table of a format 2 store to format 3 (a checksum on each record)

@@ -317,7 +317,7 @@ pub(crate) fn prepare_index<'a, 'l, D: Borrow<DocSketch>>(
     // Under the lock no other save is writing here: temporary files are those of a save that
     // was killed (a signal cannot remove a file its process is still creating).
     remove_stale_temporaries(dir);
-    let docs_name = format!("docs-{}.bin", new_generation());
+    let docs_name = format!("docs-{}.bin", crate::unique_name());
     let docs_path = dir.join(&docs_name);
     let docs_tmp = write_temporary(&docs_path, |out| {
         let mut out = HashingWriter::new(out);
@@ -341,18 +341,6 @@ pub(crate) fn write_index<'a, D: Borrow<DocSketch>>(
     docs: impl Iterator<Item = Result<(&'a str, D), DedupError>>,
 ) -> Result<(), DedupError> {
     prepare_index(lock, manifest, docs)?.commit()
-}
-
-/// A fresh generation name for a docs file: the clock, the process and a counter, hashed.
-fn new_generation() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let seed =
-        format!("{nanos}/{}/{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(seed.as_bytes()))
 }
 
 /// Reads the index in `dir` record by record (never the whole file at once), calling `each`

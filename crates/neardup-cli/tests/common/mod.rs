@@ -1,0 +1,41 @@
+//! Helpers shared by the CLI's integration test binaries.
+
+use std::path::{Path, PathBuf};
+
+/// A scratch directory unique to one test, removed when the test ends (passing or not: a
+/// failing test unwinds through the drop).
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A new, empty [`TempDir`] named after the test binary, the process and `name`.
+pub fn tempdir(name: &str) -> TempDir {
+    let binary = env!("CARGO_CRATE_NAME");
+    let dir = std::env::temp_dir().join(format!("neardup-{binary}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    TempDir(dir)
+}
