@@ -178,7 +178,9 @@ pub struct DedupArgs {
     #[arg(long, value_name = "DIR")]
     against: Option<PathBuf>,
 
-    /// Save an index of every document (those of --against included) to this directory.
+    /// Save an index of every document (those of --against included) to this directory. It is
+    /// committed in one step after every other output: exit 0 means the new index, any other
+    /// exit the previous one, whole. Runs saving to one directory take turns (a lock file).
     #[arg(long, value_name = "DIR")]
     save_index: Option<PathBuf>,
 
