@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--peer-docs", type=int, default=50_000)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--server-args", default="", help="more options for neardup serve")
+    ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"),
+                    help="the neardup to serve (another build, to compare two in one run)")
     ap.add_argument("--clients", type=int, default=2, help="concurrent batch-insert clients")
     ap.add_argument("--collection", default="{}",
                     help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
@@ -122,7 +124,7 @@ def main():
     print(f"{len(lines)} documents, {sum(map(len, lines)) / 1e6:.0f} MB of JSONL; {os.cpu_count()} cores")
 
     data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
-    binary = ROOT / "target" / "release" / "neardup"
+    binary = Path(args.binary)
     server = subprocess.Popen([str(binary), "serve", "--data-dir", str(data_dir),
                                "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)]
                               + shlex.split(args.server_args),
