@@ -60,6 +60,22 @@ impl Engine {
         Ok(Engine { pipeline, config, plan, lsh, hamming, docs: FxHashMap::default() })
     }
 
+    /// An empty engine with this one's pipeline and resolved settings (its plan reused, not
+    /// resolved again: under `estimate` verification that is datasketch's band search).
+    pub fn empty_like(&self) -> Engine {
+        Engine {
+            pipeline: self.pipeline.clone(),
+            config: self.config.clone(),
+            plan: self.plan,
+            lsh: self.plan.banding.map(MinHashLsh::new),
+            hamming: self.hamming.as_ref().map(|h| {
+                HammingIndex::new(self.plan.bits, h.k())
+                    .expect("the settings of a built index are valid")
+            }),
+            docs: FxHashMap::default(),
+        }
+    }
+
     /// The pipeline.
     pub fn pipeline(&self) -> &Arc<Pipeline> {
         &self.pipeline

@@ -135,9 +135,7 @@ impl NamedEngine {
 
     /// An empty index with this one's pipeline and settings.
     fn empty_like(&self) -> NamedEngine {
-        let engine = Engine::new(self.engine.pipeline().clone(), self.engine.config().clone())
-            .expect("the settings of a built engine are valid");
-        NamedEngine::new(engine)
+        NamedEngine::new(self.engine.empty_like())
     }
 
     /// The ids stored, in the order they were first stored.

@@ -8,8 +8,7 @@
 //! itself is rendered by `neardup-web`.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -321,48 +320,30 @@ fn id_key(raw: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(raw.as_bytes())
 }
 
-/// A --clusters or --pairs file: a path, or standard input copied to a temporary file (each is
-/// read more than once).
+/// A --clusters or --pairs file: a path (compressed or not, as any input), or standard input
+/// copied to a temporary file, since each is read more than once.
 struct LineFile {
     option: &'static str,
-    path: PathBuf,
-    spooled: Option<std::sync::Arc<File>>,
+    source: Source,
 }
 
 impl LineFile {
     fn new(option: &'static str, path: &Path) -> Result<LineFile, Failure> {
-        let spooled = if path.as_os_str() == "-" {
-            let file = crate::input::spool_stdin().map_err(|e| {
+        let source = if path.as_os_str() == "-" {
+            Source::Spooled(crate::input::spool_stdin().map_err(|e| {
                 Failure::Runtime(anyhow!(
                     "{option} -: cannot read standard input: {}",
                     io_message(&e)
                 ))
-            })?;
-            Some(file)
+            })?)
         } else {
-            None
+            Source::File(path.to_path_buf())
         };
-        Ok(LineFile { option, path: path.to_path_buf(), spooled })
+        Ok(LineFile { option, source })
     }
 
     fn name(&self) -> String {
-        if self.spooled.is_some() {
-            "<stdin>".into()
-        } else {
-            self.path.display().to_string()
-        }
-    }
-
-    fn open(&self) -> std::io::Result<File> {
-        match &self.spooled {
-            Some(file) => {
-                use std::io::Seek;
-                let mut f = file.try_clone()?;
-                f.rewind()?;
-                Ok(f)
-            }
-            None => File::open(&self.path),
-        }
+        self.source.name()
     }
 }
 
@@ -373,10 +354,9 @@ fn each_line(
 ) -> Result<(), Failure> {
     let (option, name) = (file.option, file.name());
     let place = |n: u64| format!("{option} {name}:{n}");
-    let opened = file
-        .open()
-        .map_err(|e| Failure::Runtime(anyhow!("{option} {name}: {}", io_message(&e))))?;
-    let mut reader = BufReader::with_capacity(1 << 20, opened);
+    let mut reader = crate::input::open(&file.source)
+        .map_err(|e| Failure::Runtime(anyhow!("{option} {name}: {}", io_message(&e))))?
+        .reader;
     let mut buf = Vec::new();
     let mut n = 0u64;
     loop {
