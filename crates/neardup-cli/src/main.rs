@@ -40,6 +40,9 @@ enum Command {
     Idf(cmd::idf::IdfCommand),
     /// LSH bands and rows for a Jaccard threshold, as datasketch's MinHashLSH chooses them.
     Params(cmd::params::ParamsArgs),
+    /// Find the passages of each query copied from a collection (the thesis check), or shared
+    /// between the inputs.
+    Overlap(cmd::overlap::OverlapArgs),
     /// List the pipeline presets.
     Presets,
     /// Build the HTML report of a dedup run from its --clusters (and --pairs) output and its
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Command::Dedup(args) => cmd::dedup::run(args),
         Command::Idf(command) => cmd::idf::run(command),
         Command::Params(args) => cmd::params::run(args),
+        Command::Overlap(args) => cmd::overlap::run(args),
         Command::Presets => cmd::presets(),
         Command::Report(args) => cmd::report::run(args),
         Command::Spec(args) => cmd::spec(args),

@@ -35,6 +35,7 @@ fn json_lines(o: &Output) -> Vec<Value> {
 }
 
 mod common;
+mod overlap_cli;
 use common::tempdir;
 
 #[test]

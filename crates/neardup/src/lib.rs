@@ -26,6 +26,7 @@ mod error;
 mod idf;
 mod named;
 mod options;
+pub mod overlap;
 mod pipeline;
 mod search;
 mod spec;

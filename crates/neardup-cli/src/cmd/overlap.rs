@@ -1,0 +1,470 @@
+//! `neardup overlap`: which passages of each query are copied from which documents, and how much
+//! of each query that is. Glue over `neardup::overlap`: read the documents, build or load the
+//! passage index, check every query, write the passages and the summaries.
+
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::anyhow;
+use clap::Args;
+use neardup::overlap::{
+    OnExistingId, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex, PASSAGE_INDEX_FILE,
+};
+use rayon::prelude::*;
+use serde_json::value::RawValue;
+
+use crate::args::{thread_pool, InputArgs};
+use crate::cmd::dedup::peak_memory;
+use crate::input::{expand_inputs, read_source, Body, InputError, Source};
+use crate::output::{self, check_conflicts, Input, Output, OutputFile};
+use crate::Failure;
+
+/// Options of `neardup overlap`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Find the passages of each query copied from a collection (the thesis check), or \
+             shared between the inputs",
+    long_about = "Find the passages of each query copied from a collection (the thesis check, \
+                  论文查重), or, without --against, the passages the input documents share.\n\n\
+                  Passages are found over normalized text (full-width forms, case, punctuation \
+                  and line breaks do not matter; Chinese by character, other scripts by word), \
+                  tolerate edits (substituted, inserted or deleted words, swapped or dropped \
+                  sentences), and are given as code point and byte offsets into both texts as \
+                  written. Quotations and a reference list are left out of the copied share \
+                  (--keep-quotes counts them); a source with the query's own id is never its \
+                  source.",
+    after_help = "Examples:\n  neardup overlap thesis.txt --against library.jsonl --summary -\n  \
+                  neardup overlap theses/ --against library/ --save-index lib.idx \
+                  --passages found.jsonl\n  neardup overlap new.jsonl --against lib.idx \
+                  --passages found.jsonl --summary summary.jsonl"
+)]
+pub struct OverlapArgs {
+    /// The queries: JSONL files (`.jsonl`, `.ndjson`, also `.gz`/`.zst`), plain text files (one
+    /// document each), directories of text files, or `-` for standard input. Without
+    /// --against, the collection is these documents themselves.
+    #[arg(value_name = "QUERY", required = true)]
+    pub inputs: Vec<PathBuf>,
+
+    /// The collection checked against: a saved passage index (a directory written by
+    /// --save-index) and/or documents, read as the queries are.
+    #[arg(long, value_name = "COLLECTION", num_args = 1..)]
+    pub against: Vec<PathBuf>,
+
+    /// Write one JSON line per copied passage: query, start, end, source, source_start,
+    /// source_end, similarity and the byte offsets (code points are Python string indices,
+    /// end exclusive). Standard output when no other output is given.
+    #[arg(long, value_name = "FILE")]
+    pub passages: Option<PathBuf>,
+
+    /// Write one JSON line per query: its characters, the copied ones (each counted once), the
+    /// copied share and the share of each source.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+
+    /// Save the passage index of every document read (the collection and the queries; a query
+    /// replaces a document with its id) to this directory, for later --against.
+    #[arg(long, value_name = "DIR")]
+    pub save_index: Option<PathBuf>,
+
+    /// Documents never counted as sources (the author's own earlier work), by id as written in
+    /// the collection (`"a"` or a for the string a, 7 for the number 7).
+    #[arg(long, value_name = "ID", num_args = 1..)]
+    pub exclude_source: Vec<String>,
+
+    /// Count quotations and the reference list as copied text (left out by default).
+    #[arg(long)]
+    pub keep_quotes: bool,
+
+    /// The shortest passage reported, in units (a Chinese character, or a word), 1 to 1,000.
+    #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().min_units)]
+    pub min_units: u32,
+
+    /// The longest run of edited units bridged inside one passage, 0 to 1,000.
+    #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().max_gap)]
+    pub max_gap: u32,
+
+    /// The smallest share of a passage's units in exactly shared runs, in (0, 1].
+    #[arg(long, value_name = "X", default_value_t = OverlapSpec::default().min_similarity)]
+    pub min_similarity: f64,
+
+    /// Units per shared k-gram, the seed of every match (an index's own setting), 1 to 1,000.
+    #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().seed)]
+    pub seed_units: u32,
+
+    /// Winnowing window in k-grams (an index's own setting), 1 to 1,000.
+    #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().window)]
+    pub window: u32,
+
+    /// The most candidate sources aligned with each query, those sharing most k-grams first,
+    /// 1 to 1,000,000.
+    #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().max_sources)]
+    pub max_sources: u32,
+
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Worker threads (default: all cores), 1 to 256.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
+
+    /// No summary line on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// A document read for the check: its id as JSON text and its text.
+struct Doc {
+    id: Box<RawValue>,
+    text: String,
+}
+
+pub fn run(args: OverlapArgs) -> Result<(), Failure> {
+    let started = Instant::now();
+    thread_pool(args.threads)?;
+    let spec = OverlapSpec {
+        seed: args.seed_units,
+        window: args.window,
+        min_units: args.min_units,
+        max_gap: args.max_gap,
+        min_similarity: args.min_similarity,
+        exclude_quotes: !args.keep_quotes,
+        exclude_references: !args.keep_quotes,
+        max_sources: args.max_sources,
+        ..OverlapSpec::default()
+    };
+    spec.validate()
+        .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;
+
+    // The collection: at most one saved index, plus documents.
+    let (index_dirs, against_files): (Vec<PathBuf>, Vec<PathBuf>) =
+        args.against.iter().cloned().partition(|p| is_passage_index(p));
+    if index_dirs.len() > 1 {
+        return Err(Failure::Usage(anyhow!(
+            "--against names {} saved passage indexes ({}): give one",
+            index_dirs.len(),
+            index_dirs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let query_sources = sources(&args.inputs, &args.input)?;
+    let against_sources = sources(&against_files, &args.input)?;
+
+    let mut inputs: Vec<Input> = Vec::new();
+    for (what, list) in [("input", &query_sources), ("--against", &against_sources)] {
+        inputs.extend(
+            list.iter().filter_map(|s| {
+                s.path().map(|p| Input { what: what.into(), path: p.to_path_buf() })
+            }),
+        );
+    }
+    let mut planned: Vec<Output> = [("--passages", &args.passages), ("--summary", &args.summary)]
+        .into_iter()
+        .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
+        .collect();
+    check_conflicts(&inputs, &planned)?;
+    if let Some(dir) = &args.save_index {
+        planned.push(Output { option: "--save-index", path: dir.join(PASSAGE_INDEX_FILE) });
+        check_conflicts(&inputs, &planned)?;
+    }
+    let lock = args
+        .save_index
+        .as_deref()
+        .map(|dir| neardup::IndexLock::acquire(dir).map_err(|e| Failure::Runtime(e.into())))
+        .transpose()?;
+
+    let mut index = match index_dirs.first() {
+        Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_failure)?,
+        None => PassageIndex::new(spec.clone()).map_err(overlap_failure)?,
+    };
+    let loaded = index.len();
+    let mut read_bytes = 0u64;
+    let collection = read_docs(&against_sources, &args.input, &mut read_bytes)?;
+    let within = args.against.is_empty();
+    let queries = read_docs(&query_sources, &args.input, &mut read_bytes)?;
+    if let Some(id) = first_repeat(queries.iter().map(|d| d.id.get())) {
+        return Err(Failure::Runtime(anyhow!(
+            "query id {id} is given twice: each query needs its own id (--id-field)"
+        )));
+    }
+    index
+        .add_documents(
+            collection.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
+            OnExistingId::Refuse,
+        )
+        .map_err(overlap_failure)?;
+    let collection_docs = index.len();
+
+    let exclude: Vec<u32> = args
+        .exclude_source
+        .iter()
+        .map(|id| {
+            let as_json = if serde_json::from_str::<serde_json::Value>(id).is_ok() {
+                id.clone()
+            } else {
+                serde_json::to_string(id).expect("a string serializes")
+            };
+            index.find(&as_json).or_else(|| index.find(id)).ok_or_else(|| {
+                Failure::Usage(anyhow!(
+                    "--exclude-source {id}: no document of the collection has this id"
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+
+    // The check: queries against the collection, or every input against the others.
+    let results: Vec<Overlap>;
+    let query_ids: Vec<String>;
+    if within {
+        let numbers = index
+            .add_documents(
+                queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
+                OnExistingId::Refuse,
+            )
+            .map_err(overlap_failure)?;
+        results = numbers.par_iter().map(|&n| index.check_member(n, &exclude)).collect();
+        query_ids = numbers.iter().map(|&n| index.id(n).to_string()).collect();
+    } else {
+        results = queries
+            .par_iter()
+            .map(|q| index.check(Some(q.id.get()), &q.text, &exclude))
+            .collect::<Result<_, _>>()
+            .map_err(overlap_failure)?;
+        query_ids = queries.iter().map(|q| q.id.get().to_string()).collect();
+        if args.save_index.is_some() {
+            index
+                .add_documents(
+                    queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
+                    OnExistingId::Replace,
+                )
+                .map_err(overlap_failure)?;
+        }
+    }
+    let check_time = started.elapsed();
+
+    // Outputs: passages to stdout when nothing else is asked for.
+    let passages_path = match (&args.passages, &args.summary, &args.save_index) {
+        (None, None, None) => Some(PathBuf::from("-")),
+        (p, _, _) => p.clone(),
+    };
+    let mut passages_out =
+        passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
+    let mut summary_out =
+        args.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
+    let mut line = Vec::new();
+    for (qid, overlap) in query_ids.iter().zip(&results) {
+        if let Some(out) = &mut passages_out {
+            for p in &overlap.passages {
+                line.clear();
+                write_passage(&mut line, qid, p, &index);
+                out.write_bytes(&line)?;
+            }
+        }
+        if let Some(out) = &mut summary_out {
+            line.clear();
+            write_summary(&mut line, qid, overlap, &index);
+            out.write_bytes(&line)?;
+        }
+        if output::stdout_closed() && args.save_index.is_none() {
+            return Err(Failure::Reported);
+        }
+    }
+    output::commit_section(|| {
+        for out in [passages_out, summary_out].into_iter().flatten() {
+            out.commit()?;
+        }
+        if let (Some(dir), Some(_lock)) = (&args.save_index, &lock) {
+            index.save(dir).map_err(overlap_failure)?;
+        }
+        Ok(())
+    })?;
+
+    if !args.quiet && !output::stdout_closed() {
+        let n = results.len();
+        let passages: usize = results.iter().map(|r| r.passages.len()).sum();
+        let with_copies = results.iter().filter(|r| !r.passages.is_empty()).count();
+        let mean =
+            if n == 0 { 0.0 } else { results.iter().map(Overlap::copied).sum::<f64>() / n as f64 };
+        let mut err = io::stderr().lock();
+        let what = if within {
+            format!("{n} documents checked against each other")
+        } else {
+            format!(
+                "{n} queries against {collection_docs} documents{}",
+                if loaded > 0 {
+                    format!(" ({loaded} from the saved index)")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        let _ = writeln!(
+            err,
+            "neardup overlap: {what}: {passages} passages in {with_copies} of them, {:.1}% copied \
+             on average",
+            mean * 100.0
+        );
+        if collection_docs == 0 && !within {
+            let _ = writeln!(err, "  the collection is empty: nothing can be copied from it");
+        }
+        let _ = writeln!(
+            err,
+            "  {:.1} MB read, time {:.2} s (read and check {:.2} s), peak memory {}",
+            read_bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64(),
+            check_time.as_secs_f64(),
+            peak_memory().unwrap_or_else(|| "unknown".into())
+        );
+    }
+    if output::stdout_closed() {
+        return Err(Failure::Reported);
+    }
+    Ok(())
+}
+
+/// True when `path` is a directory holding a saved passage index.
+fn is_passage_index(path: &Path) -> bool {
+    path.join(PASSAGE_INDEX_FILE).is_file()
+}
+
+/// The sources of the given paths: directories walked, `-` spooled.
+fn sources(paths: &[PathBuf], input: &InputArgs) -> Result<Vec<Source>, Failure> {
+    expand_inputs(paths, input.skip_bad, |e| eprintln!("neardup: skipped: {e}")).map_err(|e| {
+        let missing = paths.iter().any(|p| p.display().to_string() == e.place)
+            && !Path::new(&e.place).exists();
+        if missing {
+            Failure::Usage(anyhow!("{e}"))
+        } else {
+            Failure::Runtime(anyhow!("{e}"))
+        }
+    })
+}
+
+/// True for the names of JSON Lines files (compressed or not).
+fn is_jsonl_name(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let name = name.trim_end_matches(".gz").trim_end_matches(".zst");
+    name.ends_with(".jsonl") || name.ends_with(".ndjson") || name.ends_with(".json")
+}
+
+/// Reads every document of `sources`: a file given by name is JSON Lines when its name says
+/// so (or with --jsonl), else one plain-text document; files found in directories are plain
+/// text. Bad records stop the run unless --skip-bad.
+fn read_docs(sources: &[Source], input: &InputArgs, bytes: &mut u64) -> Result<Vec<Doc>, Failure> {
+    let mut docs = Vec::new();
+    let mut fatal: Option<InputError> = None;
+    for source in sources {
+        let mut opts = input.clone();
+        opts.jsonl = input.jsonl
+            || match source {
+                Source::File(p) => is_jsonl_name(p),
+                Source::Spooled(_) | Source::Stdin => true,
+                _ => false,
+            };
+        let (flow, _) = read_source(source, &opts, &mut |item| match item {
+            Ok(record) => {
+                let text = match record.body {
+                    Body::Text(t) => t,
+                    Body::Tokens(t) => t.join(" "),
+                };
+                *bytes += text.len() as u64;
+                docs.push(Doc { id: record.id, text });
+                ControlFlow::Continue(())
+            }
+            Err(e) if input.skip_bad && e.skippable() => {
+                eprintln!("neardup: skipped: {e}");
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                fatal = Some(e);
+                ControlFlow::Break(())
+            }
+        });
+        if let Some(e) = fatal {
+            let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
+            return Err(Failure::Runtime(anyhow!("{e}\n(no output was written{hint})")));
+        }
+        if flow.is_break() {
+            break;
+        }
+    }
+    Ok(docs)
+}
+
+fn first_repeat<'a>(ids: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    ids.into_iter().find(|id| !seen.insert(*id))
+}
+
+fn overlap_failure(e: OverlapError) -> Failure {
+    match e {
+        OverlapError::InvalidSpec { .. } => Failure::Usage(anyhow!("{e}")),
+        OverlapError::Mismatch { .. } => Failure::Usage(anyhow!("{e}")),
+        _ => Failure::Runtime(anyhow!("{e}")),
+    }
+}
+
+/// One passage line: the ids as written, offsets as the issue's format gives them.
+fn write_passage(out: &mut Vec<u8>, query: &str, p: &Passage, index: &PassageIndex) {
+    let _ = write!(
+        out,
+        "{{\"query\":{query},\"start\":{},\"end\":{},\"source\":{},\"source_start\":{},\
+         \"source_end\":{},\"similarity\":{},\"start_byte\":{},\"end_byte\":{},\
+         \"source_start_byte\":{},\"source_end_byte\":{}",
+        p.start,
+        p.end,
+        index.id(p.source),
+        p.source_start,
+        p.source_end,
+        p.similarity,
+        p.start_byte,
+        p.end_byte,
+        p.source_start_byte,
+        p.source_end_byte
+    );
+    if !p.also.is_empty() {
+        out.extend_from_slice(b",\"also\":[");
+        for (i, &a) in p.also.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(index.id(a).as_bytes());
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 / whole as f64 * 1e4).round() / 1e4
+    }
+}
+
+/// One summary line.
+fn write_summary(out: &mut Vec<u8>, query: &str, o: &Overlap, index: &PassageIndex) {
+    let _ = write!(
+        out,
+        "{{\"query\":{query},\"chars\":{},\"copied_chars\":{},\"copied\":{},\"excluded_chars\":{},\
+         \"sources\":[",
+        o.chars,
+        o.copied_chars,
+        share(o.copied_chars, o.chars),
+        o.excluded_chars
+    );
+    for (i, s) in o.sources.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = write!(
+            out,
+            "{{\"id\":{},\"chars\":{},\"copied\":{}}}",
+            index.id(s.source),
+            s.chars,
+            share(s.chars, o.chars)
+        );
+    }
+    out.extend_from_slice(b"]}\n");
+}

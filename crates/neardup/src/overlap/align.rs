@@ -1,0 +1,600 @@
+//! Local alignment of a query with one candidate source: seeds, fragments, chains, passages.
+//!
+//! The method follows the seed-extend-filter design of the best PAN text-alignment systems
+//! (Sanchez-Perez, Sidorov and Gelbukh 2014; Kong et al. 2012), on units instead of sentences:
+//!
+//! 1. **Seeds**: every k-gram of units the query and the source share, as `(query position,
+//!    source position)`.
+//! 2. **Fragments**: seeds on one diagonal at consecutive positions join into an exact match.
+//! 3. **Chains**: fragments in query order join when the gap between them, in the query and in
+//!    the source, is at most `max_gap` units and the diagonal moved by at most `max_gap`: this
+//!    bridges substituted, inserted and deleted units (a word replaced breaks the k-grams around
+//!    it; the fragments on both sides still chain).
+//! 4. **Passages**: chains of the same source that touch or nearly touch in the query join
+//!    whatever their order in the source: a passage whose sentences were swapped, or one dropped,
+//!    is one passage, whose source range spans the pieces.
+//!
+//! A passage is kept when it is at least `min_units` long and at least `min_similarity` of its
+//! units lie in shared k-grams. Passages of different sources over the same query text are then
+//! settled by [`settle`]: the best source takes the text, the others are listed as holding it too.
+
+use rustc_hash::FxHashMap;
+
+/// An exact match: query units `[q0, q1)` equal source units `[s0, s1)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fragment {
+    pub q0: u32,
+    pub q1: u32,
+    pub s0: u32,
+    pub s1: u32,
+}
+
+impl Fragment {
+    fn diagonal(&self) -> i64 {
+        i64::from(self.s0) - i64::from(self.q0)
+    }
+}
+
+/// A run of fragments: a copied region, in units of the query and of one source.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Region {
+    /// The source's number in the index.
+    pub source: u32,
+    pub q0: u32,
+    pub q1: u32,
+    pub s0: u32,
+    pub s1: u32,
+    /// Query units inside some fragment.
+    pub matched: u32,
+    pub fragments: Vec<Fragment>,
+}
+
+impl Region {
+    fn len(&self) -> u32 {
+        self.q1 - self.q0
+    }
+
+    /// The units matched on both sides (the fewer of the query's and the source's units inside
+    /// fragments) over the longer of the two ranges: 1 for a verbatim copy, lower for edits,
+    /// and low for a short source stretched over a longer query by repeated words.
+    pub fn similarity(&self) -> f64 {
+        let mut ranges: Vec<(u32, u32)> = self.fragments.iter().map(|f| (f.s0, f.s1)).collect();
+        ranges.sort_unstable();
+        let (mut source_matched, mut covered_to) = (0, 0);
+        for (a, b) in ranges {
+            let from = a.max(covered_to);
+            if b > from {
+                source_matched += b - from;
+                covered_to = b;
+            }
+        }
+        let longer = self.len().max(self.s1 - self.s0);
+        if longer == 0 {
+            0.0
+        } else {
+            f64::from(self.matched.min(source_matched)) / f64::from(longer)
+        }
+    }
+
+    /// Recomputes the ranges and the matched count from the fragments clipped to query units
+    /// `[q0, q1)`; false when nothing is left.
+    pub fn clip(&mut self, q0: u32, q1: u32) -> bool {
+        let mut kept = Vec::new();
+        for f in &self.fragments {
+            let (a, b) = (f.q0.max(q0), f.q1.min(q1));
+            if a < b {
+                let shift = f.s0 as i64 - f.q0 as i64;
+                kept.push(Fragment {
+                    q0: a,
+                    q1: b,
+                    s0: (a as i64 + shift) as u32,
+                    s1: (b as i64 + shift) as u32,
+                });
+            }
+        }
+        if kept.is_empty() {
+            return false;
+        }
+        self.fragments = kept;
+        self.recount();
+        true
+    }
+
+    /// The aligned units at the region's two ends: `((first query unit, its source unit),
+    /// (last query unit, its source unit))`.
+    pub fn end_pairs(&self) -> ((u32, u32), (u32, u32)) {
+        let first = self.fragments.iter().min_by_key(|f| (f.q0, f.s0)).expect("fragments");
+        let last = self.fragments.iter().max_by_key(|f| (f.q1, f.s1)).expect("fragments");
+        ((first.q0, first.s0), (last.q1 - 1, last.s1 - 1))
+    }
+
+    fn recount(&mut self) {
+        self.fragments.sort_by_key(|f| (f.q0, f.q1));
+        self.q0 = self.fragments.iter().map(|f| f.q0).min().unwrap_or(0);
+        self.q1 = self.fragments.iter().map(|f| f.q1).max().unwrap_or(0);
+        self.s0 = self.fragments.iter().map(|f| f.s0).min().unwrap_or(0);
+        self.s1 = self.fragments.iter().map(|f| f.s1).max().unwrap_or(0);
+        let mut matched = 0;
+        let mut covered_to = 0;
+        for f in &self.fragments {
+            let from = f.q0.max(covered_to);
+            if f.q1 > from {
+                matched += f.q1 - from;
+                covered_to = f.q1;
+            }
+        }
+        self.matched = matched;
+    }
+}
+
+/// The alignment settings, in units.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AlignParams {
+    pub seed: u32,
+    pub max_gap: u32,
+    pub min_units: u32,
+    pub min_similarity: f64,
+}
+
+/// The query's k-grams by hash, built once per query and reused for every candidate source.
+pub(crate) struct QueryGrams {
+    positions: FxHashMap<u64, Vec<u32>>,
+}
+
+/// A k-gram found more often than this in one text is not used as a seed: a repeated phrase
+/// pairs every occurrence with every other and says nothing about where a copy is.
+const MAX_SEED_REPEATS: usize = 16;
+
+impl QueryGrams {
+    pub fn new(grams: &[u64], usable: impl Fn(usize) -> bool) -> QueryGrams {
+        let mut positions: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        for (i, &h) in grams.iter().enumerate() {
+            if usable(i) {
+                positions.entry(h).or_default().push(i as u32);
+            }
+        }
+        QueryGrams { positions }
+    }
+}
+
+/// The copied regions between a query (its k-grams in `query`) and one source (its k-gram
+/// hashes in `source_grams`), each at least `min_units` long and `min_similarity` similar.
+pub(crate) fn align(
+    query: &QueryGrams,
+    source: u32,
+    source_grams: &[u64],
+    (query_units, source_units): (&[u64], &[u64]),
+    p: &AlignParams,
+) -> Vec<Region> {
+    let k = p.seed;
+    // Seeds, as (diagonal, query position, source position).
+    let mut seen_in_source: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut seeds: Vec<(i64, u32, u32)> = Vec::new();
+    for (j, h) in source_grams.iter().enumerate() {
+        let Some(qs) = query.positions.get(h) else { continue };
+        let n = seen_in_source.entry(*h).or_insert(0);
+        *n += 1;
+        if qs.len() > MAX_SEED_REPEATS || *n as usize > MAX_SEED_REPEATS {
+            continue;
+        }
+        for &i in qs {
+            seeds.push((j as i64 - i64::from(i), i, j as u32));
+        }
+    }
+    if seeds.is_empty() {
+        return Vec::new();
+    }
+    // Fragments: consecutive seeds on one diagonal.
+    seeds.sort_unstable();
+    let mut fragments: Vec<Fragment> = Vec::new();
+    let mut run: Option<(i64, Fragment)> = None;
+    for (d, i, j) in seeds {
+        match &mut run {
+            Some((rd, f)) if *rd == d && i <= f.q1 + 1 - k => {
+                f.q1 = i + k;
+                f.s1 = j + k;
+            }
+            _ => {
+                if let Some((_, f)) = run.take() {
+                    fragments.push(f);
+                }
+                run = Some((d, Fragment { q0: i, q1: i + k, s0: j, s1: j + k }));
+            }
+        }
+    }
+    fragments.extend(run.map(|(_, f)| f));
+    fragments.sort_unstable_by_key(|f| (f.q0, std::cmp::Reverse(f.q1)));
+
+    // Chains: each fragment extends the best open chain it can reach, else opens one.
+    let gap = i64::from(p.max_gap);
+    let mut open: Vec<Region> = Vec::new();
+    let mut done: Vec<Region> = Vec::new();
+    for f in fragments {
+        // Chains that end too far back can take nothing more.
+        let (reach, keep): (Vec<Region>, Vec<Region>) =
+            open.drain(..).partition(|c| i64::from(c.q1) + gap >= i64::from(f.q0));
+        done.extend(keep);
+        open = reach;
+        let mut best: Option<(usize, i64)> = None;
+        for (ci, c) in open.iter().enumerate() {
+            if f.q1 <= c.q1 {
+                continue;
+            }
+            let last = c.fragments.last().expect("a chain has fragments");
+            let dq = i64::from(f.q0) - i64::from(c.q1);
+            let ds = i64::from(f.s0) - i64::from(last.s1);
+            let shift = (f.diagonal() - last.diagonal()).abs();
+            if dq > gap || ds > gap || ds < -gap || shift > gap {
+                continue;
+            }
+            // Prefer the chain the fragment continues most directly, then the longest.
+            let score = i64::from(c.matched) - 4 * shift - dq.max(0);
+            if best.is_none_or(|(_, s)| score > s) {
+                best = Some((ci, score));
+            }
+        }
+        match best {
+            Some((ci, _)) => {
+                let c = &mut open[ci];
+                c.matched += f.q1 - f.q0.max(c.q1);
+                c.q1 = f.q1;
+                c.s0 = c.s0.min(f.s0);
+                c.s1 = c.s1.max(f.s1);
+                c.fragments.push(f);
+            }
+            None => open.push(Region {
+                source,
+                q0: f.q0,
+                q1: f.q1,
+                s0: f.s0,
+                s1: f.s1,
+                matched: f.q1 - f.q0,
+                fragments: vec![f],
+            }),
+        }
+    }
+    done.extend(open);
+
+    // Passages: chains of this source that meet in the query join, whatever their order in the
+    // source (swapped or dropped sentences). A lone k-gram is too weak to join on its own.
+    done.retain(|c| c.matched > k);
+    done.sort_unstable_by_key(|c| (c.q0, c.q1));
+    let mut joined: Vec<Region> = Vec::new();
+    for c in done {
+        match joined.last_mut() {
+            // Near in the query, and near in the source: the pieces of one copied passage
+            // lie within about its length of each other there; a piece from far away is a
+            // phrase the source repeats, not part of this copy.
+            // A chain inside the region's query range is another alignment of text the region
+            // already covers (a phrase the source repeats): it adds nothing.
+            Some(last) if c.q1 <= last.q1 && c.q0 >= last.q0 => {}
+            Some(last)
+                if i64::from(c.q0) <= i64::from(last.q1) + gap && {
+                    let slack = i64::from(last.q1 - last.q0) + 2 * gap;
+                    i64::from(c.s0) <= i64::from(last.s1) + slack
+                        && i64::from(c.s1) + slack >= i64::from(last.s0)
+                } =>
+            {
+                last.fragments.extend(c.fragments);
+                last.recount();
+            }
+            _ => joined.push(c),
+        }
+    }
+    for r in &mut joined {
+        trim(r, k);
+        extend(r, query_units, source_units, p.max_gap);
+    }
+    joined.retain(|r| r.len() >= p.min_units && r.similarity() >= p.min_similarity);
+    joined
+}
+
+/// Drops a region's weak ends: a last (or first) fragment no longer than a k-gram, separated
+/// from the rest by a gap at least as long as itself, is a chance match beside the copy (a
+/// common phrase in the text that follows it), not part of it.
+fn trim(r: &mut Region, k: u32) {
+    loop {
+        if r.fragments.len() < 2 {
+            return;
+        }
+        r.fragments.sort_by_key(|f| (f.q1, f.q0));
+        let n = r.fragments.len();
+        let (last, before) = (r.fragments[n - 1], r.fragments[n - 2]);
+        if last.q1 - last.q0 <= k && last.q0 >= before.q1 + (last.q1 - last.q0) {
+            r.fragments.pop();
+            continue;
+        }
+        r.fragments.sort_by_key(|f| (f.q0, f.q1));
+        let (first, after) = (r.fragments[0], r.fragments[1]);
+        if first.q1 - first.q0 <= k && after.q0 >= first.q1 + (first.q1 - first.q0) {
+            r.fragments.remove(0);
+            continue;
+        }
+        break;
+    }
+    r.recount();
+}
+
+/// Scores of the edge extension: a shared unit gains, an edited one loses as much.
+const MATCH: i32 = 1;
+const EDIT: i32 = -1;
+
+/// Extends a region at both ends over edits too near its edge to leave a shared k-gram (a
+/// replaced word three units from the end of a copy): a small gapped alignment (Smith-Waterman
+/// scores, anchored at the region's edge, at most `2 * max_gap` units out) continues the region
+/// to the best-scoring unit beyond it, if any scores above the edge itself. Each unit matched on
+/// the way becomes a one-unit fragment.
+fn extend(r: &mut Region, q: &[u64], s: &[u64], max_gap: u32) {
+    let reach = (2 * max_gap as usize).max(1);
+    let Some(last) = r.fragments.iter().max_by_key(|f| (f.q1, f.s1)).copied() else { return };
+    let Some(first) = r.fragments.iter().min_by_key(|f| (f.q0, f.s0)).copied() else { return };
+    let right = edge_matches(
+        |i| q.get(last.q1 as usize + i).copied(),
+        |j| s.get(last.s1 as usize + j).copied(),
+        reach,
+    );
+    let left = edge_matches(
+        |i| (last_index(first.q0, i)).and_then(|x| q.get(x).copied()),
+        |j| (last_index(first.s0, j)).and_then(|x| s.get(x).copied()),
+        reach,
+    );
+    let mut added = Vec::new();
+    for (i, j) in right {
+        let (qa, sa) = (last.q1 + i as u32, last.s1 + j as u32);
+        added.push(Fragment { q0: qa, q1: qa + 1, s0: sa, s1: sa + 1 });
+    }
+    for (i, j) in left {
+        let (qa, sa) = (first.q0 - 1 - i as u32, first.s0 - 1 - j as u32);
+        added.push(Fragment { q0: qa, q1: qa + 1, s0: sa, s1: sa + 1 });
+    }
+    if !added.is_empty() {
+        r.fragments.extend(added);
+        r.recount();
+    }
+}
+
+/// The position `i + 1` units before `edge`, if there is one.
+fn last_index(edge: u32, i: usize) -> Option<usize> {
+    (edge as usize).checked_sub(i + 1)
+}
+
+/// The matched positions `(i, j)` of the best anchored alignment of two sequences read outward
+/// from an edge (`a(i)`, `b(j)`: the i-th unit out, `None` past the text's end), up to `reach`
+/// units each way; empty when no extension scores above 0.
+fn edge_matches(
+    a: impl Fn(usize) -> Option<u64>,
+    b: impl Fn(usize) -> Option<u64>,
+    reach: usize,
+) -> Vec<(usize, usize)> {
+    let av: Vec<u64> = (0..reach).map_while(&a).collect();
+    let bv: Vec<u64> = (0..reach).map_while(&b).collect();
+    let (n, m) = (av.len(), bv.len());
+    if n == 0 || m == 0 {
+        return Vec::new();
+    }
+    // score[i][j]: the best score of aligning av[..i] with bv[..j], anchored at (0, 0).
+    let w = m + 1;
+    let mut score = vec![i32::MIN / 2; (n + 1) * w];
+    score[0] = 0;
+    let mut best = (0, 0usize, 0usize);
+    for i in 0..=n {
+        for j in 0..=m {
+            if i == 0 && j == 0 {
+                continue;
+            }
+            let mut v = i32::MIN / 2;
+            if i > 0 && j > 0 {
+                let step = if av[i - 1] == bv[j - 1] { MATCH } else { EDIT };
+                v = v.max(score[(i - 1) * w + j - 1] + step);
+            }
+            if i > 0 {
+                v = v.max(score[(i - 1) * w + j] + EDIT);
+            }
+            if j > 0 {
+                v = v.max(score[i * w + j - 1] + EDIT);
+            }
+            score[i * w + j] = v;
+            if v > best.0 {
+                best = (v, i, j);
+            }
+        }
+    }
+    // Trace the matches back from the best cell.
+    let (mut i, mut j) = (best.1, best.2);
+    let mut out = Vec::new();
+    while i > 0 && j > 0 {
+        let here = score[i * w + j];
+        if av[i - 1] == bv[j - 1] && here == score[(i - 1) * w + j - 1] + MATCH {
+            out.push((i - 1, j - 1));
+            i -= 1;
+            j -= 1;
+        } else if here == score[(i - 1) * w + j - 1] + EDIT {
+            i -= 1;
+            j -= 1;
+        } else if here == score[(i - 1) * w + j] + EDIT {
+            i -= 1;
+        } else {
+            j -= 1;
+        }
+    }
+    out
+}
+
+/// Which source a stretch of a query held by several is given to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attribution {
+    /// The source that matches most of it (the thesis check: the closest source).
+    BestMatch,
+    /// The closest source, and besides it the earliest document that holds the stretch if that
+    /// is another one (within a corpus: the first occurrence, from which the later ones copied).
+    Earliest,
+}
+
+/// A settled region and the other sources that hold the same text.
+#[derive(Debug, Clone)]
+pub(crate) struct Settled {
+    pub region: Region,
+    pub also: Vec<u32>,
+}
+
+/// Settles regions of different sources over the same query text: each stretch of the query
+/// goes to one source, the one whose region matches most of it (ties: the longer region, then
+/// the lower source number, so the answer does not depend on the order of the search). A region
+/// mostly inside one already taken names its source as also holding that text; one that overlaps
+/// taken text partly keeps its longest free stretch if that is a passage by itself.
+pub(crate) fn settle(mut regions: Vec<Region>, p: &AlignParams, by: Attribution) -> Vec<Settled> {
+    let best = |a: &Region, b: &Region| {
+        b.matched
+            .cmp(&a.matched)
+            .then(b.len().cmp(&a.len()))
+            .then(a.source.cmp(&b.source))
+            .then(a.q0.cmp(&b.q0))
+    };
+    regions.sort_by(best);
+    let mut taken: Vec<Settled> = Vec::new();
+    for mut r in regions {
+        let covered = |t: &[Settled], a: u32, b: u32| -> u32 {
+            t.iter().map(|s| s.region.q1.min(b).saturating_sub(s.region.q0.max(a))).sum::<u32>()
+        };
+        let overlap = covered(&taken, r.q0, r.q1);
+        if overlap == 0 {
+            taken.push(Settled { region: r, also: Vec::new() });
+            continue;
+        }
+        let earlier_than_holders = taken
+            .iter()
+            .filter(|s| s.region.q0 < r.q1 && r.q0 < s.region.q1)
+            .all(|s| s.region.source > r.source);
+        if overlap * 2 >= r.len() && by == Attribution::Earliest && earlier_than_holders {
+            // Within a corpus the first holder of a stretch is named with its own passage,
+            // inside the longer one of a later document that took it.
+            taken.push(Settled { region: r, also: Vec::new() });
+            continue;
+        }
+        if overlap * 2 >= r.len() {
+            // Another source holds this text too: name it on the region that took the most.
+            if let Some(s) = taken
+                .iter_mut()
+                .max_by_key(|s| s.region.q1.min(r.q1).saturating_sub(s.region.q0.max(r.q0)))
+            {
+                if !s.also.contains(&r.source) && s.region.source != r.source {
+                    s.also.push(r.source);
+                }
+            }
+            continue;
+        }
+        // The longest stretch of `r` that no taken region covers.
+        let mut cuts: Vec<(u32, u32)> = taken
+            .iter()
+            .filter(|s| s.region.q0 < r.q1 && r.q0 < s.region.q1)
+            .map(|s| (s.region.q0, s.region.q1))
+            .collect();
+        cuts.sort_unstable();
+        let mut free = (0, 0);
+        let mut at = r.q0;
+        for (a, b) in cuts.iter().copied().chain(std::iter::once((r.q1, r.q1))) {
+            if a > at && a.min(r.q1) - at > free.1 - free.0 {
+                free = (at, a.min(r.q1));
+            }
+            at = at.max(b);
+        }
+        if free.1 - free.0 >= p.min_units
+            && r.clip(free.0, free.1)
+            && r.len() >= p.min_units
+            && r.similarity() >= p.min_similarity
+        {
+            taken.push(Settled { region: r, also: Vec::new() });
+        }
+    }
+    taken.sort_by_key(|s| (s.region.q0, s.region.q1));
+    taken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> AlignParams {
+        AlignParams { seed: 3, max_gap: 4, min_units: 6, min_similarity: 0.5 }
+    }
+
+    /// k-gram hashes of a sequence of small integers standing for units.
+    fn grams(units: &[u64], k: usize) -> Vec<u64> {
+        units
+            .windows(k)
+            .map(|w| w.iter().fold(7u64, |h, u| h.wrapping_mul(1_000_003) ^ u))
+            .collect()
+    }
+
+    fn regions(q: &[u64], s: &[u64]) -> Vec<(u32, u32, u32, u32)> {
+        let qg = grams(q, 3);
+        let query = QueryGrams::new(&qg, |_| true);
+        align(&query, 0, &grams(s, 3), (q, s), &params())
+            .iter()
+            .map(|r| (r.q0, r.q1, r.s0, r.s1))
+            .collect()
+    }
+
+    #[test]
+    fn a_substitution_an_insertion_and_a_deletion_stay_inside_one_region() {
+        let s: Vec<u64> = (100..130).collect();
+        // Query: noise, the source with unit 110 replaced, 115 dropped, 900 inserted, noise.
+        let mut q: Vec<u64> = vec![1, 2, 3, 4, 5];
+        for u in 100..130u64 {
+            match u {
+                110 => q.push(999),
+                115 => {}
+                120 => {
+                    q.push(u);
+                    q.push(900);
+                }
+                _ => q.push(u),
+            }
+        }
+        q.extend([6, 7, 8]);
+        assert_eq!(regions(&q, &s), [(5, 35, 0, 30)]);
+    }
+
+    #[test]
+    fn swapped_sentences_are_one_region_over_both_source_ranges() {
+        let s: Vec<u64> = (100..140).collect();
+        let mut q: Vec<u64> = (120..140).collect();
+        q.extend(100..120);
+        assert_eq!(regions(&q, &s), [(0, 40, 0, 40)]);
+    }
+
+    #[test]
+    fn short_and_sparse_matches_are_not_passages() {
+        let s: Vec<u64> = (100..140).collect();
+        // Four shared units: below min_units.
+        assert!(regions(&[1, 2, 100, 101, 102, 103, 3, 4], &s).is_empty());
+        // Shared trigrams scattered through unrelated text.
+        let q = [100, 101, 102, 50, 51, 52, 53, 54, 55, 56, 110, 111, 112, 60, 61, 62, 63];
+        assert!(regions(&q, &s).is_empty());
+    }
+
+    #[test]
+    fn the_better_source_takes_the_text_and_the_other_is_named_too() {
+        let r = |source, q0, q1, matched| Region {
+            source,
+            q0,
+            q1,
+            s0: 0,
+            s1: q1 - q0,
+            matched,
+            fragments: vec![Fragment { q0, q1, s0: 0, s1: q1 - q0 }],
+        };
+        let settled = settle(
+            vec![r(1, 0, 20, 20), r(2, 0, 20, 18), r(3, 15, 40, 25)],
+            &params(),
+            Attribution::BestMatch,
+        );
+        let got: Vec<_> = settled
+            .iter()
+            .map(|s| (s.region.source, s.region.q0, s.region.q1, s.also.clone()))
+            .collect();
+        // Region 3 matches most and takes 15..40; region 1 keeps its free stretch 0..15; region 2
+        // lies inside taken text and is named as holding it too.
+        assert_eq!(got, [(1, 0, 15, vec![2]), (3, 15, 40, vec![])]);
+    }
+}

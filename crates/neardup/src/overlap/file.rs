@@ -1,0 +1,356 @@
+//! The saved passage index: one file, written beside its final name and renamed into place.
+//!
+//! Layout (integers little-endian):
+//!
+//! ```text
+//! magic "neardup-passages" (16 bytes)   format u32   spec length u32   spec JSON
+//! documents u64, then each: id length u32, id, text length u64, text
+//! keys u64, keys [u32], offsets [u32; keys + 1], postings u64, postings [u32]
+//! xxh3-64 of every byte before it (u64)
+//! ```
+//!
+//! The texts are kept because alignment and the report need them; the postings because
+//! fingerprinting the collection again costs as much as building it. A file of another format,
+//! or damaged (the checksum), is refused by name.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
+
+use super::index::{Doc, PassageIndex};
+use super::{OverlapError, OverlapSpec};
+
+/// The format of saved passage indexes this version writes and reads.
+pub const PASSAGE_INDEX_FORMAT: u32 = 1;
+/// The file a passage index is saved as, inside its directory.
+pub const PASSAGE_INDEX_FILE: &str = "passages.ndpi";
+const MAGIC: &[u8; 16] = b"neardup-passages";
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> OverlapError + '_ {
+    move |source| OverlapError::Io { path: path.to_path_buf(), source }
+}
+
+impl PassageIndex {
+    /// Saves the index as `dir/passages.ndpi` (the directory is made if needed), replacing any
+    /// earlier one in one step: a reader sees the old index or the new one, never a mix.
+    /// Replaced documents are left out and the others numbered again from 0.
+    pub fn save(&self, dir: &Path) -> Result<(), OverlapError> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let path = dir.join(PASSAGE_INDEX_FILE);
+        let mut tmp =
+            tempfile::Builder::new().prefix(".passages-").tempfile_in(dir).map_err(io_err(dir))?;
+        {
+            let mut w =
+                Hashing { inner: BufWriter::new(tmp.as_file_mut()), hash: Default::default() };
+            self.write_to(&mut w).map_err(io_err(&path))?;
+            let digest = w.hash.digest();
+            w.inner.write_all(&digest.to_le_bytes()).map_err(io_err(&path))?;
+            w.inner.flush().map_err(io_err(&path))?;
+        }
+        tmp.as_file().sync_all().map_err(io_err(&path))?;
+        tmp.persist(&path).map_err(|e| OverlapError::Io { path: path.clone(), source: e.error })?;
+        if let Ok(d) = fs::File::open(dir) {
+            d.sync_all().map_err(io_err(dir))?;
+        }
+        Ok(())
+    }
+
+    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let spec = serde_json::to_vec(&self.spec).map_err(std::io::Error::other)?;
+        w.write_all(MAGIC)?;
+        w.write_all(&PASSAGE_INDEX_FORMAT.to_le_bytes())?;
+        w.write_all(&(spec.len() as u32).to_le_bytes())?;
+        w.write_all(&spec)?;
+        // Live documents, numbered again.
+        let mut renumber = vec![u32::MAX; self.docs.len()];
+        let mut live = 0u32;
+        for (n, d) in self.docs.iter().enumerate() {
+            if d.live {
+                renumber[n] = live;
+                live += 1;
+            }
+        }
+        w.write_all(&u64::from(live).to_le_bytes())?;
+        for d in self.docs.iter().filter(|d| d.live) {
+            w.write_all(&(d.id.len() as u32).to_le_bytes())?;
+            w.write_all(d.id.as_bytes())?;
+            w.write_all(&(d.text.len() as u64).to_le_bytes())?;
+            w.write_all(d.text.as_bytes())?;
+        }
+        // Postings of live documents (replaced ones were dropped when they were replaced, but
+        // a key may have been capped while it still counted them: keep what is there).
+        let mut keys = Vec::with_capacity(self.keys.len());
+        let mut offsets = vec![0u32];
+        let mut postings = Vec::with_capacity(self.postings.len());
+        for (i, &k) in self.keys.iter().enumerate() {
+            let range = self.offsets[i] as usize..self.offsets[i + 1] as usize;
+            let before = postings.len();
+            postings.extend(
+                self.postings[range]
+                    .iter()
+                    .filter_map(|&d| Some(renumber[d as usize]).filter(|&n| n != u32::MAX)),
+            );
+            if postings.len() > before {
+                keys.push(k);
+                offsets.push(postings.len() as u32);
+            }
+        }
+        w.write_all(&(keys.len() as u64).to_le_bytes())?;
+        write_u32s(w, &keys)?;
+        write_u32s(w, &offsets)?;
+        w.write_all(&(postings.len() as u64).to_le_bytes())?;
+        write_u32s(w, &postings)?;
+        Ok(())
+    }
+
+    /// Loads the index saved in `dir`. With `spec`, its check settings are used and its
+    /// fingerprint settings must be the index's ([`OverlapError::Mismatch`] otherwise); without,
+    /// the saved settings are used.
+    pub fn load(dir: &Path, spec: Option<&OverlapSpec>) -> Result<PassageIndex, OverlapError> {
+        let path = dir.join(PASSAGE_INDEX_FILE);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let what = if dir.join("manifest.json").exists() {
+                    "is an index of `neardup dedup`, not a passage index"
+                } else if dir.is_dir() {
+                    "holds no passage index"
+                } else {
+                    "does not exist"
+                };
+                return Err(OverlapError::Format {
+                    path: dir.to_path_buf(),
+                    message: format!(
+                        "{what} ({PASSAGE_INDEX_FILE}): make one with `neardup overlap ... \
+                         --save-index {}`",
+                        dir.display()
+                    ),
+                });
+            }
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let bad = |message: String| OverlapError::Format { path: path.clone(), message };
+        if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(bad("not a neardup passage index".into()));
+        }
+        let format = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+        if format != PASSAGE_INDEX_FORMAT {
+            return Err(bad(format!(
+                "passage index format {format}; this neardup reads format {PASSAGE_INDEX_FORMAT}: \
+                 build the index again with this version"
+            )));
+        }
+        if bytes.len() < 28 {
+            return Err(bad("truncated".into()));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 8);
+        let want = u64::from_le_bytes(tail.try_into().expect("8 bytes"));
+        if xxhash_rust::xxh3::xxh3_64(body) != want {
+            return Err(bad(
+                "damaged: its checksum does not match (truncated or overwritten)".into()
+            ));
+        }
+        let mut r = Reader { bytes: body, at: 20, path: &path };
+        let spec_len = r.u32()? as usize;
+        let saved: OverlapSpec =
+            serde_json::from_slice(r.take(spec_len)?).map_err(|e| bad(format!("settings: {e}")))?;
+        let spec = match spec {
+            Some(asked) => {
+                for ((field, have), (_, want)) in
+                    saved.index_fields().into_iter().zip(asked.index_fields())
+                {
+                    if have != want {
+                        return Err(OverlapError::Mismatch {
+                            path: path.clone(),
+                            field,
+                            index: have,
+                            asked: want,
+                        });
+                    }
+                }
+                asked.clone()
+            }
+            None => saved,
+        };
+        spec.validate()?;
+        let ndocs = r.u64()? as usize;
+        let mut docs = Vec::with_capacity(ndocs.min(body.len() / 12));
+        let mut by_id = FxHashMap::default();
+        for n in 0..ndocs {
+            let len = r.u32()? as usize;
+            let id = r.string(len)?;
+            let len = r.u64()? as usize;
+            let text = r.string(len)?;
+            if by_id.insert(id.clone(), n as u32).is_some() {
+                return Err(bad(format!("id {id} is given to two documents")));
+            }
+            docs.push(Doc { id, text, live: true });
+        }
+        let nkeys = r.u64()? as usize;
+        let keys = r.u32s(nkeys)?;
+        let offsets = r.u32s(nkeys + 1)?;
+        let npostings = r.u64()? as usize;
+        let postings = r.u32s(npostings)?;
+        if r.at != body.len()
+            || offsets.first() != Some(&0)
+            || offsets.last().map(|&o| o as usize) != Some(npostings)
+            || offsets.windows(2).any(|w| w[0] > w[1])
+            || keys.windows(2).any(|w| w[0] >= w[1])
+            || postings.iter().any(|&d| d as usize >= ndocs)
+        {
+            return Err(bad("damaged: its postings are inconsistent".into()));
+        }
+        Ok(PassageIndex { spec, docs, by_id, keys, offsets, postings })
+    }
+}
+
+fn write_u32s(w: &mut impl Write, values: &[u32]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(values.len().min(1 << 16) * 4);
+    for chunk in values.chunks(1 << 16) {
+        buf.clear();
+        for v in chunk {
+            buf.extend_from_slice(&v.to_le_bytes());
+        }
+        w.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+/// A writer that hashes what passes through it.
+struct Hashing<W: Write> {
+    inner: W,
+    hash: xxhash_rust::xxh3::Xxh3Default,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    path: &'a PathBuf,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], OverlapError> {
+        if self.bytes.len() - self.at < n {
+            return Err(OverlapError::Format {
+                path: self.path.clone(),
+                message: format!("damaged: ends inside a record at byte offset {}", self.at),
+            });
+        }
+        let out = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(out)
+    }
+
+    fn u32(&mut self) -> Result<u32, OverlapError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self) -> Result<u64, OverlapError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    fn string(&mut self, n: usize) -> Result<String, OverlapError> {
+        let at = self.at;
+        let bytes = self.take(n)?;
+        String::from_utf8(bytes.to_vec()).map_err(|e| OverlapError::Format {
+            path: self.path.clone(),
+            message: format!(
+                "damaged: invalid UTF-8 at byte offset {}",
+                at + e.utf8_error().valid_up_to()
+            ),
+        })
+    }
+
+    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
+        let bytes = self.take(n.saturating_mul(4))?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overlap::index::OnExistingId;
+
+    fn index() -> PassageIndex {
+        let mut index = PassageIndex::new(OverlapSpec::default()).expect("test setup");
+        index
+            .add_documents(
+                vec![
+                    ("a".into(), "一二三四五六七八九十百千万亿兆京垓秭穰沟涧正载极".into()),
+                    (
+                        "b".into(),
+                        "the quick brown fox jumps over the lazy dog again and again".into(),
+                    ),
+                ],
+                OnExistingId::Refuse,
+            )
+            .expect("test setup");
+        index
+    }
+
+    #[test]
+    fn a_saved_index_loads_as_it_was_and_damage_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("test setup");
+        let index = index();
+        index.save(dir.path()).expect("test setup");
+        let back = PassageIndex::load(dir.path(), None).expect("test setup");
+        assert_eq!(
+            (back.keys.clone(), back.postings.clone()),
+            (index.keys.clone(), index.postings.clone())
+        );
+        assert_eq!(back.id(1), "b");
+
+        let path = dir.path().join(PASSAGE_INDEX_FILE);
+        let mut bytes = fs::read(&path).expect("test setup");
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 1;
+        fs::write(&path, &bytes).expect("test setup");
+        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        assert!(e.contains("damaged"), "{e}");
+
+        bytes[16] = 9;
+        fs::write(&path, &bytes).expect("test setup");
+        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        assert!(e.contains("format 9"), "{e}");
+
+        let e =
+            PassageIndex::load(&dir.path().join("none"), None).expect_err("refused").to_string();
+        assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn a_check_with_other_fingerprint_settings_is_refused() {
+        let dir = tempfile::tempdir().expect("test setup");
+        index().save(dir.path()).expect("test setup");
+        let asked = OverlapSpec { seed: 5, min_units: 20, ..OverlapSpec::default() };
+        let e = PassageIndex::load(dir.path(), Some(&asked)).expect_err("refused");
+        assert!(
+            matches!(e, OverlapError::Mismatch { field: "seed", index: 3, asked: 5, .. }),
+            "{e}"
+        );
+        // Check settings may change.
+        let asked = OverlapSpec { min_units: 20, ..OverlapSpec::default() };
+        assert_eq!(
+            PassageIndex::load(dir.path(), Some(&asked)).expect("test setup").spec().min_units,
+            20
+        );
+    }
+}

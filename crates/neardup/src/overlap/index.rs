@@ -1,0 +1,708 @@
+//! The passage index: the collection's texts and their winnowed k-gram hashes, and the check of
+//! a query against them.
+
+use std::cell::RefCell;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::align::{align, settle, AlignParams, Attribution, QueryGrams, Region};
+use super::exclude::{quotations, reference_lists, Excluded};
+use super::units::{kgram_hashes, units, Unit};
+use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare};
+
+/// A document of the collection.
+#[derive(Debug, Clone)]
+pub(crate) struct Doc {
+    pub id: String,
+    pub text: String,
+    /// False once a later document with its id replaced it.
+    pub live: bool,
+}
+
+/// A collection indexed for the passage check: add documents, then check queries against them.
+/// Documents are numbered from 0 in the order added; [`PassageIndex::id`] gives a number's id.
+///
+/// Checks take `&self` and may run on many threads at once.
+#[derive(Debug, Clone)]
+pub struct PassageIndex {
+    pub(crate) spec: OverlapSpec,
+    pub(crate) docs: Vec<Doc>,
+    pub(crate) by_id: FxHashMap<String, u32>,
+    /// The kept k-gram hashes (their high 32 bits), sorted, each once.
+    pub(crate) keys: Vec<u32>,
+    /// `postings[offsets[i]..offsets[i + 1]]` are the documents holding `keys[i]`, ascending.
+    pub(crate) offsets: Vec<u32>,
+    pub(crate) postings: Vec<u32>,
+}
+
+/// What [`PassageIndex::add_documents`] does with an id the index already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnExistingId {
+    /// Refuse the batch ([`OverlapError::DuplicateId`]).
+    #[default]
+    Refuse,
+    /// The new document replaces the old one (a revised thesis replaces its earlier version).
+    Replace,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Buffers reused from one check to the next on a thread.
+#[derive(Default)]
+struct Scratch {
+    units: Vec<Unit>,
+    grams: Vec<u64>,
+    hashes: Vec<u64>,
+}
+
+/// K-grams per block of the candidate search.
+const BLOCK: usize = 32;
+/// Candidate sources taken per stretch of the query.
+const PER_STRETCH: usize = 8;
+/// Candidate sources aligned per round.
+const ROUND: usize = 16;
+
+/// The 32-bit key of a k-gram hash in the index. Two k-grams that share a key make a wrong
+/// candidate at worst, which alignment (on full 64-bit hashes) then finds nothing in.
+fn key(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
+/// The winnowed keys of a text's k-gram hashes (Schleimer et al. 2003, robust winnowing: the
+/// rightmost minimum of each window, recorded when it changes), sorted and each once.
+fn winnow(grams: &[u64], window: usize, out: &mut Vec<u32>) {
+    out.clear();
+    if grams.is_empty() {
+        return;
+    }
+    let w = window.min(grams.len());
+    let mut last = usize::MAX;
+    for start in 0..=grams.len() - w {
+        let mut best = start;
+        for i in start..start + w {
+            if grams[i] <= grams[best] {
+                best = i;
+            }
+        }
+        if best != last {
+            out.push(key(grams[best]));
+            last = best;
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+}
+
+impl PassageIndex {
+    /// An empty index with these settings.
+    pub fn new(spec: OverlapSpec) -> Result<PassageIndex, OverlapError> {
+        spec.validate()?;
+        Ok(PassageIndex {
+            spec,
+            docs: Vec::new(),
+            by_id: FxHashMap::default(),
+            keys: Vec::new(),
+            offsets: vec![0],
+            postings: Vec::new(),
+        })
+    }
+
+    /// The settings.
+    pub fn spec(&self) -> &OverlapSpec {
+        &self.spec
+    }
+
+    /// Changes the settings of later checks. The fingerprint settings (`seed`, `window`,
+    /// `max_postings`) are the index's own: another value is refused
+    /// ([`OverlapError::InvalidSpec`] naming it).
+    pub fn set_spec(&mut self, spec: OverlapSpec) -> Result<(), OverlapError> {
+        spec.validate()?;
+        for ((field, have), (_, want)) in
+            self.spec.index_fields().into_iter().zip(spec.index_fields())
+        {
+            if have != want {
+                return Err(OverlapError::InvalidSpec {
+                    field,
+                    message: format!(
+                        "the index was built with {field} {have}; a check cannot change it \
+                         (asked {want})"
+                    ),
+                });
+            }
+        }
+        self.spec = spec;
+        Ok(())
+    }
+
+    /// Documents in the index (replaced ones not counted).
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// True when the index holds no document.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// The id of document `n`.
+    ///
+    /// # Panics
+    /// If `n` is not a number this index gave.
+    pub fn id(&self, n: u32) -> &str {
+        &self.docs[n as usize].id
+    }
+
+    /// The text of document `n`.
+    ///
+    /// # Panics
+    /// If `n` is not a number this index gave.
+    pub fn text(&self, n: u32) -> &str {
+        &self.docs[n as usize].text
+    }
+
+    /// The number of the document with this id.
+    pub fn find(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).copied()
+    }
+
+    /// The numbers of the documents the index holds, in the order added.
+    pub fn documents(&self) -> impl Iterator<Item = u32> + '_ {
+        self.docs.iter().enumerate().filter(|(_, d)| d.live).map(|(n, _)| n as u32)
+    }
+
+    /// Adds documents `(id, text)` (fingerprinted in parallel) and returns their numbers. An id
+    /// given twice in the batch is refused; one the index holds already is refused or replaces
+    /// the old document, as `existing` says. Nothing is added when an error is returned.
+    pub fn add_documents(
+        &mut self,
+        docs: Vec<(String, String)>,
+        existing: OnExistingId,
+    ) -> Result<Vec<u32>, OverlapError> {
+        let mut batch: FxHashMap<&str, ()> = FxHashMap::default();
+        for (id, text) in &docs {
+            if text.len() >= u32::MAX as usize {
+                return Err(OverlapError::TooLong { id: id.clone(), bytes: text.len() });
+            }
+            if batch.insert(id, ()).is_some()
+                || (existing == OnExistingId::Refuse && self.by_id.contains_key(id.as_str()))
+            {
+                return Err(OverlapError::DuplicateId { id: id.clone() });
+            }
+        }
+        let first = self.docs.len();
+        if first + docs.len() >= u32::MAX as usize {
+            return Err(OverlapError::InvalidSpec {
+                field: "documents",
+                message: "a passage index holds fewer than 4,294,967,295 documents".into(),
+            });
+        }
+        let (seed, window) = (self.spec.seed as usize, self.spec.window as usize);
+        let keys: Vec<Vec<u32>> = docs
+            .par_iter()
+            .map(|(_, text)| {
+                SCRATCH.with_borrow_mut(|s| {
+                    units(text, &mut s.units);
+                    kgram_hashes(&s.units, seed, &mut s.grams);
+                    let mut out = Vec::new();
+                    winnow(&s.grams, window, &mut out);
+                    out
+                })
+            })
+            .collect();
+        let mut numbers = Vec::with_capacity(docs.len());
+        for (i, (id, text)) in docs.into_iter().enumerate() {
+            let n = (first + i) as u32;
+            if let Some(old) = self.by_id.insert(id.clone(), n) {
+                self.docs[old as usize].live = false;
+                // The old text is not needed again: a replaced document is never a source.
+                self.docs[old as usize].text = String::new();
+            }
+            self.docs.push(Doc { id, text, live: true });
+            numbers.push(n);
+        }
+        self.merge_postings(first as u32, keys);
+        Ok(numbers)
+    }
+
+    /// Rebuilds the postings with the keys of documents `first..`, dropping replaced documents
+    /// and keeping the first `max_postings` holders of each key.
+    fn merge_postings(&mut self, first: u32, new: Vec<Vec<u32>>) {
+        let mut pairs: Vec<u64> =
+            Vec::with_capacity(self.postings.len() + new.iter().map(Vec::len).sum::<usize>());
+        for (i, &k) in self.keys.iter().enumerate() {
+            let range = self.offsets[i] as usize..self.offsets[i + 1] as usize;
+            pairs.extend(
+                self.postings[range]
+                    .iter()
+                    .filter(|&&d| self.docs[d as usize].live)
+                    .map(|&d| (u64::from(k) << 32) | u64::from(d)),
+            );
+        }
+        for (i, keys) in new.iter().enumerate() {
+            let d = first + i as u32;
+            if self.docs[d as usize].live {
+                pairs.extend(keys.iter().map(|&k| (u64::from(k) << 32) | u64::from(d)));
+            }
+        }
+        pairs.par_sort_unstable();
+        self.build_postings(&pairs);
+    }
+
+    /// Fills keys, offsets and postings from sorted `(key << 32 | doc)` pairs.
+    pub(crate) fn build_postings(&mut self, pairs: &[u64]) {
+        let cap = self.spec.max_postings as usize;
+        self.keys.clear();
+        self.offsets.clear();
+        self.postings.clear();
+        self.offsets.push(0);
+        let mut i = 0;
+        while i < pairs.len() {
+            let k = (pairs[i] >> 32) as u32;
+            let mut j = i;
+            while j < pairs.len() && (pairs[j] >> 32) as u32 == k {
+                j += 1;
+            }
+            self.keys.push(k);
+            self.postings.extend(pairs[i..j].iter().take(cap).map(|&p| p as u32));
+            self.offsets.push(self.postings.len() as u32);
+            i = j;
+        }
+        self.keys.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        self.postings.shrink_to_fit();
+    }
+
+    fn holders(&self, k: u32) -> &[u32] {
+        match self.keys.binary_search(&k) {
+            Ok(i) => &self.postings[self.offsets[i] as usize..self.offsets[i + 1] as usize],
+            Err(_) => &[],
+        }
+    }
+
+    /// Every hit of the query's k-grams in the index, as `(doc << 32) | position`, sorted.
+    fn hits(&self, qgrams: &[u64], usable: impl Fn(u32) -> bool) -> Vec<u64> {
+        let mut hits: Vec<u64> = Vec::new();
+        for (i, &h) in qgrams.iter().enumerate() {
+            hits.extend(
+                self.holders(key(h))
+                    .iter()
+                    .filter(|&&d| usable(d))
+                    .map(|&d| (u64::from(d) << 32) | i as u64),
+            );
+        }
+        hits.sort_unstable();
+        hits
+    }
+
+    /// The next candidate sources to align, best first: for every stretch of the query (two
+    /// blocks of [`BLOCK`] k-grams, sliding by one block), the [`PER_STRETCH`] documents with
+    /// most hits there, at least two; at most `limit`, by their best stretch. Hits at positions
+    /// a region already found explains (`explained(doc, position)`) do not count, and documents
+    /// already aligned are skipped. Choosing per stretch, and among what is left unexplained,
+    /// finds the source of each part of a text that copies from many, even where many
+    /// documents share long common text (a license, boilerplate) with the query.
+    fn next_candidates(
+        &self,
+        hits: &[u64],
+        explained: impl Fn(u32, u32) -> bool,
+        aligned: &rustc_hash::FxHashSet<u32>,
+        limit: usize,
+    ) -> Vec<u32> {
+        let mut counts: Vec<(u32, u32, u32)> = Vec::new(); // (doc, block, hits)
+        for &h in hits {
+            let (d, pos) = ((h >> 32) as u32, h as u32);
+            if aligned.contains(&d) || explained(d, pos) {
+                continue;
+            }
+            let b = pos / BLOCK as u32;
+            match counts.last_mut() {
+                Some(last) if last.0 == d && last.1 == b => last.2 += 1,
+                _ => counts.push((d, b, 1)),
+            }
+        }
+        let mut stretches: Vec<(u32, std::cmp::Reverse<u32>, u32)> = Vec::new(); // (block, score, doc)
+        for (i, &(d, b, n)) in counts.iter().enumerate() {
+            let next = counts.get(i + 1).filter(|c| c.0 == d && c.1 == b + 1).map_or(0, |c| c.2);
+            if n + next >= 2 {
+                stretches.push((b, std::cmp::Reverse(n + next), d));
+            }
+            // The stretch that starts one block earlier, when that block has no hits.
+            let prev_counted = i > 0 && counts[i - 1].0 == d && counts[i - 1].1 + 1 == b;
+            if b > 0 && !prev_counted && n >= 2 {
+                stretches.push((b - 1, std::cmp::Reverse(n), d));
+            }
+        }
+        stretches.sort_unstable();
+        let mut best: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut i = 0;
+        while i < stretches.len() {
+            let b = stretches[i].0;
+            let mut taken = 0;
+            while i < stretches.len() && stretches[i].0 == b {
+                if taken < PER_STRETCH {
+                    let (_, std::cmp::Reverse(score), d) = stretches[i];
+                    let e = best.entry(d).or_insert(0);
+                    *e = (*e).max(score);
+                    taken += 1;
+                }
+                i += 1;
+            }
+        }
+        let mut out: Vec<(u32, u32)> = best.into_iter().collect();
+        out.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(limit);
+        out.into_iter().map(|(d, _)| d).collect()
+    }
+
+    fn align_params(&self) -> AlignParams {
+        AlignParams {
+            seed: self.spec.seed,
+            max_gap: self.spec.max_gap,
+            min_units: self.spec.min_units,
+            min_similarity: self.spec.min_similarity,
+        }
+    }
+
+    /// Checks `text` against the collection. A document with the query's own id (`own_id`: an
+    /// earlier version of the same text, or the query itself when it is in the collection) and
+    /// the documents numbered in `exclude` are not sources.
+    pub fn check(
+        &self,
+        own_id: Option<&str>,
+        text: &str,
+        exclude: &[u32],
+    ) -> Result<Overlap, OverlapError> {
+        if text.len() >= u32::MAX as usize {
+            return Err(OverlapError::TooLong {
+                id: own_id.unwrap_or("the query").to_string(),
+                bytes: text.len(),
+            });
+        }
+        let own = own_id.and_then(|id| self.find(id));
+        Ok(SCRATCH
+            .with_borrow_mut(|s| self.check_with(text, own, exclude, Attribution::BestMatch, s)))
+    }
+
+    /// Checks document `n` of the index against the others (the within-corpus mode). A stretch
+    /// several documents hold is given to the earliest of them (the first occurrence), the
+    /// others named as holding it too.
+    pub fn check_member(&self, n: u32, exclude: &[u32]) -> Overlap {
+        SCRATCH.with_borrow_mut(|s| {
+            self.check_with(self.text(n), Some(n), exclude, Attribution::Earliest, s)
+        })
+    }
+
+    fn check_with(
+        &self,
+        text: &str,
+        own: Option<u32>,
+        exclude: &[u32],
+        by: Attribution,
+        s: &mut Scratch,
+    ) -> Overlap {
+        let p = self.align_params();
+        let seed = self.spec.seed as usize;
+        let mut overlap = Overlap { chars: text.chars().count() as u64, ..Overlap::default() };
+        let mut qunits = Vec::new();
+        units(text, &mut qunits);
+        let mut qgrams = Vec::new();
+        kgram_hashes(&qunits, seed, &mut qgrams);
+        if qgrams.is_empty() || self.keys.is_empty() {
+            return overlap;
+        }
+
+        let hits = self.hits(&qgrams, |d| {
+            Some(d) != own && self.docs[d as usize].live && !exclude.contains(&d)
+        });
+
+        // Alignment in rounds: the best candidates for what is not yet explained, until
+        // nothing is left with two hits or `max_sources` were aligned. A k-gram position is
+        // explained by a region over it; within a corpus, only for later documents, so that
+        // the earliest holder of a stretch is still aligned.
+        let query = QueryGrams::new(&qgrams, |_| true);
+        let qhashes: Vec<u64> = qunits.iter().map(|u| u.hash).collect();
+        let mut regions: Vec<Region> = Vec::new();
+        let mut covered = vec![u32::MAX; qgrams.len()]; // lowest source explaining each k-gram
+        let mut aligned = rustc_hash::FxHashSet::default();
+        let max_sources = self.spec.max_sources as usize;
+        while aligned.len() < max_sources {
+            let explained = |d: u32, pos: u32| {
+                let c = covered[pos as usize];
+                match by {
+                    Attribution::BestMatch => c != u32::MAX,
+                    Attribution::Earliest => c < d,
+                }
+            };
+            let batch = self.next_candidates(
+                &hits,
+                explained,
+                &aligned,
+                ROUND.min(max_sources - aligned.len()),
+            );
+            if batch.is_empty() {
+                break;
+            }
+            for d in batch {
+                aligned.insert(d);
+                units(self.text(d), &mut s.units);
+                kgram_hashes(&s.units, seed, &mut s.grams);
+                s.hashes.clear();
+                s.hashes.extend(s.units.iter().map(|u| u.hash));
+                let found = align(&query, d, &s.grams, (&qhashes, &s.hashes), &p);
+                for r in &found {
+                    let end = (r.q1 as usize).min(covered.len());
+                    for c in &mut covered[r.q0 as usize..end] {
+                        *c = (*c).min(d);
+                    }
+                }
+                regions.extend(found);
+            }
+        }
+        let settled = settle(regions, &p, by);
+
+        // Quotations and references are set apart.
+        let excluded = self.exclusions(text, &qunits);
+        let mut passages = Vec::new();
+        let mut set_apart = Vec::new();
+        for st in settled {
+            for (q0, q1, why) in split(st.region.q0, st.region.q1, &excluded) {
+                if q1 - q0 < p.min_units {
+                    continue;
+                }
+                let mut r = st.region.clone();
+                if !r.clip(q0, q1) || r.q1 - r.q0 < p.min_units {
+                    continue;
+                }
+                match why {
+                    None => passages.push((r, st.also.clone(), None)),
+                    Some(w) => set_apart.push((r, st.also.clone(), Some(w))),
+                }
+            }
+        }
+        overlap.passages = self.to_passages(text, &qunits, passages, s);
+        overlap.excluded = self.to_passages(text, &qunits, set_apart, s);
+
+        // The copied share, each character once.
+        let counted: Vec<(u64, u64)> = overlap.passages.iter().map(|p| (p.start, p.end)).collect();
+        overlap.copied_chars = union_len(counted.clone());
+        let all: Vec<(u64, u64)> = counted
+            .iter()
+            .copied()
+            .chain(overlap.excluded.iter().map(|p| (p.start, p.end)))
+            .collect();
+        overlap.excluded_chars = union_len(all) - overlap.copied_chars;
+        let mut by_source: FxHashMap<u32, Vec<(u64, u64)>> = FxHashMap::default();
+        for p in &overlap.passages {
+            by_source.entry(p.source).or_default().push((p.start, p.end));
+        }
+        overlap.sources = by_source
+            .into_iter()
+            .map(|(source, ranges)| SourceShare { source, chars: union_len(ranges) })
+            .collect();
+        overlap
+            .sources
+            .sort_unstable_by(|a, b| b.chars.cmp(&a.chars).then(a.source.cmp(&b.source)));
+        overlap
+    }
+
+    /// The query's quotations and reference list as unit ranges, sorted and disjoint; a
+    /// quotation shorter than a passage is a term or a title, not a quotation that could hide a
+    /// copy, and is ignored.
+    fn exclusions(&self, text: &str, qunits: &[Unit]) -> Vec<(u32, u32, Exclusion)> {
+        let mut found: Vec<Excluded> = Vec::new();
+        if self.spec.exclude_quotes {
+            found.extend(quotations(text));
+        }
+        if self.spec.exclude_references {
+            found.extend(reference_lists(text));
+        }
+        let mut out: Vec<(u32, u32, Exclusion)> = found
+            .into_iter()
+            .map(|e| {
+                let u0 = qunits.partition_point(|u| u.start < e.start) as u32;
+                let u1 = qunits.partition_point(|u| u.end <= e.end) as u32;
+                (u0, u1.max(u0), e.why)
+            })
+            .filter(|&(u0, u1, why)| why == Exclusion::References || u1 - u0 >= self.spec.min_units)
+            .collect();
+        out.sort_unstable_by_key(|&(a, b, _)| (a, b));
+        let mut merged: Vec<(u32, u32, Exclusion)> = Vec::new();
+        for e in out {
+            match merged.last_mut() {
+                Some(last) if e.0 <= last.1 => last.1 = last.1.max(e.1),
+                _ => merged.push(e),
+            }
+        }
+        merged
+    }
+
+    /// Maps settled regions to passages with offsets in both texts.
+    fn to_passages(
+        &self,
+        text: &str,
+        qunits: &[Unit],
+        regions: Vec<(Region, Vec<u32>, Option<Exclusion>)>,
+        s: &mut Scratch,
+    ) -> Vec<Passage> {
+        let mut out = Vec::with_capacity(regions.len());
+        let mut by_source: Vec<usize> = (0..regions.len()).collect();
+        by_source.sort_by_key(|&i| regions[i].0.source);
+        let mut loaded = u32::MAX;
+        let mut slots: Vec<Option<Passage>> = vec![None; regions.len()];
+        for i in by_source {
+            let (r, also, why) = &regions[i];
+            if loaded != r.source {
+                units(self.text(r.source), &mut s.units);
+                loaded = r.source;
+            }
+            let (qa, qb) = (&qunits[r.q0 as usize], &qunits[r.q1 as usize - 1]);
+            let (sa, sb) = (&s.units[r.s0 as usize], &s.units[r.s1 as usize - 1]);
+            let source_text = self.text(r.source);
+            // Punctuation both texts hold at the passage's ends belongs to it (the full stop
+            // after its last word, the bracket before its first).
+            let ((_, s_first), (_, s_last)) = r.end_pairs();
+            let (sf, sl) = (&s.units[s_first as usize], &s.units[s_last as usize]);
+            let tail = same_punctuation(
+                text[qb.end_byte as usize..].chars(),
+                source_text[sl.end_byte as usize..].chars(),
+                |c| !is_opening(c),
+            );
+            let head = same_punctuation(
+                text[..qa.start_byte as usize].chars().rev(),
+                source_text[..sf.start_byte as usize].chars().rev(),
+                is_opening,
+            );
+            let s_tail = if s_last + 1 == r.s1 { tail } else { (0, 0) };
+            let s_head = if s_first == r.s0 { head } else { (0, 0) };
+            let mut also = also.clone();
+            also.sort_unstable();
+            slots[i] = Some(Passage {
+                source: r.source,
+                also,
+                start: u64::from(qa.start) - head.0,
+                end: u64::from(qb.end) + tail.0,
+                start_byte: u64::from(qa.start_byte) - head.1,
+                end_byte: u64::from(qb.end_byte) + tail.1,
+                source_start: u64::from(sa.start) - s_head.0,
+                source_end: u64::from(sb.end) + s_tail.0,
+                source_start_byte: u64::from(sa.start_byte) - s_head.1,
+                source_end_byte: u64::from(sb.end_byte) + s_tail.1,
+                similarity: (r.similarity() * 1e4).round() / 1e4,
+                exclusion: *why,
+            });
+        }
+        out.extend(slots.into_iter().flatten());
+        out.sort_by_key(|p| (p.start, p.end));
+        out
+    }
+}
+
+/// Opening brackets and quotation marks: they belong to what follows them.
+fn is_opening(c: char) -> bool {
+    matches!(
+        c,
+        '(' | '['
+            | '{'
+            | '"'
+            | '\''
+            | '（'
+            | '［'
+            | '｛'
+            | '【'
+            | '〔'
+            | '《'
+            | '〈'
+            | '「'
+            | '『'
+            | '\u{201C}'
+            | '\u{2018}'
+            | '«'
+    )
+}
+
+/// The code points and bytes of the punctuation two texts share from where they are read: equal
+/// characters that are neither letters, digits nor whitespace, and that `belongs` accepts (a
+/// passage takes the full stop after it and the bracket before it, not the other way round).
+fn same_punctuation(
+    a: impl Iterator<Item = char>,
+    b: impl Iterator<Item = char>,
+    belongs: impl Fn(char) -> bool,
+) -> (u64, u64) {
+    let (mut chars, mut bytes) = (0, 0);
+    for (x, y) in a.zip(b) {
+        if x != y || x.is_alphanumeric() || x.is_whitespace() || !belongs(x) {
+            break;
+        }
+        chars += 1;
+        bytes += x.len_utf8() as u64;
+    }
+    (chars, bytes)
+}
+
+/// Splits units `[q0, q1)` at the excluded ranges: the pieces in order, each with the exclusion
+/// it lies in (`None`: counted).
+fn split(
+    q0: u32,
+    q1: u32,
+    excluded: &[(u32, u32, Exclusion)],
+) -> Vec<(u32, u32, Option<Exclusion>)> {
+    let mut out = Vec::new();
+    let mut at = q0;
+    for &(a, b, why) in excluded {
+        if b <= at || a >= q1 {
+            continue;
+        }
+        if a > at {
+            out.push((at, a, None));
+        }
+        out.push((a.max(at), b.min(q1), Some(why)));
+        at = b.min(q1);
+    }
+    if at < q1 {
+        out.push((at, q1, None));
+    }
+    out
+}
+
+/// The length of the union of ranges.
+fn union_len(mut ranges: Vec<(u64, u64)>) -> u64 {
+    ranges.sort_unstable();
+    let mut total = 0;
+    let mut covered_to = 0;
+    for (a, b) in ranges {
+        let from = a.max(covered_to);
+        if b > from {
+            total += b - from;
+            covered_to = b;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn winnowing_keeps_the_rightmost_minimum_of_each_window() {
+        let grams: Vec<u64> =
+            [77u64, 72, 42, 17, 98, 50, 17, 98, 8, 88, 67, 39, 77, 72, 42, 17, 98]
+                .iter()
+                .map(|&x| x << 32)
+                .collect();
+        // Schleimer et al.'s example, window 4: 17 17 8 39 17 (positions 3, 6, 8, 11, 15).
+        let mut out = Vec::new();
+        winnow(&grams, 4, &mut out);
+        assert_eq!(out, [8, 17, 39]);
+    }
+
+    #[test]
+    fn union_counts_each_character_once() {
+        assert_eq!(union_len(vec![(0, 10), (5, 15), (20, 25)]), 20);
+        assert_eq!(split(0, 10, &[(3, 5, Exclusion::Quote)]).len(), 3);
+    }
+}

@@ -1,0 +1,336 @@
+//! The passage check: which passages of a text are copied from which documents of a collection,
+//! and how much of the text that is (the thesis check, 论文查重), or which passages the documents
+//! of one corpus share.
+//!
+//! Whole-document similarity cannot answer this: a thesis that takes a fifth of its text from
+//! ten sources has a Jaccard similarity near 0 with each of them. The check works on passages:
+//!
+//! 1. Every document is cut into units (Han characters one by one, words of other scripts; see
+//!    `units.rs`) over folded text, so full-width forms, case, punctuation and line breaks do not
+//!    matter.
+//! 2. The collection's k-grams of units are **winnowed** (Schleimer, Wilkerson and Aiken,
+//!    SIGMOD 2003): in every window of `window` consecutive k-gram hashes the smallest is kept,
+//!    and the index maps each kept hash to the documents holding it. A query looks up *every*
+//!    one of its k-grams, so any match of at least `window + seed - 1` units is certain to hit a
+//!    kept hash of its source: the index holds about `2 / (window + 1)` of the k-grams and loses
+//!    no copy that long.
+//! 3. The documents with most hits are **aligned** with the query (`align.rs`): shared k-grams
+//!    are joined into maximal passages across substituted, inserted and deleted units and across
+//!    swapped or dropped sentences, and each passage is mapped back to code point and byte
+//!    offsets in both texts as given.
+//! 4. Passages of several sources over the same text are settled (one source per stretch, the
+//!    others named as holding it too), quotations and reference lists are set apart, and the
+//!    copied share is counted once per character however many sources hold it.
+//!
+//! ```
+//! use neardup::overlap::{OnExistingId, OverlapSpec, PassageIndex};
+//!
+//! let mut index = PassageIndex::new(OverlapSpec::default())?;
+//! index.add_documents(vec![(
+//!     "src".to_string(),
+//!     "Winnowing selects the minimum hash in every window of consecutive k-gram hashes, \
+//!      so that any match long enough is certain to share a fingerprint.".to_string(),
+//! )], OnExistingId::Refuse)?;
+//! let found = index.check(
+//!     Some("thesis"),
+//!     "As is known, winnowing selects the minimum hash in every window of consecutive \
+//!      k-gram hashes, so any match long enough is certain to share a fingerprint. The end.",
+//!     &[],
+//! )?;
+//! assert_eq!(found.passages.len(), 1);
+//! assert_eq!(index.id(found.passages[0].source), "src");
+//! assert!(found.copied() > 0.7);
+//! # Ok::<(), neardup::overlap::OverlapError>(())
+//! ```
+
+mod align;
+mod exclude;
+mod file;
+mod index;
+mod units;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use exclude::Exclusion;
+pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
+pub use index::{OnExistingId, PassageIndex};
+
+/// The settings of the passage check, as data. The first three define the index's fingerprints
+/// and are stored with it; the others may change from one check to the next.
+///
+/// The defaults suit Chinese (a unit is a character) and English (a unit is a word) alike: a
+/// Chinese character and an English word carry about the same information (some 10 bits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OverlapSpec {
+    /// Units per k-gram, the shortest exact match that counts as shared (3).
+    pub seed: u32,
+    /// The winnowing window, in k-grams (4): every shared run of at least `seed + window - 1`
+    /// units (6) is found.
+    pub window: u32,
+    /// A k-gram held by more documents than this is indexed for the first this many only (256):
+    /// boilerplate still finds its first holders, and one common phrase cannot make every
+    /// document a candidate.
+    pub max_postings: u32,
+    /// The shortest passage reported, in units (12).
+    pub min_units: u32,
+    /// The longest run of edited units bridged inside a passage (8).
+    pub max_gap: u32,
+    /// The smallest share of a passage's units inside shared k-grams (0.5).
+    pub min_similarity: f64,
+    /// Leave quotations out of the copied share (true).
+    pub exclude_quotes: bool,
+    /// Leave the reference list out of the copied share (true).
+    pub exclude_references: bool,
+    /// The most candidate sources aligned with one query, best first (400).
+    pub max_sources: u32,
+}
+
+impl Default for OverlapSpec {
+    fn default() -> Self {
+        OverlapSpec {
+            seed: 3,
+            window: 4,
+            max_postings: 256,
+            min_units: 12,
+            max_gap: 8,
+            min_similarity: 0.5,
+            exclude_quotes: true,
+            exclude_references: true,
+            max_sources: 400,
+        }
+    }
+}
+
+/// The largest `seed`, `window`, `max_gap` and `min_units`: beyond these nothing is a copy
+/// anyone checks for.
+pub const MAX_OVERLAP_UNITS: u32 = 1000;
+/// The largest `max_postings` and `max_sources`.
+pub const MAX_OVERLAP_FANOUT: u32 = 1_000_000;
+
+impl OverlapSpec {
+    /// Checks every value; the error names the field.
+    pub fn validate(&self) -> Result<(), OverlapError> {
+        let bad = |field: &'static str, message: String| {
+            Err(OverlapError::InvalidSpec { field, message })
+        };
+        for (field, v) in
+            [("seed", self.seed), ("window", self.window), ("min_units", self.min_units)]
+        {
+            if v == 0 || v > MAX_OVERLAP_UNITS {
+                return bad(field, format!("must be in 1..={MAX_OVERLAP_UNITS}, got {v}"));
+            }
+        }
+        if self.max_gap > MAX_OVERLAP_UNITS {
+            return bad(
+                "max_gap",
+                format!("must be at most {MAX_OVERLAP_UNITS}, got {}", self.max_gap),
+            );
+        }
+        for (field, v) in [("max_postings", self.max_postings), ("max_sources", self.max_sources)] {
+            if v == 0 || v > MAX_OVERLAP_FANOUT {
+                return bad(field, format!("must be in 1..={MAX_OVERLAP_FANOUT}, got {v}"));
+            }
+        }
+        if !(self.min_similarity > 0.0 && self.min_similarity <= 1.0) {
+            return bad(
+                "min_similarity",
+                format!("must be in (0, 1], got {}", self.min_similarity),
+            );
+        }
+        if self.min_units < self.seed {
+            return bad(
+                "min_units",
+                format!(
+                    "must be at least seed ({}): a passage holds at least one k-gram, got {}",
+                    self.seed, self.min_units
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The settings that define an index's fingerprints, which a saved index keeps and a check
+    /// against it must share.
+    pub(crate) fn index_fields(&self) -> [(&'static str, u32); 3] {
+        [("seed", self.seed), ("window", self.window), ("max_postings", self.max_postings)]
+    }
+
+    /// An id of the fingerprint settings: 16 hex digits of a hash of their canonical form and
+    /// the index format. Two indexes with one id were fingerprinted alike.
+    pub fn index_id(&self) -> String {
+        let canonical = format!(
+            "passages/v{PASSAGE_INDEX_FORMAT}/{}",
+            self.index_fields().map(|(k, v)| format!("{k}={v}")).join(",")
+        );
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()))
+    }
+}
+
+/// One copied passage of a query: its range in the query, its source's range, both as code
+/// points (Python string indices) and UTF-8 bytes, end exclusive.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Passage {
+    /// The source's number in the index ([`PassageIndex::id`] names it).
+    pub source: u32,
+    /// Other documents that hold the same text, by number.
+    pub also: Vec<u32>,
+    /// First code point in the query.
+    pub start: u64,
+    /// End (exclusive) in the query.
+    pub end: u64,
+    /// First byte in the query.
+    pub start_byte: u64,
+    /// End byte (exclusive) in the query.
+    pub end_byte: u64,
+    /// First code point in the source.
+    pub source_start: u64,
+    /// End (exclusive) in the source.
+    pub source_end: u64,
+    /// First byte in the source.
+    pub source_start_byte: u64,
+    /// End byte (exclusive) in the source.
+    pub source_end_byte: u64,
+    /// Share of the passage's units inside k-grams its source shares (1 for a verbatim copy).
+    pub similarity: f64,
+    /// Set when the passage is left out of the copied share (a quotation, the references).
+    pub exclusion: Option<Exclusion>,
+}
+
+impl Passage {
+    /// Code points of the query inside the passage.
+    pub fn chars(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// How much of a query one source holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceShare {
+    /// The source's number in the index.
+    pub source: u32,
+    /// Code points of the query inside passages of this source (each counted once).
+    pub chars: u64,
+}
+
+/// The passage check of one query.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Overlap {
+    /// Code points of the query.
+    pub chars: u64,
+    /// The copied passages counted in the copied share, in query order.
+    pub passages: Vec<Passage>,
+    /// Copied passages left out of it (quotations, references), in query order.
+    pub excluded: Vec<Passage>,
+    /// Code points inside some counted passage, each counted once.
+    pub copied_chars: u64,
+    /// Code points inside some excluded passage and no counted one.
+    pub excluded_chars: u64,
+    /// The sources of counted passages, most copied first (ties: lower number).
+    pub sources: Vec<SourceShare>,
+}
+
+impl Overlap {
+    /// The copied share of the query, in [0, 1] (0 for an empty query).
+    pub fn copied(&self) -> f64 {
+        if self.chars == 0 {
+            0.0
+        } else {
+            self.copied_chars as f64 / self.chars as f64
+        }
+    }
+
+    /// The share copied counting quotations and references too.
+    pub fn copied_with_excluded(&self) -> f64 {
+        if self.chars == 0 {
+            0.0
+        } else {
+            (self.copied_chars + self.excluded_chars) as f64 / self.chars as f64
+        }
+    }
+}
+
+/// An error of the passage check.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OverlapError {
+    /// A setting is out of range.
+    InvalidSpec {
+        /// The field of [`OverlapSpec`].
+        field: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// Two documents of a collection have one id.
+    DuplicateId {
+        /// The id.
+        id: String,
+    },
+    /// A document is longer than the index can hold (4 GiB).
+    TooLong {
+        /// The document's id.
+        id: String,
+        /// Its length in bytes.
+        bytes: usize,
+    },
+    /// A saved index could not be read or written.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// A saved index is not one this version reads, or is damaged.
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A saved index was fingerprinted with other settings than the check asks for.
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// The setting.
+        field: &'static str,
+        /// The index's value.
+        index: u32,
+        /// The value asked for.
+        asked: u32,
+    },
+}
+
+impl fmt::Display for OverlapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OverlapError::InvalidSpec { field, message } => write!(f, "{field}: {message}"),
+            OverlapError::DuplicateId { id } => {
+                write!(f, "id {id} is given to two documents of the collection")
+            }
+            OverlapError::TooLong { id, bytes } => write!(
+                f,
+                "document {id} has {bytes} bytes: the passage index holds documents under 4 GiB"
+            ),
+            OverlapError::Io { path, .. } => write!(f, "{}", path.display()),
+            OverlapError::Format { path, message } => write!(f, "{}: {message}", path.display()),
+            OverlapError::Mismatch { path, field, index, asked } => write!(
+                f,
+                "{}: the passage index was built with {field} {index}, and this check asks for \
+                 {asked}: give the index's value, or build a new index",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OverlapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OverlapError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

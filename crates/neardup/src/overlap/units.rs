@@ -1,0 +1,179 @@
+//! Text to matching units: the sequence the passage check compares, with each unit's place in the
+//! text as given.
+//!
+//! A unit is one Han ideograph or kana (Chinese and Japanese are compared character by
+//! character, as Chinese thesis checkers do), or one word of any other script (a maximal run of
+//! letters, digits and combining marks). Everything else (punctuation, symbols, whitespace, line
+//! breaks) separates units and is never compared, so a swapped comma, a line break inside a
+//! sentence or a doubled space changes nothing. Each character is folded as the pipeline's
+//! normalizer folds text (NFKC, so full-width `ＶＬＣ` is `vlc`; then lowercase), one character at
+//! a time so that every unit keeps the exact code point and byte span it came from.
+
+use neardup_text::is_unspaced;
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// One unit: the hash of its folded form and its span in the text as given (code points and
+/// UTF-8 bytes, end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unit {
+    pub hash: u64,
+    pub start: u32,
+    pub end: u32,
+    pub start_byte: u32,
+    pub end_byte: u32,
+}
+
+/// A word being read: its folded bytes and where it started.
+struct Word {
+    folded: String,
+    start: u32,
+    start_byte: u32,
+}
+
+/// The units of `text`, appended to `out` (cleared first). The caller bounds the text's length
+/// below 4 GiB, so every offset fits a `u32`.
+pub(crate) fn units(text: &str, out: &mut Vec<Unit>) {
+    out.clear();
+    let mut word: Option<Word> = None;
+    let mut chars = 0u32;
+    for (byte, c) in text.char_indices() {
+        let byte = byte as u32;
+        let start = chars;
+        chars += 1;
+        let end_byte = byte + c.len_utf8() as u32;
+        if c.is_ascii() {
+            if c.is_ascii_alphanumeric() {
+                let w = word.get_or_insert_with(|| Word {
+                    folded: String::new(),
+                    start,
+                    start_byte: byte,
+                });
+                w.folded.push(c.to_ascii_lowercase());
+            } else {
+                end_word(&mut word, start, byte, out);
+            }
+            continue;
+        }
+        // Common ideographs fold to themselves (NFKC and case leave U+4E00..U+9FFF alone).
+        if ('\u{4E00}'..='\u{9FFF}').contains(&c) {
+            end_word(&mut word, start, byte, out);
+            out.push(Unit { hash: han_hash(c), start, end: chars, start_byte: byte, end_byte });
+            continue;
+        }
+        // CJK punctuation (U+3000..U+303F but the ideographic marks, U+FF01..U+FF0F) separates
+        // units and folds to punctuation.
+        if matches!(c, '\u{3000}'..='\u{3004}' | '\u{3008}'..='\u{3020}' | '\u{FF01}'..='\u{FF0F}')
+        {
+            end_word(&mut word, start, byte, out);
+            continue;
+        }
+        // A character may fold to several (`㈱` is `(株)`); they all map back to it.
+        for n in std::iter::once(c).nfkc() {
+            for n in n.to_lowercase() {
+                if is_unspaced(n) && n.is_alphanumeric() {
+                    end_word(&mut word, start, byte, out);
+                    out.push(Unit {
+                        hash: han_hash(n),
+                        start,
+                        end: chars,
+                        start_byte: byte,
+                        end_byte,
+                    });
+                } else if n.is_alphanumeric() {
+                    let w = word.get_or_insert_with(|| Word {
+                        folded: String::new(),
+                        start,
+                        start_byte: byte,
+                    });
+                    w.folded.push(n);
+                } else if is_combining_mark(n) && word.is_some() {
+                    // An accent written apart (`e` + U+0301) stays inside its word.
+                    if let Some(w) = word.as_mut() {
+                        w.folded.push(n);
+                    }
+                } else {
+                    end_word(&mut word, start, byte, out);
+                }
+            }
+        }
+    }
+    end_word(&mut word, chars, text.len() as u32, out);
+}
+
+/// Ends the word being read, if any, at code point `end` and byte `end_byte`.
+fn end_word(word: &mut Option<Word>, end: u32, end_byte: u32, out: &mut Vec<Unit>) {
+    if let Some(w) = word.take() {
+        out.push(Unit {
+            hash: xxh3_64(w.folded.as_bytes()),
+            start: w.start,
+            end,
+            start_byte: w.start_byte,
+            end_byte,
+        });
+    }
+}
+
+/// A single ideograph's hash: its code point, mixed (splitmix64's finalizer) so that k-gram
+/// hashes built from it spread over all bits.
+fn han_hash(c: char) -> u64 {
+    let mut z = u64::from(c) ^ 0x9E37_79B9_7F4A_7C15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The hash of the `k` units starting at each position (`units.len() + 1 - k` of them, none
+/// when the text is shorter than `k` units), appended to `out` (cleared first).
+pub(crate) fn kgram_hashes(units: &[Unit], k: usize, out: &mut Vec<u64>) {
+    out.clear();
+    if units.len() < k || k == 0 {
+        return;
+    }
+    out.extend(units.windows(k).map(|w| {
+        w.iter().fold(0x243F_6A88_85A3_08D3u64, |h, u| {
+            (h.rotate_left(23) ^ u.hash).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        })
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        units(text, &mut out);
+        out.iter().map(|u| &text[u.start_byte as usize..u.end_byte as usize]).collect()
+    }
+
+    #[test]
+    fn chinese_is_compared_by_character_and_other_scripts_by_word() {
+        assert_eq!(spans("使用 VLC 播放，好!"), ["使", "用", "VLC", "播", "放", "好"]);
+        assert_eq!(spans("It's a test-case."), ["It", "s", "a", "test", "case"]);
+        assert!("使".chars().all(neardup_text::is_han));
+    }
+
+    #[test]
+    fn full_width_case_and_line_breaks_do_not_change_the_hashes() {
+        let hashes = |t: &str| {
+            let mut out = Vec::new();
+            units(t, &mut out);
+            out.iter().map(|u| u.hash).collect::<Vec<_>>()
+        };
+        assert_eq!(hashes("此软件包提供了 ＶＬＣ 模块"), hashes("此\n软件包提供了 vlc 模块"));
+        assert_eq!(hashes("Hello,   WORLD"), hashes("hello world"));
+        assert_ne!(hashes("hello world"), hashes("hello word"));
+    }
+
+    #[test]
+    fn offsets_are_code_points_and_bytes_of_the_text_as_given() {
+        let text = "ａ中b\u{301}c";
+        let mut out = Vec::new();
+        units(text, &mut out);
+        let got: Vec<_> = out.iter().map(|u| (u.start, u.end, u.start_byte, u.end_byte)).collect();
+        // `ａ` is a word, `中` a unit, `b` + combining acute + `c` one word.
+        assert_eq!(got, [(0, 1, 0, 3), (1, 2, 3, 6), (2, 5, 6, 10)]);
+    }
+}
