@@ -5,14 +5,16 @@
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBool, PyDict, PyList};
 use rayon::prelude::*;
 
+use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
 use crate::dedup::config;
+use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
 use crate::pipeline::{Doc, PyPipeline};
 use crate::texts::Source;
 use crate::{build_error, dedup_error, guard};
@@ -39,9 +41,17 @@ fn poisoned<T>(_: T) -> PyErr {
 }
 
 impl PyIndex {
-    fn with_config(pipeline: Arc<Pipeline>, config: DedupConfig) -> PyResult<PyIndex> {
+    fn with_config(
+        pipeline: Arc<Pipeline>,
+        config: DedupConfig,
+        passages: Option<OverlapSpec>,
+    ) -> PyResult<PyIndex> {
         let engine = Engine::new(pipeline.clone(), config).map_err(dedup_error)?;
-        Ok(PyIndex { pipeline, state: RwLock::new(NamedEngine::new(engine)) })
+        let mut named = NamedEngine::new(engine);
+        if let Some(spec) = passages {
+            named = named.with_passages(spec).map_err(overlap_error)?;
+        }
+        Ok(PyIndex { pipeline, state: RwLock::new(named) })
     }
 
     /// Sketches one document. Like every use of the lock, with the GIL released: a thread that
@@ -73,7 +83,8 @@ impl PyIndex {
 impl PyIndex {
     #[new]
     #[pyo3(signature = (pipeline = None, threshold = 0.8, method = None, hamming = None,
-                        verify = None, recall = None, bands = None, rows = None))]
+                        verify = None, recall = None, bands = None, rows = None,
+                        passages = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         pipeline: Option<&Bound<'_, PyPipeline>>,
@@ -84,10 +95,27 @@ impl PyIndex {
         recall: Option<f64>,
         bands: Option<usize>,
         rows: Option<usize>,
+        passages: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         guard(|| {
             let config = config(threshold, method, hamming, verify, "first", recall, bands, rows)?;
-            PyIndex::with_config(PyPipeline::or_default(pipeline)?, config)
+            let passages = match passages {
+                None => None,
+                Some(p) if p.is_instance_of::<PyBool>() => {
+                    p.extract::<bool>()?.then(OverlapSpec::default)
+                }
+                Some(p) => match p.cast::<PyDict>() {
+                    Ok(options) => Some(spec_from_options(Some(options))?),
+                    Err(_) => {
+                        return Err(PyTypeError::new_err(
+                            "passages: expected True, False or a dict of passage options \
+                             (min_units, max_gap, min_similarity, seed_units, window, \
+                             max_sources, keep_quotes)",
+                        ))
+                    }
+                },
+            };
+            PyIndex::with_config(PyPipeline::or_default(pipeline)?, config, passages)
         })
     }
 
@@ -96,7 +124,8 @@ impl PyIndex {
         guard(|| {
             let doc = Doc::from_py(text, "text")?;
             let sketch = self.sketch(py, &doc)?;
-            self.write(py, |state| state.insert(id, sketch))
+            let text = doc.text();
+            self.write(py, |state| state.insert_with_text(id, sketch, Some(&text)))
         })
     }
 
@@ -126,8 +155,8 @@ impl PyIndex {
                     .collect()
             })?;
             self.write(py, |state| {
-                for (id, sketch) in ids.iter().zip(sketches) {
-                    state.insert(id, sketch);
+                for ((id, sketch), text) in ids.iter().zip(sketches).zip(&texts) {
+                    state.insert_with_text(id, sketch, Some(text));
                 }
             })
         })
@@ -171,12 +200,13 @@ impl PyIndex {
             check_threshold(threshold)?;
             let doc = Doc::from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
+            let text = doc.text();
             let (matches, duplicate, inserted) = self.write(py, |state| {
                 // The library's check, as the service's group commit decides it.
                 let check = neardup::Check { id, sketch: &q, insert, threshold, top_k };
                 let answer = state.decide_checks(&[check]).remove(0);
                 if answer.inserted {
-                    state.insert(id, q);
+                    state.insert_with_text(id, q, Some(&text));
                 }
                 (answer.matches, answer.duplicate, answer.inserted)
             })?;
@@ -186,6 +216,53 @@ impl PyIndex {
             out.set_item("inserted", inserted)?;
             Ok(out)
         })
+    }
+
+    /// The passage check of `text` against the stored documents (an index made with
+    /// `passages=True`): which passages are copied from which stored documents, and how much.
+    /// Returns the dict of `neardup.overlap` for one query: `chars`, `copied_chars`, `copied`,
+    /// `excluded_chars`, `sources` (`[{"id", "chars", "copied"}]`), `passages` and `excluded`
+    /// (quotations and references, left out of `copied`). `id` (the query's own id: a stored
+    /// earlier version) and the ids in `exclude_source` are never its sources.
+    #[pyo3(signature = (text, id = None, exclude_source = Vec::new()))]
+    fn overlap<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        id: Option<String>,
+        exclude_source: Vec<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            let text = Doc::from_py(text, "text")?.text();
+            let (found, ids) = self.read(py, |state| -> PyResult<_> {
+                let Some(index) = state.passages() else {
+                    return Err(PyValueError::new_err(
+                        "this index keeps no passages: make it with Index(..., passages=True)",
+                    ));
+                };
+                let exclude = excluded(index, &exclude_source)?;
+                let found = index.check(id.as_deref(), &text, &exclude).map_err(overlap_error)?;
+                // The ids of the sources, taken under the lock.
+                let ids: std::collections::HashMap<u32, String> = found
+                    .passages
+                    .iter()
+                    .chain(&found.excluded)
+                    .flat_map(|p| std::iter::once(p.source).chain(p.also.iter().copied()))
+                    .map(|n| (n, index.id(n).to_string()))
+                    .collect();
+                Ok((found, ids))
+            })??;
+            let name = |n: u32| -> PyResult<Bound<'py, PyAny>> {
+                Ok(ids[&n].as_str().into_pyobject(py)?.into_any())
+            };
+            overlap_dict(py, &found, &name)
+        })
+    }
+
+    /// True when the index keeps the passages of its texts (`passages=True`).
+    #[getter]
+    fn passages(&self, py: Python<'_>) -> PyResult<bool> {
+        self.read(py, |state| state.passages().is_some())
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
@@ -231,16 +308,16 @@ impl PyIndex {
                 .search_spec()
                 .resolve()
                 .map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
-            let index = PyIndex::with_config(pipeline, config)?;
+            let index = PyIndex::with_config(pipeline, config, None)?;
             index.write(py, |state| -> PyResult<()> {
                 let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
                 for (id, sketch) in docs {
-                    // Ids are JSON text: a string's value, or a number as written.
-                    let id = match serde_json::from_str::<serde_json::Value>(&id) {
-                        Ok(serde_json::Value::String(s)) => s,
-                        _ => id,
-                    };
-                    state.insert(&id, sketch);
+                    state.insert(&plain_id(&id), sketch);
+                }
+                if path.join(PASSAGE_INDEX_FILE).is_file() {
+                    let mut passages = PassageIndex::load(&path, None).map_err(overlap_error)?;
+                    passages.rename_ids(plain_id).map_err(overlap_error)?;
+                    state.set_passages(passages);
                 }
                 Ok(())
             })??;
@@ -250,6 +327,14 @@ impl PyIndex {
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("Index(documents={}, pipeline={:?})", self.__len__(py)?, self.pipeline.id()))
+    }
+}
+
+/// A saved id (JSON text) as the index names it: a string's value, or a number as written.
+fn plain_id(id: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(id) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => id.to_string(),
     }
 }
 

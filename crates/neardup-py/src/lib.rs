@@ -11,6 +11,7 @@
 mod datasketch;
 mod dedup;
 mod index;
+mod overlap;
 mod pipeline;
 mod profiles;
 mod spark;
@@ -75,6 +76,7 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pipeline::register(m)?;
     dedup::register(m)?;
     index::register(m)?;
+    overlap::register(m)?;
     profiles::register(m)?;
     datasketch::register(m)?;
     spark::register(m)?;

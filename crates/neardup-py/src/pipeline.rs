@@ -180,6 +180,14 @@ impl Doc {
         )))
     }
 
+    /// The text (tokens joined by spaces), as the passage check reads it.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Doc::Text(t) => t.clone(),
+            Doc::Tokens(t) => t.join(" "),
+        }
+    }
+
     pub(crate) fn document(&self) -> Document<'_> {
         match self {
             Doc::Text(t) => Document::Text(t),

@@ -6,16 +6,21 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::overlap::{OnExistingId, OverlapError, OverlapSpec, PassageIndex};
 use crate::{DedupError, DocSketch, Engine};
 
 /// An [`Engine`] with string ids. Each id gets a `u64` key when first stored (keys count up, so
 /// key order is first-insertion order); the id text is held once, shared by both directions.
+///
+/// With [`NamedEngine::with_passages`] it also keeps the texts in a [`PassageIndex`] (under the
+/// same ids), so that the passage check runs against what is stored.
 #[derive(Debug)]
 pub struct NamedEngine {
     engine: Engine,
     key_of: FxHashMap<Arc<str>, u64>,
     id_of: FxHashMap<u64, Arc<str>>,
     next_key: u64,
+    passages: Option<PassageIndex>,
 }
 
 impl NamedEngine {
@@ -27,7 +32,28 @@ impl NamedEngine {
             key_of: FxHashMap::default(),
             id_of: FxHashMap::default(),
             next_key: 0,
+            passages: None,
         }
+    }
+
+    /// Keeps a passage index of the stored texts too (the index must still be empty): the
+    /// documents stored with [`NamedEngine::insert_with_text`] are the sources of the passage
+    /// check ([`NamedEngine::passages`]).
+    pub fn with_passages(mut self, spec: OverlapSpec) -> Result<NamedEngine, OverlapError> {
+        debug_assert!(self.is_empty(), "passages are kept from the start");
+        self.passages = Some(PassageIndex::new(spec)?);
+        Ok(self)
+    }
+
+    /// Keeps `passages` as the passage index (a saved one, loaded); its ids must be this
+    /// index's.
+    pub fn set_passages(&mut self, passages: PassageIndex) {
+        self.passages = Some(passages);
+    }
+
+    /// The passage index of the stored texts, when it keeps one: its ids are the stored ids.
+    pub fn passages(&self) -> Option<&PassageIndex> {
+        self.passages.as_ref()
     }
 
     /// The engine: sketching, similarity, settings.
@@ -50,8 +76,31 @@ impl NamedEngine {
         self.key_of.contains_key(id)
     }
 
-    /// Stores `sketch` under `id`, replacing what `id` held.
+    /// Stores `sketch` under `id`, replacing what `id` held. When the index keeps passages, use
+    /// [`NamedEngine::insert_with_text`]: a document stored without its text has no passages.
     pub fn insert(&mut self, id: &str, sketch: DocSketch) {
+        self.insert_with_text(id, sketch, None);
+    }
+
+    /// Stores `sketch` under `id`, replacing what `id` held, and, when the index keeps
+    /// passages, `text` as a source of the passage check (a document without text has none).
+    pub fn insert_with_text(&mut self, id: &str, sketch: DocSketch, text: Option<&str>) {
+        if let Some(p) = &mut self.passages {
+            match text {
+                // A text under 4 GiB (the stores' document limits are far below) and an id
+                // given once: adding cannot fail.
+                Some(t) => {
+                    let added = p.add_documents(
+                        vec![(id.to_string(), t.to_string())],
+                        OnExistingId::Replace,
+                    );
+                    debug_assert!(added.is_ok(), "{added:?}");
+                }
+                None => {
+                    p.remove(id);
+                }
+            }
+        }
         let key = match self.key_of.get(id) {
             Some(&k) => k,
             None => {
@@ -68,6 +117,9 @@ impl NamedEngine {
 
     /// Removes `id`; returns whether it was stored.
     pub fn remove(&mut self, id: &str) -> bool {
+        if let Some(p) = &mut self.passages {
+            p.remove(id);
+        }
         let Some(key) = self.key_of.remove(id) else { return false };
         self.id_of.remove(&key);
         self.engine.remove(key)
@@ -153,7 +205,18 @@ impl NamedEngine {
             .iter()
             .map(|(&k, id)| (k, serde_json::Value::String(id.to_string()).to_string()))
             .collect();
-        self.engine.save(dir, |k| json[&k].as_str())
+        self.engine.save(dir, |k| json[&k].as_str())?;
+        if let Some(p) = &self.passages {
+            p.save_with_ids(dir, |id| serde_json::Value::String(id.to_string()).to_string())
+                .map_err(|e| match e {
+                    OverlapError::Io { path, source } => DedupError::Io { path, source },
+                    other => DedupError::Corrupt {
+                        path: dir.join(crate::overlap::PASSAGE_INDEX_FILE),
+                        message: other.to_string(),
+                    },
+                })?;
+        }
+        Ok(())
     }
 }
 

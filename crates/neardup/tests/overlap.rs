@@ -178,6 +178,51 @@ proptest! {
         }
     }
 
+    /// An index grown one document at a time, with removals and replacements (a live
+    /// collection), answers as one built at once from the documents it holds, before and after
+    /// a save and load: in every check, the same passages from the same sources by id.
+    #[test]
+    fn an_index_grown_one_by_one_answers_as_one_built_at_once(
+        texts in prop::collection::vec(text(12..120, true, 0), 2..8),
+        ops in prop::collection::vec((0usize..8, 0u8..3), 4..24),
+        query in text(40..200, true, 0),
+    ) {
+        let mut grown = PassageIndex::new(OverlapSpec::default()).expect("test step");
+        let mut held: Vec<(String, String)> = Vec::new();
+        for (i, (t, op)) in ops.iter().enumerate() {
+            let id = format!("d{}", t % 5);
+            match op {
+                0 => {
+                    grown.remove(&id);
+                    held.retain(|(h, _)| *h != id);
+                }
+                _ => {
+                    let text = texts[(t + i) % texts.len()].clone();
+                    grown
+                        .add_documents(vec![(id.clone(), text.clone())], OnExistingId::Replace)
+                        .expect("test step");
+                    held.retain(|(h, _)| *h != id);
+                    held.push((id, text));
+                }
+            }
+        }
+        let whole = index(&held.iter().map(|(i, t)| (i.as_str(), t.as_str())).collect::<Vec<_>>());
+        let dir = tempfile::tempdir().expect("test step");
+        grown.save(dir.path()).expect("test step");
+        let loaded = PassageIndex::load(dir.path(), None).expect("test step");
+        let q = format!("{}{}", query, texts[0]);
+        let answer = |ix: &PassageIndex| {
+            let o = ix.check(None, &q, &[]).expect("test step");
+            o.passages
+                .iter()
+                .map(|p| (p.start, p.end, ix.id(p.source).to_string(), p.source_start, p.source_end))
+                .collect::<Vec<_>>()
+        };
+        prop_assert_eq!(grown.len(), held.len());
+        prop_assert_eq!(answer(&grown), answer(&whole));
+        prop_assert_eq!(answer(&loaded), answer(&whole));
+    }
+
     /// A query that shares no k-gram with the collection gets nothing.
     #[test]
     fn a_query_sharing_no_kgram_gets_nothing(source in text(10..300, false, 0), query in text(10..300, false, 3000)) {

@@ -10,9 +10,9 @@ use std::time::Instant;
 use anyhow::anyhow;
 use clap::Args;
 use neardup::overlap::{
-    OnExistingId, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex, PASSAGE_INDEX_FILE,
+    Batch, OnExistingId, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex,
+    PASSAGE_INDEX_FILE,
 };
-use rayon::prelude::*;
 use serde_json::value::RawValue;
 
 use crate::args::{thread_pool, InputArgs};
@@ -182,11 +182,6 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     let collection = read_docs(&against_sources, &args.input, &mut read_bytes)?;
     let within = args.against.is_empty();
     let queries = read_docs(&query_sources, &args.input, &mut read_bytes)?;
-    if let Some(id) = first_repeat(queries.iter().map(|d| d.id.get())) {
-        return Err(Failure::Runtime(anyhow!(
-            "query id {id} is given twice: each query needs its own id (--id-field)"
-        )));
-    }
     index
         .add_documents(
             collection.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
@@ -213,33 +208,26 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         .collect::<Result<_, _>>()?;
 
     // The check: queries against the collection, or every input against the others.
-    let results: Vec<Overlap>;
-    let query_ids: Vec<String>;
-    if within {
-        let numbers = index
-            .add_documents(
-                queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
-                OnExistingId::Refuse,
-            )
-            .map_err(overlap_failure)?;
-        results = numbers.par_iter().map(|&n| index.check_member(n, &exclude)).collect();
-        query_ids = numbers.iter().map(|&n| index.id(n).to_string()).collect();
-    } else {
-        results = queries
-            .par_iter()
-            .map(|q| index.check(Some(q.id.get()), &q.text, &exclude))
-            .collect::<Result<_, _>>()
-            .map_err(overlap_failure)?;
-        query_ids = queries.iter().map(|q| q.id.get().to_string()).collect();
-        if args.save_index.is_some() {
-            index
-                .add_documents(
-                    queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
-                    OnExistingId::Replace,
-                )
-                .map_err(overlap_failure)?;
-        }
-    }
+    let mode = match (within, args.save_index.is_some()) {
+        (true, _) => Batch::Within,
+        (false, true) => Batch::AgainstThenAdd,
+        (false, false) => Batch::Against,
+    };
+    let query_ids: Vec<String> = queries.iter().map(|q| q.id.get().to_string()).collect();
+    let results = index
+        .check_batch(
+            queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
+            mode,
+            &exclude,
+        )
+        .map_err(|e| match e {
+            OverlapError::DuplicateId { id } if query_ids.contains(&id) && !within => {
+                Failure::Runtime(anyhow!(
+                    "query id {id} is given twice: each query needs its own id (--id-field)"
+                ))
+            }
+            e => overlap_failure(e),
+        })?;
     let check_time = started.elapsed();
 
     // Outputs: passages to stdout when nothing else is asked for.
@@ -389,11 +377,6 @@ fn read_docs(sources: &[Source], input: &InputArgs, bytes: &mut u64) -> Result<V
         }
     }
     Ok(docs)
-}
-
-fn first_repeat<'a>(ids: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let mut seen = std::collections::HashSet::new();
-    ids.into_iter().find(|id| !seen.insert(*id))
 }
 
 fn overlap_failure(e: OverlapError) -> Failure {

@@ -17,8 +17,10 @@ MinHashLSH), :mod:`neardup.profiles` (other systems' fingerprints, bit for bit) 
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
-from typing import Any, Iterable, NamedTuple, Optional, Sequence
+from typing import Any, Iterable, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -46,6 +48,7 @@ __all__ = [
     "DedupResult",
     "compare",
     "dedup",
+    "overlap",
     "presets",
     "DEFAULT_RECALL",
     "FORMAT_VERSION",
@@ -231,3 +234,195 @@ def dedup(
         texts, threshold, method, hamming, verify, keep, recall, bands, rows, pipeline
     )
     return DedupResult(native, ids)
+
+
+def _documents(docs: Any, what: str) -> tuple[list[Any], Any]:
+    """The ids and texts of a batch: a mapping's keys and values, or positions and the texts."""
+    if isinstance(docs, Mapping):
+        ids = list(docs.keys())
+        texts = list(docs.values())
+        for key, text in zip(ids, texts):
+            if not isinstance(text, str):
+                raise TypeError(f"{what}: document {key!r} is {type(text).__name__}, not str")
+    else:
+        texts = as_texts(docs)
+        ids = list(range(len(texts)))
+    for key in ids:
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            raise TypeError(f"{what}: id {key!r} is {type(key).__name__}: ids are str or int")
+    return ids, texts
+
+
+def _json_id(key: Any) -> str:
+    """An id as the command line writes it: a string quoted, a number as written."""
+    return json.dumps(key, ensure_ascii=False)
+
+
+def overlap(
+    queries: Union[str, Iterable[str], Mapping[Any, str], Any],
+    against: Union[Iterable[str], Mapping[Any, str], "os.PathLike[str]", None] = None,
+    *,
+    exclude_source: Sequence[Any] = (),
+    save_index: Union[str, "os.PathLike[str]", None] = None,
+    as_table: bool = False,
+    min_units: Optional[int] = None,
+    max_gap: Optional[int] = None,
+    min_similarity: Optional[float] = None,
+    seed_units: Optional[int] = None,
+    window: Optional[int] = None,
+    max_sources: Optional[int] = None,
+    keep_quotes: bool = False,
+) -> Any:
+    """Which passages of each query are copied from which documents, and how much of each query
+    that is: ``neardup overlap`` (the thesis check, 论文查重) on texts in memory.
+
+    Args:
+        queries: one text (``str``), a batch (list, pandas Series, pyarrow string array: ids are
+            positions) or a mapping of id -> text. A query given with an id never has the
+            collection's document of that id as a source (its own earlier version).
+        against: the collection: a batch or mapping as ``queries``, or a ``pathlib.Path`` of a
+            passage index saved by ``neardup overlap --save-index`` (or ``Index.save`` of an
+            index with ``passages=True``). Without it, the queries are checked against each
+            other (a stretch several hold goes to the earliest).
+        exclude_source: ids of documents never counted as sources (the author's own work).
+        save_index: a directory to save the passage index to (the collection with the queries
+            added under their ids, so ``queries`` must then be a mapping), for later
+            ``against=pathlib.Path(...)`` or ``neardup overlap --against``.
+        as_table: for a batch, return ``(passages, summary)`` as two ``pyarrow.Table`` with the
+            columns of ``neardup overlap --passages`` and ``--summary``.
+        min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes: the
+            options of ``neardup overlap`` of the same names (``neardup overlap --help``).
+
+    Returns:
+        For one text, a dict: ``chars``, ``copied_chars``, ``copied`` (the copied share, each
+        character counted once), ``excluded_chars``, ``sources`` (``[{"id", "chars",
+        "copied"}]``, most copied first), ``passages`` (``[{"start", "end", "source",
+        "source_start", "source_end", "similarity", "start_byte", "end_byte",
+        "source_start_byte", "source_end_byte", "also"}]``: code point offsets are Python
+        string indices, end exclusive) and ``excluded`` (quotations and references, each with
+        its ``exclusion``). For a batch, a list of those dicts, each with its ``query`` id.
+    """
+    single = isinstance(queries, str)
+    query_ids, query_texts = _documents([queries] if single else queries, "queries")
+    # Queries given without ids (one text, a list) are numbered by position; against a
+    # collection those numbers are not documents' ids, so they neither exclude a source of the
+    # same number nor can join a saved index.
+    own_ids = isinstance(queries, Mapping) or against is None
+    against_ids: list[Any] = []
+    against_texts = None
+    index_dir = None
+    if isinstance(against, os.PathLike):
+        index_dir = os.fspath(against)
+    elif isinstance(against, (str, bytes)):
+        raise TypeError(
+            "against: give the collection as a list of texts or a mapping of id -> text, or a "
+            "saved passage index as a pathlib.Path (a str is ambiguous)"
+        )
+    elif against is not None:
+        against_ids, against_texts = _documents(against, "against")
+    options = {
+        key: value
+        for key, value in [
+            ("min_units", min_units),
+            ("max_gap", max_gap),
+            ("min_similarity", min_similarity),
+            ("seed_units", seed_units),
+            ("window", window),
+            ("max_sources", max_sources),
+        ]
+        if value is not None
+    }
+    if keep_quotes:
+        options["keep_quotes"] = True
+    if save_index is not None and not own_ids:
+        raise ValueError(
+            "save_index: the queries join the saved index under their ids: give them as a "
+            "mapping of id -> text"
+        )
+    found = _neardup.overlap_texts(
+        [_json_id(k) for k in query_ids],
+        query_texts,
+        [_json_id(k) for k in against_ids],
+        against_texts,
+        index_dir,
+        options,
+        [_json_id(k) for k in exclude_source],
+        None if save_index is None else os.fspath(save_index),
+        own_ids,
+    )
+    if single:
+        only = found[0]
+        del only["query"]
+        return only
+    if as_table:
+        return _overlap_tables(found)
+    return found
+
+
+_PASSAGE_COLUMNS = [
+    "query",
+    "start",
+    "end",
+    "source",
+    "source_start",
+    "source_end",
+    "similarity",
+    "start_byte",
+    "end_byte",
+    "source_start_byte",
+    "source_end_byte",
+]
+
+
+def _id_type(values: list[Any]) -> Any:
+    """The Arrow type of an id column: int64 when every id is an int, else string."""
+    import pyarrow as pa
+
+    if values and all(isinstance(v, int) for v in values):
+        return pa.int64()
+    return pa.string()
+
+
+def _overlap_tables(found: list[dict]) -> Any:
+    """The passages and the summaries of a batch as two pyarrow tables, with the columns of
+    ``neardup overlap --passages`` and ``--summary``."""
+    import pyarrow as pa
+
+    passages = [dict(p, query=q["query"]) for q in found for p in q["passages"]]
+    query_type = _id_type([q["query"] for q in found])
+    source_type = _id_type(
+        [p["source"] for p in passages] + [s["id"] for q in found for s in q["sources"]]
+    )
+
+    def ids(values: list[Any], kind: Any) -> Any:
+        return pa.array(values if kind == pa.int64() else [str(v) for v in values], kind)
+
+    columns = {
+        k: (
+            ids([p[k] for p in passages], query_type if k == "query" else source_type)
+            if k in ("query", "source")
+            else pa.array([p[k] for p in passages], pa.float64() if k == "similarity" else pa.int64())
+        )
+        for k in _PASSAGE_COLUMNS
+    }
+    source_struct = pa.struct([("id", source_type), ("chars", pa.int64()), ("copied", pa.float64())])
+    summary = pa.table(
+        {
+            "query": ids([q["query"] for q in found], query_type),
+            "chars": pa.array([q["chars"] for q in found], pa.int64()),
+            "copied_chars": pa.array([q["copied_chars"] for q in found], pa.int64()),
+            "copied": pa.array([q["copied"] for q in found], pa.float64()),
+            "excluded_chars": pa.array([q["excluded_chars"] for q in found], pa.int64()),
+            "sources": pa.array(
+                [
+                    [
+                        dict(s, id=s["id"] if source_type == pa.int64() else str(s["id"]))
+                        for s in q["sources"]
+                    ]
+                    for q in found
+                ],
+                pa.list_(source_struct),
+            ),
+        }
+    )
+    return pa.table(columns), summary

@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension `neardup._neardup` (see the docstrings there)."""
 
 from os import PathLike
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +84,7 @@ class Index:
         recall: Optional[float] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
+        passages: Union[bool, Mapping[str, Any], None] = None,
     ) -> None: ...
     def insert(self, id: str, text: Doc) -> None: ...
     def insert_many(self, ids: Sequence[str], texts: Texts) -> None: ...
@@ -99,6 +100,11 @@ class Index:
         threshold: Optional[float] = None,
         top_k: int = 10,
     ) -> dict: ...
+    def overlap(
+        self, text: Doc, id: Optional[str] = None, exclude_source: Sequence[str] = ()
+    ) -> dict: ...
+    @property
+    def passages(self) -> bool: ...
     def __len__(self) -> int: ...
     def __contains__(self, id: str) -> bool: ...
     def ids(self) -> list[str]: ...
@@ -130,6 +136,17 @@ def dedup_texts(
     rows: Optional[int] = None,
     pipeline: Optional[Pipeline] = None,
 ) -> DedupResult: ...
+def overlap_texts(
+    query_ids: list[str],
+    queries: Texts,
+    against_ids: list[str],
+    against: Optional[Texts],
+    index_dir: Optional[Union[str, PathLike]],
+    options: Optional[Mapping[str, Any]],
+    exclude: list[str],
+    save_index: Optional[Union[str, PathLike]],
+    own_ids: bool,
+) -> list[dict]: ...
 def yanyiwu_simhash(
     text: str, topn: Optional[int] = None, flavor: str = "yanyiwu", strip_symbols: bool = False
 ) -> dict: ...

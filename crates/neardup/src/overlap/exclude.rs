@@ -16,6 +16,16 @@ pub enum Exclusion {
     References,
 }
 
+impl Exclusion {
+    /// The name used in outputs: `quote` or `references`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Exclusion::Quote => "quote",
+            Exclusion::References => "references",
+        }
+    }
+}
+
 /// A range of code points `[start, end)` left out, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Excluded {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
-use super::index::{Doc, PassageIndex};
+use super::index::{csr, Doc, PassageIndex};
 use super::{OverlapError, OverlapSpec};
 
 /// The format of saved passage indexes this version writes and reads.
@@ -37,6 +37,16 @@ impl PassageIndex {
     /// earlier one in one step: a reader sees the old index or the new one, never a mix.
     /// Replaced documents are left out and the others numbered again from 0.
     pub fn save(&self, dir: &Path) -> Result<(), OverlapError> {
+        self.save_with_ids(dir, str::to_string)
+    }
+
+    /// [`PassageIndex::save`] with every id written as `id_as` gives it (a live collection's
+    /// plain ids as the JSON strings the command line reads).
+    pub(crate) fn save_with_ids(
+        &self,
+        dir: &Path,
+        id_as: impl Fn(&str) -> String,
+    ) -> Result<(), OverlapError> {
         fs::create_dir_all(dir).map_err(io_err(dir))?;
         let path = dir.join(PASSAGE_INDEX_FILE);
         let mut tmp =
@@ -44,7 +54,7 @@ impl PassageIndex {
         {
             let mut w =
                 Hashing { inner: BufWriter::new(tmp.as_file_mut()), hash: Default::default() };
-            self.write_to(&mut w).map_err(io_err(&path))?;
+            self.write_to(&mut w, &id_as).map_err(io_err(&path))?;
             let digest = w.hash.digest();
             w.inner.write_all(&digest.to_le_bytes()).map_err(io_err(&path))?;
             w.inner.flush().map_err(io_err(&path))?;
@@ -57,7 +67,7 @@ impl PassageIndex {
         Ok(())
     }
 
-    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+    fn write_to(&self, w: &mut impl Write, id_as: impl Fn(&str) -> String) -> std::io::Result<()> {
         let spec = serde_json::to_vec(&self.spec).map_err(std::io::Error::other)?;
         w.write_all(MAGIC)?;
         w.write_all(&PASSAGE_INDEX_FORMAT.to_le_bytes())?;
@@ -74,21 +84,32 @@ impl PassageIndex {
         }
         w.write_all(&u64::from(live).to_le_bytes())?;
         for d in self.docs.iter().filter(|d| d.live) {
-            w.write_all(&(d.id.len() as u32).to_le_bytes())?;
-            w.write_all(d.id.as_bytes())?;
+            let id = id_as(&d.id);
+            w.write_all(&(id.len() as u32).to_le_bytes())?;
+            w.write_all(id.as_bytes())?;
             w.write_all(&(d.text.len() as u64).to_le_bytes())?;
             w.write_all(d.text.as_bytes())?;
         }
         // Postings of live documents (replaced ones were dropped when they were replaced, but
         // a key may have been capped while it still counted them: keep what is there).
-        let mut keys = Vec::with_capacity(self.keys.len());
+        // Postings added since the last rebuild are merged in first.
+        let rebuilt;
+        let (have_keys, have_offsets, have_postings) = if self.recent.is_empty() {
+            (&self.keys, &self.offsets, &self.postings)
+        } else {
+            let mut pairs = self.live_pairs();
+            pairs.sort_unstable();
+            rebuilt = csr(&pairs, self.spec.max_postings as usize);
+            (&rebuilt.0, &rebuilt.1, &rebuilt.2)
+        };
+        let mut keys = Vec::with_capacity(have_keys.len());
         let mut offsets = vec![0u32];
-        let mut postings = Vec::with_capacity(self.postings.len());
-        for (i, &k) in self.keys.iter().enumerate() {
-            let range = self.offsets[i] as usize..self.offsets[i + 1] as usize;
+        let mut postings = Vec::with_capacity(have_postings.len());
+        for (i, &k) in have_keys.iter().enumerate() {
+            let range = have_offsets[i] as usize..have_offsets[i + 1] as usize;
             let before = postings.len();
             postings.extend(
-                self.postings[range]
+                have_postings[range]
                     .iter()
                     .filter_map(|&d| Some(renumber[d as usize]).filter(|&n| n != u32::MAX)),
             );
@@ -202,7 +223,37 @@ impl PassageIndex {
         {
             return Err(bad("damaged: its postings are inconsistent".into()));
         }
-        Ok(PassageIndex { spec, docs, by_id, keys, offsets, postings })
+        Ok(PassageIndex {
+            spec,
+            docs,
+            by_id,
+            keys,
+            offsets,
+            postings,
+            recent: FxHashMap::default(),
+            recent_len: 0,
+        })
+    }
+}
+
+impl PassageIndex {
+    /// Gives every document the id `f` makes of its own (a saved index's JSON ids read back as
+    /// a live collection's plain ones). Refused, changing nothing, when two would share one.
+    pub fn rename_ids(&mut self, f: impl Fn(&str) -> String) -> Result<(), OverlapError> {
+        let mut by_id = FxHashMap::default();
+        let mut ids = Vec::with_capacity(self.docs.len());
+        for (n, d) in self.docs.iter().enumerate() {
+            let id = f(&d.id);
+            if d.live && by_id.insert(id.clone(), n as u32).is_some() {
+                return Err(OverlapError::DuplicateId { id });
+            }
+            ids.push(id);
+        }
+        for (d, id) in self.docs.iter_mut().zip(ids) {
+            d.id = id;
+        }
+        self.by_id = by_id;
+        Ok(())
     }
 }
 
@@ -309,8 +360,9 @@ mod tests {
     #[test]
     fn a_saved_index_loads_as_it_was_and_damage_is_refused_by_name() {
         let dir = tempfile::tempdir().expect("test setup");
-        let index = index();
+        let mut index = index();
         index.save(dir.path()).expect("test setup");
+        index.merge_postings();
         let back = PassageIndex::load(dir.path(), None).expect("test setup");
         assert_eq!(
             (back.keys.clone(), back.postings.clone()),

@@ -34,6 +34,12 @@ pub struct PassageIndex {
     /// `postings[offsets[i]..offsets[i + 1]]` are the documents holding `keys[i]`, ascending.
     pub(crate) offsets: Vec<u32>,
     pub(crate) postings: Vec<u32>,
+    /// The keys of documents added since the postings were last rebuilt: key -> documents,
+    /// ascending. Adding documents one by one (a live collection) costs their own keys, not a
+    /// rebuild of every posting; the two are merged when this grows past an eighth of them.
+    pub(crate) recent: FxHashMap<u32, Vec<u32>>,
+    /// Entries in `recent`.
+    pub(crate) recent_len: usize,
 }
 
 /// What [`PassageIndex::add_documents`] does with an id the index already holds.
@@ -45,6 +51,20 @@ pub enum OnExistingId {
     Refuse,
     /// The new document replaces the old one (a revised thesis replaces its earlier version).
     Replace,
+}
+
+/// How [`PassageIndex::check_batch`] checks a batch of queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Batch {
+    /// Against the index (the thesis check); the index is not changed.
+    Against,
+    /// Against the index, then the queries join it (a query replaces a document of its id):
+    /// a collection that grows with every batch checked.
+    AgainstThenAdd,
+    /// The queries join the index, and each is checked against all the others (passages
+    /// shared within a corpus; a stretch several documents hold is given to the earliest).
+    Within,
 }
 
 thread_local! {
@@ -108,6 +128,8 @@ impl PassageIndex {
             keys: Vec::new(),
             offsets: vec![0],
             postings: Vec::new(),
+            recent: FxHashMap::default(),
+            recent_len: 0,
         })
     }
 
@@ -174,6 +196,16 @@ impl PassageIndex {
         self.docs.iter().enumerate().filter(|(_, d)| d.live).map(|(n, _)| n as u32)
     }
 
+    /// Removes the document with this id; returns whether the index held it. It is never a
+    /// source again; its postings are dropped at the next rebuild.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let Some(n) = self.by_id.remove(id) else { return false };
+        let doc = &mut self.docs[n as usize];
+        doc.live = false;
+        doc.text = String::new();
+        true
+    }
+
     /// Adds documents `(id, text)` (fingerprinted in parallel) and returns their numbers. An id
     /// given twice in the batch is refused; one the index holds already is refused or replaces
     /// the old document, as `existing` says. Nothing is added when an error is returned.
@@ -224,15 +256,34 @@ impl PassageIndex {
             self.docs.push(Doc { id, text, live: true });
             numbers.push(n);
         }
-        self.merge_postings(first as u32, keys);
+        let added: usize = keys.iter().map(Vec::len).sum();
+        if self.recent_len + added > (1 << 15).max(self.postings.len() / 8) {
+            // A large batch (a collection read at once) goes straight into a rebuild.
+            let mut pairs = self.live_pairs();
+            for (i, doc_keys) in keys.iter().enumerate() {
+                let d = (first + i) as u64;
+                pairs.extend(doc_keys.iter().map(|&k| (u64::from(k) << 32) | d));
+            }
+            pairs.par_sort_unstable();
+            (self.keys, self.offsets, self.postings) = csr(&pairs, self.spec.max_postings as usize);
+            self.recent.clear();
+            self.recent_len = 0;
+        } else {
+            for (i, doc_keys) in keys.into_iter().enumerate() {
+                let d = (first + i) as u32;
+                self.recent_len += doc_keys.len();
+                for k in doc_keys {
+                    self.recent.entry(k).or_default().push(d);
+                }
+            }
+        }
         Ok(numbers)
     }
 
-    /// Rebuilds the postings with the keys of documents `first..`, dropping replaced documents
-    /// and keeping the first `max_postings` holders of each key.
-    fn merge_postings(&mut self, first: u32, new: Vec<Vec<u32>>) {
-        let mut pairs: Vec<u64> =
-            Vec::with_capacity(self.postings.len() + new.iter().map(Vec::len).sum::<usize>());
+    /// Every live posting (the rebuilt ones and the recent ones) as `(key << 32 | doc)` pairs,
+    /// unsorted.
+    pub(crate) fn live_pairs(&self) -> Vec<u64> {
+        let mut pairs: Vec<u64> = Vec::with_capacity(self.postings.len() + self.recent_len);
         for (i, &k) in self.keys.iter().enumerate() {
             let range = self.offsets[i] as usize..self.offsets[i + 1] as usize;
             pairs.extend(
@@ -242,54 +293,45 @@ impl PassageIndex {
                     .map(|&d| (u64::from(k) << 32) | u64::from(d)),
             );
         }
-        for (i, keys) in new.iter().enumerate() {
-            let d = first + i as u32;
-            if self.docs[d as usize].live {
-                pairs.extend(keys.iter().map(|&k| (u64::from(k) << 32) | u64::from(d)));
-            }
+        for (&k, docs) in &self.recent {
+            pairs.extend(
+                docs.iter()
+                    .filter(|&&d| self.docs[d as usize].live)
+                    .map(|&d| (u64::from(k) << 32) | u64::from(d)),
+            );
         }
+        pairs
+    }
+
+    /// Rebuilds the postings with the recent ones, dropping replaced and removed documents and
+    /// keeping the first `max_postings` holders of each key.
+    #[cfg(test)]
+    pub(crate) fn merge_postings(&mut self) {
+        let mut pairs = self.live_pairs();
         pairs.par_sort_unstable();
-        self.build_postings(&pairs);
+        (self.keys, self.offsets, self.postings) = csr(&pairs, self.spec.max_postings as usize);
+        self.recent.clear();
+        self.recent_len = 0;
     }
 
-    /// Fills keys, offsets and postings from sorted `(key << 32 | doc)` pairs.
-    pub(crate) fn build_postings(&mut self, pairs: &[u64]) {
-        let cap = self.spec.max_postings as usize;
-        self.keys.clear();
-        self.offsets.clear();
-        self.postings.clear();
-        self.offsets.push(0);
-        let mut i = 0;
-        while i < pairs.len() {
-            let k = (pairs[i] >> 32) as u32;
-            let mut j = i;
-            while j < pairs.len() && (pairs[j] >> 32) as u32 == k {
-                j += 1;
-            }
-            self.keys.push(k);
-            self.postings.extend(pairs[i..j].iter().take(cap).map(|&p| p as u32));
-            self.offsets.push(self.postings.len() as u32);
-            i = j;
-        }
-        self.keys.shrink_to_fit();
-        self.offsets.shrink_to_fit();
-        self.postings.shrink_to_fit();
-    }
-
-    fn holders(&self, k: u32) -> &[u32] {
-        match self.keys.binary_search(&k) {
-            Ok(i) => &self.postings[self.offsets[i] as usize..self.offsets[i + 1] as usize],
-            Err(_) => &[],
-        }
-    }
-
-    /// Every hit of the query's k-grams in the index, as `(doc << 32) | position`, sorted.
+    /// Every hit of the query's k-grams in the index, as `(doc << 32) | position`, sorted. A
+    /// key's holders are the first `max_postings` live documents holding it.
     fn hits(&self, qgrams: &[u64], usable: impl Fn(u32) -> bool) -> Vec<u64> {
+        let cap = self.spec.max_postings as usize;
         let mut hits: Vec<u64> = Vec::new();
         for (i, &h) in qgrams.iter().enumerate() {
+            let k = key(h);
+            let built = match self.keys.binary_search(&k) {
+                Ok(j) => &self.postings[self.offsets[j] as usize..self.offsets[j + 1] as usize],
+                Err(_) => &[],
+            };
+            let recent = self.recent.get(&k).map_or(&[][..], Vec::as_slice);
             hits.extend(
-                self.holders(key(h))
+                built
                     .iter()
+                    .chain(recent)
+                    .filter(|&&d| self.docs[d as usize].live)
+                    .take(cap)
                     .filter(|&&d| usable(d))
                     .map(|&d| (u64::from(d) << 32) | i as u64),
             );
@@ -367,6 +409,38 @@ impl PassageIndex {
         }
     }
 
+    /// Checks a batch of queries `(id, text)`, on every core; the answers are in query order.
+    /// An id given twice in the batch is refused ([`OverlapError::DuplicateId`]), as is one
+    /// the index holds in [`Batch::Within`]. The documents numbered in `exclude` are never
+    /// sources.
+    pub fn check_batch(
+        &mut self,
+        queries: Vec<(String, String)>,
+        mode: Batch,
+        exclude: &[u32],
+    ) -> Result<Vec<Overlap>, OverlapError> {
+        let mut seen: FxHashMap<&str, ()> = FxHashMap::default();
+        if let Some((id, _)) = queries.iter().find(|(id, _)| seen.insert(id, ()).is_some()) {
+            return Err(OverlapError::DuplicateId { id: id.clone() });
+        }
+        match mode {
+            Batch::Within => {
+                let numbers = self.add_documents(queries, OnExistingId::Refuse)?;
+                Ok(numbers.par_iter().map(|&n| self.check_member(n, exclude)).collect())
+            }
+            Batch::Against | Batch::AgainstThenAdd => {
+                let found = queries
+                    .par_iter()
+                    .map(|(id, text)| self.check(Some(id), text, exclude))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if mode == Batch::AgainstThenAdd {
+                    self.add_documents(queries, OnExistingId::Replace)?;
+                }
+                Ok(found)
+            }
+        }
+    }
+
     /// Checks `text` against the collection. A document with the query's own id (`own_id`: an
     /// earlier version of the same text, or the query itself when it is in the collection) and
     /// the documents numbered in `exclude` are not sources.
@@ -411,7 +485,7 @@ impl PassageIndex {
         units(text, &mut qunits);
         let mut qgrams = Vec::new();
         kgram_hashes(&qunits, seed, &mut qgrams);
-        if qgrams.is_empty() || self.keys.is_empty() {
+        if qgrams.is_empty() || (self.keys.is_empty() && self.recent.is_empty()) {
             return overlap;
         }
 
@@ -599,6 +673,28 @@ impl PassageIndex {
         out.sort_by_key(|p| (p.start, p.end));
         out
     }
+}
+
+/// Keys, offsets and postings from sorted `(key << 32 | doc)` pairs, keeping the first `cap`
+/// documents of each key.
+pub(crate) fn csr(pairs: &[u64], cap: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let (mut keys, mut offsets, mut postings) = (Vec::new(), vec![0u32], Vec::new());
+    let mut i = 0;
+    while i < pairs.len() {
+        let k = (pairs[i] >> 32) as u32;
+        let mut j = i;
+        while j < pairs.len() && (pairs[j] >> 32) as u32 == k {
+            j += 1;
+        }
+        keys.push(k);
+        postings.extend(pairs[i..j].iter().take(cap).map(|&p| p as u32));
+        offsets.push(postings.len() as u32);
+        i = j;
+    }
+    keys.shrink_to_fit();
+    offsets.shrink_to_fit();
+    postings.shrink_to_fit();
+    (keys, offsets, postings)
 }
 
 /// Opening brackets and quotation marks: they belong to what follows them.

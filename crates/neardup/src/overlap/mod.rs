@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 
 pub use exclude::Exclusion;
 pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
-pub use index::{OnExistingId, PassageIndex};
+pub use index::{Batch, OnExistingId, PassageIndex};
 
 /// The settings of the passage check, as data. The first three define the index's fingerprints
 /// and are stored with it; the others may change from one check to the next.

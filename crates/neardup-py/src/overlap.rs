@@ -1,0 +1,246 @@
+//! `neardup.overlap` and `Index.overlap`: the passage check of `neardup overlap`, over batches
+//! in memory. Glue: the settings become an [`OverlapSpec`] (its own checks and messages), the
+//! work is [`PassageIndex::check_batch`], and each answer goes back as plain tuples that the
+//! Python layer names (`neardup.overlap` in `__init__.py`).
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use neardup::overlap::{Batch, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex};
+
+use rayon::prelude::*;
+
+use crate::guard;
+use crate::texts::Source;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(overlap_texts, m)?)?;
+    Ok(())
+}
+
+pub(crate) fn overlap_error(e: OverlapError) -> PyErr {
+    match e {
+        OverlapError::Io { ref source, .. } => PyOSError::new_err(format!("{e}: {source}")),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// The settings of the passage check by their keyword names (those of `neardup overlap`'s
+/// options): `min_units`, `max_gap`, `min_similarity`, `seed_units`, `window`, `max_sources`,
+/// `keep_quotes`. An unknown name, a wrong type or a value out of range is a `ValueError` or
+/// `TypeError` that names it.
+pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapSpec> {
+    let mut spec = OverlapSpec::default();
+    if let Some(options) = options {
+        for (key, value) in options.iter() {
+            let key: String = key.extract()?;
+            let named = |e: PyErr| PyTypeError::new_err(format!("{key}: {e}"));
+            match key.as_str() {
+                "min_units" => spec.min_units = value.extract().map_err(named)?,
+                "max_gap" => spec.max_gap = value.extract().map_err(named)?,
+                "min_similarity" => spec.min_similarity = value.extract().map_err(named)?,
+                "seed_units" => spec.seed = value.extract().map_err(named)?,
+                "window" => spec.window = value.extract().map_err(named)?,
+                "max_sources" => spec.max_sources = value.extract().map_err(named)?,
+                "keep_quotes" => {
+                    let keep: bool = value.extract().map_err(named)?;
+                    spec.exclude_quotes = !keep;
+                    spec.exclude_references = !keep;
+                }
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "unknown passage option {key:?}: expected min_units, max_gap, \
+                         min_similarity, seed_units, window, max_sources or keep_quotes"
+                    )))
+                }
+            }
+        }
+    }
+    spec.validate().map_err(|e| match e {
+        OverlapError::InvalidSpec { field, message } => {
+            let name = if field == "seed" { "seed_units" } else { field };
+            PyValueError::new_err(format!("{name}: {message}"))
+        }
+        e => overlap_error(e),
+    })?;
+    Ok(spec)
+}
+
+/// A document of the index (by number) as Python names it.
+pub(crate) type Namer<'a, 'py> = &'a dyn Fn(u32) -> PyResult<Bound<'py, PyAny>>;
+
+fn passage_dict<'py>(
+    py: Python<'py>,
+    p: &Passage,
+    name: Namer<'_, 'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("start", p.start)?;
+    d.set_item("end", p.end)?;
+    d.set_item("source", name(p.source)?)?;
+    d.set_item("source_start", p.source_start)?;
+    d.set_item("source_end", p.source_end)?;
+    d.set_item("similarity", p.similarity)?;
+    d.set_item("start_byte", p.start_byte)?;
+    d.set_item("end_byte", p.end_byte)?;
+    d.set_item("source_start_byte", p.source_start_byte)?;
+    d.set_item("source_end_byte", p.source_end_byte)?;
+    let also: Vec<Bound<'py, PyAny>> = p.also.iter().map(|&a| name(a)).collect::<PyResult<_>>()?;
+    d.set_item("also", PyList::new(py, also)?)?;
+    if let Some(why) = p.exclusion {
+        d.set_item("exclusion", why.as_str())?;
+    }
+    Ok(d)
+}
+
+/// One query's answer as a dict: the summary of `neardup overlap --summary` (`chars`,
+/// `copied_chars`, `copied`, `excluded_chars`, `sources`), its `passages` as `--passages`
+/// writes them, and the `excluded` ones (quotations, references) with their `exclusion`.
+pub(crate) fn overlap_dict<'py>(
+    py: Python<'py>,
+    o: &Overlap,
+    name: Namer<'_, 'py>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let share = |part: u64| {
+        if o.chars == 0 {
+            0.0
+        } else {
+            (part as f64 / o.chars as f64 * 1e4).round() / 1e4
+        }
+    };
+    let d = PyDict::new(py);
+    d.set_item("chars", o.chars)?;
+    d.set_item("copied_chars", o.copied_chars)?;
+    d.set_item("copied", share(o.copied_chars))?;
+    d.set_item("excluded_chars", o.excluded_chars)?;
+    let sources = PyList::empty(py);
+    for src in &o.sources {
+        let s = PyDict::new(py);
+        s.set_item("id", name(src.source)?)?;
+        s.set_item("chars", src.chars)?;
+        s.set_item("copied", share(src.chars))?;
+        sources.append(s)?;
+    }
+    d.set_item("sources", sources)?;
+    for (key, list) in [("passages", &o.passages), ("excluded", &o.excluded)] {
+        let out = PyList::empty(py);
+        for p in list {
+            out.append(passage_dict(py, p, name)?)?;
+        }
+        d.set_item(key, out)?;
+    }
+    Ok(d)
+}
+
+/// A saved id (JSON text: a string, or a number as written) as a Python value.
+pub(crate) fn json_id<'py>(py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match serde_json::from_str::<serde_json::Value>(id) {
+        Ok(serde_json::Value::String(s)) => s.into_pyobject(py)?.into_any(),
+        Ok(serde_json::Value::Number(n)) if n.is_i64() => {
+            n.as_i64().expect("checked").into_pyobject(py)?.into_any()
+        }
+        Ok(serde_json::Value::Number(n)) if n.is_u64() => {
+            n.as_u64().expect("checked").into_pyobject(py)?.into_any()
+        }
+        _ => id.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// The numbers of the documents named in `exclude`; an id the index does not hold is an error.
+pub(crate) fn excluded(index: &PassageIndex, exclude: &[String]) -> PyResult<Vec<u32>> {
+    exclude
+        .iter()
+        .map(|id| {
+            index.find(id).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "exclude_source: no document of the collection has the id {id}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The passage check of a batch: `queries` against `against` (texts with their ids) and/or a
+/// saved passage index, or, with neither, against each other. Ids are JSON text, as the
+/// command line keeps them; `save_index` saves the index with the queries added. Without
+/// `own_ids` the query ids are only positions, not documents' ids: a source with the same id is
+/// still a source (a list checked against a list).
+#[pyfunction]
+#[pyo3(signature = (query_ids, queries, against_ids, against, index_dir, options, exclude,
+                    save_index, own_ids))]
+#[allow(clippy::too_many_arguments)]
+fn overlap_texts<'py>(
+    py: Python<'py>,
+    query_ids: Vec<String>,
+    queries: &Bound<'py, PyAny>,
+    against_ids: Vec<String>,
+    against: Option<&Bound<'py, PyAny>>,
+    index_dir: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
+    exclude: Vec<String>,
+    save_index: Option<PathBuf>,
+    own_ids: bool,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    guard(|| {
+        let spec = spec_from_options(options)?;
+        let texts = |source: &Bound<'_, PyAny>, ids: Vec<String>, what: &str| {
+            let source = Source::from_py(source)?;
+            let texts = source.texts()?;
+            if ids.len() != texts.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{what}: {} ids for {} texts",
+                    ids.len(),
+                    texts.len()
+                )));
+            }
+            Ok(ids.into_iter().zip(texts.iter().map(|t| t.to_string())).collect::<Vec<_>>())
+        };
+        let queries = texts(queries, query_ids, "queries")?;
+        let collection = match against {
+            Some(a) => texts(a, against_ids, "against")?,
+            None => Vec::new(),
+        };
+        let within = against.is_none() && index_dir.is_none();
+        let ids: Vec<String> = queries.iter().map(|(id, _)| id.clone()).collect();
+        let (index, found) = py.detach(|| -> PyResult<_> {
+            let mut index = match &index_dir {
+                Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_error)?,
+                None => PassageIndex::new(spec).map_err(overlap_error)?,
+            };
+            index
+                .add_documents(collection, neardup::overlap::OnExistingId::Refuse)
+                .map_err(overlap_error)?;
+            let exclude = excluded(&index, &exclude)?;
+            let mode = match (within, save_index.is_some()) {
+                (true, _) => Batch::Within,
+                (false, true) => Batch::AgainstThenAdd,
+                (false, false) => Batch::Against,
+            };
+            let found = if own_ids || mode != Batch::Against {
+                index.check_batch(queries, mode, &exclude).map_err(overlap_error)?
+            } else {
+                queries
+                    .par_iter()
+                    .map(|(_, text)| index.check(None, text, &exclude))
+                    .collect::<Result<_, _>>()
+                    .map_err(overlap_error)?
+            };
+            if let Some(dir) = &save_index {
+                index.save(dir).map_err(overlap_error)?;
+            }
+            Ok((index, found))
+        })?;
+        let name = |n: u32| json_id(py, index.id(n));
+        ids.iter()
+            .zip(&found)
+            .map(|(id, o)| {
+                let d = overlap_dict(py, o, &name)?;
+                d.set_item("query", json_id(py, id)?)?;
+                Ok(d)
+            })
+            .collect()
+    })
+}

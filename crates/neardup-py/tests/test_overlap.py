@@ -1,0 +1,200 @@
+"""`neardup.overlap` and `Index(..., passages=True).overlap`: the passage check from Python gives
+what `neardup overlap` gives on the same input (the labelled sample sets, both modes), an index
+grown in Python is read by the command line and back, and bad input is refused by name."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pyarrow as pa
+import pytest
+
+import neardup
+from pyhelpers import ROOT, run_cli
+
+SETS = ROOT / "tests" / "fixtures" / "passages"
+
+SOURCE = (
+    "开源软件的发展离不开社区的贡献。Debian 项目由来自世界各地的志愿者维护，"
+    "他们打包、测试并发布数以万计的软件包。每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。"
+)
+QUERY = "我们认为，Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。这是结论。"
+COPIED = "Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。"
+
+
+def read_set(name: str, part: str) -> dict:
+    """A sample set's documents as {id: text}, read from its zstd JSONL (pyarrow's codec)."""
+    with pa.input_stream(str(SETS / name / f"{part}.jsonl.zst"), compression="zstd") as f:
+        lines = f.read().decode("utf-8").splitlines()
+    return {r["id"]: r["text"] for r in map(json.loads, lines) if r}
+
+
+def sources(found: dict) -> set:
+    return {s["id"] for s in found["sources"]}
+
+
+def cli_lines(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def as_cli_passages(found: list[dict]) -> list[dict]:
+    """Python's answers as `--passages` lines (the `also` key only when it names documents)."""
+    out = []
+    for q in found:
+        for p in q["passages"]:
+            line = {"query": q["query"], **{k: v for k, v in p.items() if k != "also"}}
+            if p["also"]:
+                line["also"] = p["also"]
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("name", ["sample-zh", "sample-en"])
+def test_python_finds_what_the_cli_finds_on_the_sample_sets(binary, tmp_path, name):
+    queries, collection = read_set(name, "queries"), read_set(name, "collection")
+    found = neardup.overlap(queries, collection)
+
+    passages, summary = tmp_path / "p.jsonl", tmp_path / "s.jsonl"
+    r = run_cli(
+        binary,
+        "overlap",
+        str(SETS / name / "queries.jsonl.zst"),
+        "--against",
+        str(SETS / name / "collection.jsonl.zst"),
+        "--passages",
+        str(passages),
+        "--summary",
+        str(summary),
+        "-q",
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    assert as_cli_passages(found) == cli_lines(passages)
+    assert [{k: q[k] for k in ("query", "chars", "copied_chars", "copied", "excluded_chars",
+                                "sources")} for q in found] == cli_lines(summary)
+    assert sum(len(q["passages"]) for q in found) > 100
+
+    # The same as two Arrow tables, with the files' columns.
+    table, sums = neardup.overlap(queries, collection, as_table=True)
+    assert table.to_pylist() == [
+        {k: v for k, v in line.items() if k != "also"} for line in cli_lines(passages)
+    ]
+    assert sums.to_pylist() == cli_lines(summary)
+
+
+def test_within_a_batch_python_finds_what_the_cli_finds(binary, tmp_path):
+    docs = dict(list(read_set("sample-zh", "collection").items())[:400])
+    docs.update(read_set("sample-zh", "queries"))
+    src = tmp_path / "docs.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": k, "text": v}, ensure_ascii=False) + "\n" for k, v in docs.items()),
+        encoding="utf-8",
+    )
+    out = tmp_path / "p.jsonl"
+    r = run_cli(binary, "overlap", str(src), "--passages", str(out), "-q")
+    assert r.returncode == 0, r.stderr.decode()
+    found = neardup.overlap(docs)
+    assert as_cli_passages(found) == cli_lines(out)
+    assert any(p["also"] for q in found for p in q["passages"]) or len(cli_lines(out)) > 50
+
+
+def test_one_text_returns_its_passages_with_offsets_into_both_texts():
+    found = neardup.overlap(QUERY, {"src": SOURCE})
+    assert "query" not in found
+    (p,) = found["passages"]
+    assert QUERY[p["start"]:p["end"]] == COPIED
+    assert SOURCE[p["source_start"]:p["source_end"]] == COPIED
+    assert QUERY.encode()[p["start_byte"]:p["end_byte"]].decode() == COPIED
+    assert found["copied_chars"] == len(COPIED)
+    assert found["copied"] == round(len(COPIED) / len(QUERY), 4)
+    assert found["sources"] == [{"id": "src", "chars": len(COPIED), "copied": found["copied"]}]
+
+    # Positions are the ids of a list; the author's own work is never a source.
+    assert neardup.overlap(QUERY, [SOURCE])["sources"][0]["id"] == 0
+    assert neardup.overlap(QUERY, [SOURCE], exclude_source=[0])["passages"] == []
+    # Quotations are set apart unless kept.
+    quoted = f"他写道：“{COPIED}”这是引文。"
+    left_out = neardup.overlap(quoted, [SOURCE])
+    assert left_out["copied_chars"] == 0 and left_out["excluded"][0]["exclusion"] == "quote"
+    assert neardup.overlap(quoted, [SOURCE], keep_quotes=True)["copied_chars"] >= len(COPIED)
+
+
+def test_a_saved_index_is_reused_and_grows(tmp_path):
+    saved = tmp_path / "lib"
+    neardup.overlap({"thesis-1": QUERY}, {"src": SOURCE}, save_index=saved)
+    # The saved index holds the collection and the query checked against it.
+    [again] = neardup.overlap({"thesis-2": QUERY + "另一段。"}, saved)
+    assert again["query"] == "thesis-2"
+    assert sources(again) == {"thesis-1"} and again["copied_chars"] == len(QUERY)
+    assert "src" in again["passages"][0]["also"]
+    with pytest.raises(ValueError, match="seed 3"):
+        neardup.overlap(QUERY, saved, seed_units=5, min_units=20)
+
+
+def test_an_index_with_passages_answers_as_the_batch_check(binary, tmp_path):
+    docs = dict(list(read_set("sample-en", "collection").items())[:2000])
+    queries = dict(list(read_set("sample-en", "queries").items())[:40])
+    index = neardup.Index(passages=True)
+    assert index.passages and not neardup.Index().passages
+    ids = list(docs)
+    index.insert_many(ids[:1000], [docs[i] for i in ids[:1000]])
+    for i in ids[1000:]:
+        index.insert(i, docs[i])
+    batch = neardup.overlap(queries, docs)
+    for q in batch:
+        one = index.overlap(queries[q["query"]])
+        assert one["passages"] == q["passages"], q["query"]
+        assert one["sources"] == q["sources"]
+
+    # Removing a source takes its passages away; a check stores its text too.
+    top = next(q for q in batch if q["sources"])
+    gone = top["sources"][0]["id"]
+    assert index.remove(gone)
+    assert gone not in sources(index.overlap(queries[top["query"]]))
+    index.check("again", docs[gone])
+    assert "again" in sources(index.overlap(queries[top["query"]]))
+    # The query's own id and excluded sources are never sources.
+    assert ids[0] in sources(index.overlap(docs[ids[0]]))
+    assert ids[0] not in sources(index.overlap(docs[ids[0]], id=ids[0]))
+    assert ids[0] not in sources(index.overlap(docs[ids[0]], exclude_source=[ids[0]]))
+
+    # Saved, it is read by `neardup overlap --against` and by Index.load, with the same answer.
+    saved = tmp_path / "ix"
+    index.save(saved)
+    qfile = tmp_path / "q.jsonl"
+    qid, qtext = top["query"], queries[top["query"]]
+    qfile.write_text(json.dumps({"id": qid, "text": qtext}) + "\n", encoding="utf-8")
+    out = tmp_path / "p.jsonl"
+    r = run_cli(binary, "overlap", str(qfile), "--against", str(saved), "--passages", str(out))
+    assert r.returncode == 0, r.stderr.decode()
+    expected = index.overlap(qtext)
+    assert [(p["start"], p["end"], p["source"]) for p in cli_lines(out)] == [
+        (p["start"], p["end"], p["source"]) for p in expected["passages"]
+    ]
+    loaded = neardup.Index.load(saved)
+    assert loaded.passages and len(loaded) == len(index)
+    assert loaded.overlap(qtext) == expected
+
+
+def test_bad_input_is_refused_by_name():
+    with pytest.raises(ValueError, match="min_units"):
+        neardup.overlap(QUERY, [SOURCE], min_units=0)
+    with pytest.raises(ValueError, match="min_similarity"):
+        neardup.overlap(QUERY, [SOURCE], min_similarity=1.5)
+    with pytest.raises(TypeError, match="ambiguous"):
+        neardup.overlap(QUERY, SOURCE)
+    with pytest.raises(ValueError, match="exclude_source.*nobody"):
+        neardup.overlap(QUERY, {"a": SOURCE}, exclude_source=["nobody"])
+    with pytest.raises(TypeError, match="document 'b' is int"):
+        neardup.overlap({"a": QUERY, "b": 7}, [SOURCE])
+    with pytest.raises(ValueError, match="holds no passage index|does not exist"):
+        neardup.overlap(QUERY, pathlib.Path("/nonexistent/neardup-index"))
+    with pytest.raises(TypeError, match="unknown passage option"):
+        neardup.Index(passages={"min_unit": 5})
+    with pytest.raises(ValueError, match="seed_units"):
+        neardup.Index(passages={"seed_units": 0})
+    with pytest.raises(ValueError, match="keeps no passages"):
+        neardup.Index().overlap(QUERY)
+    # An empty query has nothing copied; an empty collection holds nothing.
+    assert neardup.overlap("", [SOURCE])["chars"] == 0
+    assert neardup.overlap(QUERY, [])["passages"] == []
