@@ -157,3 +157,66 @@ def test_the_page_and_health_are_open_with_a_token(tmp_path, path):
             assert r.status == 200
     finally:
         server.stop()
+
+
+THESIS_SOURCES = {
+    "debian": "开源软件的发展离不开社区的贡献。Debian 项目由来自世界各地的志愿者维护，"
+    "他们打包、测试并发布数以万计的软件包。每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。",
+    "metro": "城市轨道交通的客流预测是线网规划的基础。本文采用四阶段法对远景年客流进行预测，"
+    "并结合土地利用规划对各站点的进出站量进行了修正，结果表明修正后的预测精度明显提高。",
+}
+THESIS = (
+    "第一章 绪论。我们认为，Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。"
+    "此外，本文采用四阶段法对远景年的客流进行预测，并结合土地利用规划对各站点的进出站量进行了修正。"
+    "他写道：“每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。”全文完。"
+)
+
+
+def test_the_page_shows_the_copied_passages_of_a_text(server, browser):
+    call(server, "PUT", "/v1/collections/theses", {"passages": True})
+    call(server, "POST", "/v1/collections/theses/docs",
+         {"docs": [{"id": k, "text": v} for k, v in THESIS_SOURCES.items()]})
+    expected = call(server, "POST", "/v1/collections/theses/overlap", {"text": THESIS})
+    assert len(expected["passages"]) == 2 and expected["excluded"], expected
+
+    page_errors(browser)  # what earlier tests left in the log
+    browser.get(server.base + "/")
+    rows = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#collections tbody tr"), what="collections")
+    assert "with passages" in rows[0].text
+    browser.find_element(By.ID, "collection").send_keys("theses")
+    box = browser.find_element(By.ID, "text")
+    browser.execute_script("arguments[0].value = arguments[1]", box, THESIS)
+    browser.find_element(By.ID, "overlap").click()
+    view = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#view .overlap"), what="overlap view")[0]
+
+    # The share as the service computed it, one colour per source, the quotation apart.
+    share = f"{expected['copied_chars'] / expected['chars'] * 100:.1f}%"
+    assert view.find_element(By.CSS_SELECTOR, ".ov-copied").text == share
+    assert "counting quotations" in view.find_element(By.CSS_SELECTOR, ".ov-summary").text
+    sources = view.find_elements(By.CSS_SELECTOR, ".ov-sources li")
+    assert [s.get_attribute("data-id") for s in sources] == [s["id"] for s in expected["sources"]]
+    marks = view.find_elements(By.CSS_SELECTOR, ".ov-text mark")
+    chars = list(THESIS)
+    assert [m.text for m in marks if "excluded" not in m.get_attribute("class")] == [
+        "".join(chars[p["start"]:p["end"]]) for p in expected["passages"]
+    ]
+    colours = {m.get_attribute("class") for m in marks} - {"excluded"}
+    assert len(colours) == 2
+    assert any("excluded" in m.get_attribute("class") for m in marks)
+
+    # Each passage beside its source: the reworded "远景年的客流" differs by one character.
+    panes = view.find_elements(By.CSS_SELECTOR, "details.ov-passage .sbs-panes")
+    assert len(panes) == 2
+    diffs = [m.text for m in panes[1].find_elements(By.CSS_SELECTOR, ".pane-left mark.diff")]
+    assert diffs == ["的"], diffs
+    assert page_errors(browser) == []
+    screenshot(browser, "service-overlap")
+
+    # A collection without passages says how to get them.
+    call(server, "PUT", "/v1/collections/plain", {})
+    browser.get(server.base + "/")
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#collections tbody tr")) == 2, what="rows")
+    browser.find_element(By.ID, "collection").send_keys("plain")
+    browser.execute_script("arguments[0].value = arguments[1]", browser.find_element(By.ID, "text"), THESIS)
+    browser.find_element(By.ID, "overlap").click()
+    wait_for(lambda: '"passages": true' in browser.find_element(By.ID, "status").text, what="status")

@@ -1715,3 +1715,146 @@ fn a_commit_failed_at_any_write_step_keeps_batches_whole() {
         "the sweep failed some commits and not others: {outcomes:?}"
     );
 }
+
+const THESIS_SOURCE_A: &str = "开源软件的发展离不开社区的贡献。Debian 项目由来自世界各地的志愿者维护，\
+    他们打包、测试并发布数以万计的软件包。每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。";
+const THESIS_SOURCE_B: &str =
+    "城市轨道交通的客流预测是线网规划的基础。本文采用四阶段法对远景年客流进行预测，\
+    并结合土地利用规划对各站点的进出站量进行了修正，结果表明修正后的预测精度明显提高。";
+
+/// A thesis copying one sentence from each source, with text of its own around them.
+fn thesis() -> String {
+    "第一章 绪论。我们认为，Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。\
+     此外，本文采用四阶段法对远景年客流进行预测，并结合土地利用规划对各站点的进出站量进行了修正。全文完。"
+        .to_string()
+}
+
+#[test]
+fn a_collection_with_passages_answers_the_thesis_check_as_the_cli_does() {
+    let dir = tempdir("overlap");
+    let s = Server::start(&dir, &[]);
+    let (st, v) = s.json("PUT", "/v1/collections/lib", json!({"passages": true}));
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(
+        (v["store_text"].as_bool(), v["passages"]["min_units"].as_u64()),
+        (Some(true), Some(12))
+    );
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/lib/docs",
+        json!({"docs": [{"id": "a", "text": THESIS_SOURCE_A}, {"id": 7, "text": "无关的文字，什么也没有抄。"}]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    // The second source arrives through a check (stored, as it is new).
+    let (st, v) =
+        s.json("POST", "/v1/collections/lib/check", json!({"id": "b", "text": THESIS_SOURCE_B}));
+    assert_eq!((st, v["inserted"].as_bool()), (200, Some(true)), "{v}");
+
+    let query = thesis();
+    let (st, found) = s.json("POST", "/v1/collections/lib/overlap", json!({"text": query}));
+    assert_eq!(st, 200, "{found}");
+    let passages = found["passages"].as_array().expect("passages");
+    assert_eq!(passages.len(), 2, "{found}");
+    let chars: Vec<char> = query.chars().collect();
+    for (p, source) in passages.iter().zip([THESIS_SOURCE_A, THESIS_SOURCE_B]) {
+        let (a, b) = (
+            p["start"].as_u64().expect("start") as usize,
+            p["end"].as_u64().expect("end") as usize,
+        );
+        let copied: String = chars[a..b].iter().collect();
+        assert!(source.contains(&copied), "{copied} in {source}");
+        assert_eq!(p["source_text"].as_str(), Some(copied.as_str()));
+    }
+    assert_eq!(
+        found["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .map(|s| s["id"].clone())
+            .collect::<Vec<_>>(),
+        [json!("a"), json!("b")]
+    );
+
+    // The CLI gives the same passages on the same collection.
+    let docs = dir.join("lib.jsonl");
+    std::fs::write(
+        &docs,
+        format!(
+            "{}\n{}\n{}\n",
+            json!({"id": "a", "text": THESIS_SOURCE_A}),
+            json!({"id": "7", "text": "无关的文字，什么也没有抄。"}),
+            json!({"id": "b", "text": THESIS_SOURCE_B})
+        ),
+    )
+    .expect("write");
+    let q = dir.join("q.jsonl");
+    std::fs::write(&q, format!("{}\n", json!({"id": "thesis", "text": query}))).expect("write");
+    let out = bin().arg("overlap").arg(&q).arg("--against").arg(&docs).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let key = |p: &Value| {
+        [
+            "start",
+            "end",
+            "source",
+            "source_start",
+            "source_end",
+            "similarity",
+            "start_byte",
+            "end_byte",
+        ]
+        // Numbers compared as numbers: the CLI writes a similarity of 1 as `1`.
+        .map(|k| p[k].as_f64().map_or(p[k].clone(), |x| json!(x)))
+    };
+    assert_eq!(
+        cli.iter().map(key).collect::<Vec<_>>(),
+        passages.iter().map(key).collect::<Vec<_>>()
+    );
+
+    // Excluded sources and the query's own id are never sources; unknown ids are named.
+    let (_, v) = s.json(
+        "POST",
+        "/v1/collections/lib/overlap",
+        json!({"text": query, "exclude_source": ["a"]}),
+    );
+    assert_eq!(v["sources"].as_array().map(Vec::len), Some(1), "{v}");
+    let (_, v) =
+        s.json("POST", "/v1/collections/lib/overlap", json!({"text": THESIS_SOURCE_A, "id": "a"}));
+    assert_eq!(v["copied_chars"], json!(0), "{v}");
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/lib/overlap",
+        json!({"text": query, "exclude_source": ["zz"]}),
+    );
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"));
+    assert!(v["error"]["message"].as_str().expect("message").contains("zz"), "{v}");
+
+    // A deleted document is no longer a source; after a restart the index is built again from
+    // the store and answers as before.
+    assert_eq!(s.call("DELETE", "/v1/collections/lib/docs/b", None).0, 200);
+    let (_, before) = s.json("POST", "/v1/collections/lib/overlap", json!({"text": query}));
+    assert_eq!(before["passages"].as_array().map(Vec::len), Some(1), "{before}");
+    s.stop();
+    let s = Server::start(&dir, &[]);
+    let (_, after) = s.json("POST", "/v1/collections/lib/overlap", json!({"text": query}));
+    assert_eq!(after, before);
+
+    // Collections without passages, and bad options, are refused by name.
+    assert_eq!(s.json("PUT", "/v1/collections/plain", json!({})).0, 201);
+    let (st, v) = s.json("POST", "/v1/collections/plain/overlap", json!({"text": query}));
+    assert_eq!((st, error_code(&v)), (400, "no_passages"));
+    let (st, v) = s.json("PUT", "/v1/collections/bad", json!({"passages": {"min_unit": 5}}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"));
+    assert!(v["error"]["message"].as_str().expect("message").contains("min_unit"), "{v}");
+    let (st, v) = s.json("PUT", "/v1/collections/bad", json!({"passages": {"seed_units": 0}}));
+    assert_eq!(st, 400, "{v}");
+    assert!(v["error"]["message"].as_str().expect("message").contains("seed_units"), "{v}");
+    let (st, v) = s.json("POST", "/v1/collections/lib/overlap", json!({"text": query, "top_k": 3}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+    let (st, v) = s.json("POST", "/v1/collections/lib/overlap", json!({}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+}

@@ -9,7 +9,9 @@ use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use neardup::overlap::{Batch, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex};
+use neardup::overlap::{
+    Batch, Overlap, OverlapError, OverlapOptions, OverlapSpec, Passage, PassageIndex,
+};
 
 use rayon::prelude::*;
 
@@ -33,40 +35,29 @@ pub(crate) fn overlap_error(e: OverlapError) -> PyErr {
 /// `keep_quotes`. An unknown name, a wrong type or a value out of range is a `ValueError` or
 /// `TypeError` that names it.
 pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapSpec> {
-    let mut spec = OverlapSpec::default();
+    let mut o = OverlapOptions::default();
     if let Some(options) = options {
         for (key, value) in options.iter() {
             let key: String = key.extract()?;
             let named = |e: PyErr| PyTypeError::new_err(format!("{key}: {e}"));
             match key.as_str() {
-                "min_units" => spec.min_units = value.extract().map_err(named)?,
-                "max_gap" => spec.max_gap = value.extract().map_err(named)?,
-                "min_similarity" => spec.min_similarity = value.extract().map_err(named)?,
-                "seed_units" => spec.seed = value.extract().map_err(named)?,
-                "window" => spec.window = value.extract().map_err(named)?,
-                "max_sources" => spec.max_sources = value.extract().map_err(named)?,
-                "keep_quotes" => {
-                    let keep: bool = value.extract().map_err(named)?;
-                    spec.exclude_quotes = !keep;
-                    spec.exclude_references = !keep;
-                }
+                "min_units" => o.min_units = value.extract().map_err(named)?,
+                "max_gap" => o.max_gap = value.extract().map_err(named)?,
+                "min_similarity" => o.min_similarity = value.extract().map_err(named)?,
+                "seed_units" => o.seed_units = value.extract().map_err(named)?,
+                "window" => o.window = value.extract().map_err(named)?,
+                "max_sources" => o.max_sources = value.extract().map_err(named)?,
+                "keep_quotes" => o.keep_quotes = value.extract().map_err(named)?,
                 _ => {
                     return Err(PyTypeError::new_err(format!(
-                        "unknown passage option {key:?}: expected min_units, max_gap, \
-                         min_similarity, seed_units, window, max_sources or keep_quotes"
+                        "unknown passage option {key:?}: expected one of {}",
+                        OverlapOptions::NAMES.join(", ")
                     )))
                 }
             }
         }
     }
-    spec.validate().map_err(|e| match e {
-        OverlapError::InvalidSpec { field, message } => {
-            let name = if field == "seed" { "seed_units" } else { field };
-            PyValueError::new_err(format!("{name}: {message}"))
-        }
-        e => overlap_error(e),
-    })?;
-    Ok(spec)
+    o.to_spec().map_err(overlap_error)
 }
 
 /// A document of the index (by number) as Python names it.

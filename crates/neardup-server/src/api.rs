@@ -14,6 +14,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use neardup::overlap::{Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex};
 use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch};
 use rayon::prelude::*;
 use redb::{Database, ReadableTable};
@@ -24,7 +25,7 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::store::{docs_def, encode_record, new_incarnation, CollectionInfo, Record, COLLECTIONS};
-use crate::{build_engine, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
+use crate::{build_engine, new_live, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
 type Shared = Arc<AppState>;
 
@@ -431,6 +432,27 @@ struct CreateRequest {
     recall: Option<f64>,
     #[serde(default)]
     store_text: bool,
+    /// `true`, or the passage check's options (`neardup overlap`'s, by their names).
+    passages: Option<Value>,
+}
+
+/// The passage settings of a new collection: `true` (the defaults), `false`, or an object of
+/// options.
+fn passage_settings(passages: Option<Value>) -> Result<Option<OverlapSpec>, ApiError> {
+    let bad = |m: String| ApiError::bad("invalid_field", format!("passages: {m}"));
+    match passages {
+        None | Some(Value::Bool(false)) | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(true)) => Ok(Some(OverlapSpec::default())),
+        Some(v @ Value::Object(_)) => {
+            let options: OverlapOptions =
+                serde_json::from_value(v).map_err(|e| bad(e.to_string()))?;
+            options.to_spec().map(Some).map_err(|e| bad(e.to_string()))
+        }
+        Some(_) => Err(bad(format!(
+            "expected true, false or an object of options ({})",
+            OverlapOptions::NAMES.join(", ")
+        ))),
+    }
 }
 
 /// The pipeline spec of a request: a preset name or a spec object (never both). A spec may name
@@ -480,10 +502,13 @@ async fn create_collection(
     let req: CreateRequest = parse(body)?;
     let settings = search_settings(&req)?;
     let spec = resolve_spec(req.preset, req.spec)?;
-    let (method, threshold, hamming, recall, store_text) =
-        (settings.method, settings.threshold, settings.hamming, settings.recall, req.store_text);
+    let passages = passage_settings(req.passages)?;
+    // The passage index is built from the stored texts at start: keeping passages keeps texts.
+    let store_text = req.store_text || passages.is_some();
+    let (method, threshold, hamming, recall) =
+        (settings.method, settings.threshold, settings.hamming, settings.recall);
     // Building the pipeline and the engine validates everything (bounded by the spec's limits).
-    let (info, engine) = blocking(move || {
+    let (info, live) = blocking(move || {
         let pipeline = Pipeline::new(spec.clone())
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
         let info = CollectionInfo {
@@ -495,10 +520,12 @@ async fn create_collection(
             hamming,
             recall,
             store_text,
+            passages,
             pipeline_id: pipeline.id().to_string(),
         };
         let engine = build_engine(&info).map_err(|e| ApiError::bad("invalid_field", e))?;
-        Ok((info, engine))
+        let live = new_live(&info, engine).map_err(|e| ApiError::bad("invalid_field", e))?;
+        Ok((info, live))
     })
     .await?;
     let _admin = state.admin.lock().await;
@@ -528,7 +555,7 @@ async fn create_collection(
         };
     }
     let text = serde_json::to_string(&info).map_err(ApiError::internal)?;
-    let c = Arc::new(Collection::new(info, Ok(std::sync::RwLock::new(Live::new(engine)))));
+    let c = Arc::new(Collection::new(info, Ok(std::sync::RwLock::new(live))));
     let (st, c2) = (state.clone(), c.clone());
     blocking(move || {
         let name = c2.info.name.as_str();
@@ -573,6 +600,7 @@ fn describe(c: &Collection) -> Value {
         "hamming": c.info.hamming,
         "recall": c.info.recall,
         "store_text": c.info.store_text,
+        "passages": c.info.passages,
         "verification": verification,
         "lsh": banding.map(|(b, r, p)| json!({"bands": b, "rows": r, "candidate_probability": p})),
         "pipeline_id": c.info.pipeline_id,
@@ -710,7 +738,7 @@ async fn insert_docs(
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
         for (id, record) in records {
-            live.insert(&id, record.sketch);
+            live.insert_with_text(&id, record.sketch, record.text.as_deref());
         }
         Ok((n - updated, updated))
     })
@@ -1036,7 +1064,7 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
         for &i in &accepted {
             let p = group[i].as_mut().expect("each accepted once");
-            live.insert(&p.id, std::mem::take(&mut p.sketch));
+            live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.as_deref());
         }
         drop(live);
         for (p, answer) in group.into_iter().flatten().zip(answers) {
@@ -1047,6 +1075,122 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
     for (p, answer) in group.into_iter().zip(answers) {
         let _ = p.reply.send(Ok(answer));
     }
+}
+
+// ---- the passage check ---------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverlapRequest {
+    text: Option<String>,
+    tokens: Option<Vec<String>>,
+    /// The query's own id: a stored document of this id (its earlier version) is never its
+    /// source.
+    id: Option<Box<RawValue>>,
+    /// Documents never counted as sources (the author's own earlier work).
+    #[serde(default)]
+    exclude_source: Vec<Box<RawValue>>,
+}
+
+/// Which passages of a text are copied from which stored documents, and how much of the text
+/// that is: the passage check of `neardup overlap` against a collection that keeps passages.
+async fn overlap(
+    State(state): State<Shared>,
+    ApiPath(name): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    if c.info.passages.is_none() {
+        return Err(ApiError::bad(
+            "no_passages",
+            format!(
+                "collection {name:?} keeps no passages: create a collection with \"passages\": \
+                 true to check texts against it"
+            ),
+        ));
+    }
+    let req: OverlapRequest = parse(body)?;
+    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
+    let own = req.id.as_deref().map(|r| doc_id(r, "id")).transpose()?;
+    if req.exclude_source.len() > state.limits.max_batch_docs {
+        return Err(ApiError::bad(
+            "invalid_field",
+            format!(
+                "exclude_source: {} ids, the limit is {} (--max-batch-docs)",
+                req.exclude_source.len(),
+                state.limits.max_batch_docs
+            ),
+        ));
+    }
+    let exclude: Vec<String> = req
+        .exclude_source
+        .iter()
+        .enumerate()
+        .map(|(i, r)| doc_id(r, &format!("exclude_source[{i}]")))
+        .collect::<Result<_, _>>()?;
+    let turn = turn(&state).await?;
+    blocking(move || {
+        let _turn = turn;
+        let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
+        let index = live.passages().ok_or_else(|| ApiError::internal("no passage index"))?;
+        let exclude: Vec<u32> = exclude
+            .iter()
+            .map(|id| {
+                index.find(id).ok_or_else(|| {
+                    ApiError::bad(
+                        "invalid_field",
+                        format!("exclude_source: no document {id:?} in collection {name:?}"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let text = body.text();
+        let found = index
+            .check(own.as_deref(), &text, &exclude)
+            .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
+        ok(StatusCode::OK, overlap_json(&found, index))
+    })
+    .await
+}
+
+/// The answer of the passage check: the summary of `neardup overlap --summary`, the passages
+/// of `--passages` (each with its source's text over the passage) and the excluded ones.
+fn overlap_json(o: &Overlap, index: &PassageIndex) -> Value {
+    let share = |part: u64| {
+        if o.chars == 0 {
+            0.0
+        } else {
+            (part as f64 / o.chars as f64 * 1e4).round() / 1e4
+        }
+    };
+    let passage = |p: &Passage| {
+        let source = index.text(p.source);
+        let mut v = json!({
+            "start": p.start, "end": p.end, "source": index.id(p.source),
+            "source_start": p.source_start, "source_end": p.source_end,
+            "similarity": p.similarity,
+            "start_byte": p.start_byte, "end_byte": p.end_byte,
+            "source_start_byte": p.source_start_byte, "source_end_byte": p.source_end_byte,
+            "also": p.also.iter().map(|&a| index.id(a)).collect::<Vec<_>>(),
+            "source_text": source.get(p.source_start_byte as usize..p.source_end_byte as usize),
+        });
+        if let Some(why) = p.exclusion {
+            v["exclusion"] = json!(why.as_str());
+        }
+        v
+    };
+    json!({
+        "chars": o.chars,
+        "copied_chars": o.copied_chars,
+        "copied": share(o.copied_chars),
+        "excluded_chars": o.excluded_chars,
+        "sources": o.sources.iter().map(|s| json!({
+            "id": index.id(s.source), "chars": s.chars, "copied": share(s.chars)
+        })).collect::<Vec<_>>(),
+        "passages": o.passages.iter().map(passage).collect::<Vec<_>>(),
+        "excluded": o.excluded.iter().map(passage).collect::<Vec<_>>(),
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -1153,11 +1297,12 @@ mod routes {
     pub const DOC: &str = "/v1/collections/{name}/docs/{id}";
     pub const SEARCH: &str = "/v1/collections/{name}/search";
     pub const CHECK: &str = "/v1/collections/{name}/check";
+    pub const OVERLAP: &str = "/v1/collections/{name}/overlap";
     pub const COMPARE: &str = "/v1/compare";
     pub const HEALTH: &str = "/v1/health";
     pub const METRICS: &str = "/metrics";
     pub const OPENAPI: &str = "/v1/openapi.json";
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 12] = [
         PAGE,
         COLLECTIONS,
         COLLECTION,
@@ -1165,6 +1310,7 @@ mod routes {
         DOC,
         SEARCH,
         CHECK,
+        OVERLAP,
         COMPARE,
         HEALTH,
         METRICS,
@@ -1468,6 +1614,7 @@ pub fn router(state: Shared) -> Router {
         .route(routes::DOC, get(get_doc).delete(delete_doc))
         .route(routes::SEARCH, post(search))
         .route(routes::CHECK, post(check))
+        .route(routes::OVERLAP, post(overlap))
         .route(routes::COMPARE, post(compare))
         .route(routes::HEALTH, get(health))
         .route(routes::METRICS, get(metrics))

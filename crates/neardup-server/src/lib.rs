@@ -466,12 +466,13 @@ fn load_collections_inner(
         let table = store::docs_table(&info.name, &info.incarnation);
         let live = match build_engine(&info) {
             Ok(engine) => {
-                let mut live = Live::new(engine);
+                let mut live = new_live(&info, engine)
+                    .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
                 let (mut n, mut bad) = (0u64, 0u64);
                 for_each_doc(&read, &table, |id, record| {
                     match record {
                         Ok(record) => {
-                            live.insert(id, record.sketch);
+                            live.insert_with_text(id, record.sketch, record.text.as_deref());
                             n += 1;
                         }
                         Err(what) => {
@@ -601,6 +602,15 @@ fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
         ));
     }
     Engine::new(Arc::new(pipeline), dedup_config(info)).map_err(|e| e.to_string())
+}
+
+/// The in-memory side of a collection: its engine, with a passage index when it keeps one.
+fn new_live(info: &CollectionInfo, engine: Engine) -> Result<Live, String> {
+    let live = Live::new(engine);
+    match &info.passages {
+        Some(spec) => live.with_passages(spec.clone()).map_err(|e| e.to_string()),
+        None => Ok(live),
+    }
 }
 
 fn dedup_config(info: &CollectionInfo) -> DedupConfig {

@@ -110,7 +110,24 @@ pub fn document(limits: &Limits) -> Value {
             "recall": {"type": "number", "exclusiveMinimum": true, "minimum": 0,
                        "exclusiveMaximum": true, "maximum": 1,
                        "description": "minhash and both only (400 with simhash)"},
-            "store_text": {"type": "boolean"}
+            "store_text": {"type": "boolean"},
+            "passages": {
+                "description": "keep a passage index of the texts (which implies store_text) \
+                                for POST .../overlap: true, or the options of `neardup overlap`",
+                "oneOf": [
+                    {"type": "boolean"},
+                    {"type": "object", "additionalProperties": false, "properties": {
+                        "min_units": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        "max_gap": {"type": "integer", "minimum": 0, "maximum": 1000},
+                        "min_similarity": {"type": "number", "exclusiveMinimum": true,
+                                           "minimum": 0, "maximum": 1},
+                        "seed_units": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        "window": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        "max_sources": {"type": "integer", "minimum": 1, "maximum": 1000000},
+                        "keep_quotes": {"type": "boolean"}
+                    }}
+                ]
+            }
         },
         "additionalProperties": false
     });
@@ -133,6 +150,50 @@ pub fn document(limits: &Limits) -> Value {
             "threshold": {"type": "number"}, "top_k": top_k
         },
         "additionalProperties": false
+    });
+    let overlap = json!({
+        "type": "object",
+        "properties": {
+            "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
+            "id": {"oneOf": [{"type": "string"}, {"type": "number"}],
+                   "description": "the query's own id: a stored document of this id is never \
+                                   its source"},
+            "exclude_source": {"type": "array",
+                               "items": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+                               "description": "ids never counted as sources"}
+        },
+        "additionalProperties": false
+    });
+    let passage = json!({"type": "object", "properties": {
+        "start": {"type": "integer", "description": "code point offset in the query"},
+        "end": {"type": "integer", "description": "end, exclusive"},
+        "source": {"type": "string"},
+        "source_start": {"type": "integer"}, "source_end": {"type": "integer"},
+        "similarity": {"type": "number"},
+        "start_byte": {"type": "integer"}, "end_byte": {"type": "integer"},
+        "source_start_byte": {"type": "integer"}, "source_end_byte": {"type": "integer"},
+        "also": {"type": "array", "items": {"type": "string"},
+                 "description": "other documents holding the same text"},
+        "source_text": {"type": "string", "description": "the source's text of the passage"},
+        "exclusion": {"type": "string", "enum": ["quote", "references"]}
+    }});
+    let overlap_answer = json!({
+        "type": "object",
+        "required": ["chars", "copied_chars", "copied", "excluded_chars", "sources", "passages",
+                     "excluded"],
+        "properties": {
+            "chars": {"type": "integer", "description": "code points of the query"},
+            "copied_chars": {"type": "integer",
+                             "description": "code points inside a passage, each counted once"},
+            "copied": {"type": "number", "description": "copied_chars / chars"},
+            "excluded_chars": {"type": "integer",
+                               "description": "copied code points left out: quotations, references"},
+            "sources": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "string"}, "chars": {"type": "integer"},
+                "copied": {"type": "number"}}}},
+            "passages": {"type": "array", "items": passage.clone()},
+            "excluded": {"type": "array", "items": passage}
+        }
     });
     let compare = json!({
         "type": "object",
@@ -226,6 +287,20 @@ pub fn document(limits: &Limits) -> Value {
                             ("200", ok_response("duplicate, matches, inserted, replaced",
                                                 check_answer)),
                             &collection_errors), "requestBody", body(check)),
+        }),
+    );
+    paths.insert(
+        "/v1/collections/{name}/overlap".into(),
+        json!({
+            "parameters": [name],
+            "post": with(op("Which passages of a text are copied from which stored documents, \
+                             and how much (collections made with passages)",
+                            ("200", ok_response("the copied share, sources and passages",
+                                                overlap_answer)),
+                            &[("404", "no such collection"),
+                              ("400", "the collection keeps no passages (no_passages), or a \
+                                       bad field")]),
+                       "requestBody", body(overlap)),
         }),
     );
     paths.insert(

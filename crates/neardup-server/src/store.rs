@@ -14,6 +14,7 @@
 //! transaction committed with immediate durability (fsync), so an acknowledged write survives a
 //! crash and a batch is all or nothing.
 
+use neardup::overlap::OverlapSpec;
 use neardup::{DocSketch, Method, PipelineSpec};
 use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,11 @@ pub struct CollectionInfo {
     /// The recall target of the LSH banding (MinHash).
     pub recall: Option<f64>,
     pub store_text: bool,
+    /// The passage check's settings when the collection keeps a passage index of its texts
+    /// (created with `"passages"`; its texts are then stored, and the index is built from them
+    /// at start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passages: Option<OverlapSpec>,
     /// `Pipeline::id()` when the collection was created: a build whose pipeline gives another id
     /// (another fingerprint format) must not serve it.
     pub pipeline_id: String,

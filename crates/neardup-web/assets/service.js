@@ -105,7 +105,7 @@
         c.threshold,
         lsh,
         c.verification || "",
-        c.store_text ? "yes" : "no",
+        c.passages ? "yes, with passages" : c.store_text ? "yes" : "no",
         c.pipeline_id,
       ];
       cells.forEach((v, i) => tr.append(element("td", i === 7 ? "id mono" : i === 0 ? "id" : null, v)));
@@ -214,10 +214,25 @@
       setStatus("Paste a text first.", "bad");
       return;
     }
+    if (kind === "overlap" && !c.passages) {
+      setStatus(`${c.name} keeps no passages: create a collection with "passages": true to find copied passages.`, "bad");
+      return;
+    }
     setStatus(kind === "search" ? "Searching…" : "Checking…");
     const base = `/v1/collections/${encodeURIComponent(c.name)}`;
     try {
-      if (kind === "search") {
+      if (kind === "overlap") {
+        const r = await api("POST", `${base}/overlap`, { text });
+        $("hits").replaceChildren();
+        viewTicket++;
+        setStatus(
+          r.passages.length
+            ? `${OverlapView.pct(r.copied_chars, r.chars)} of the text is copied from ${r.sources.length} document${r.sources.length === 1 ? "" : "s"} of ${c.name}.`
+            : `No passage of the text is copied from ${c.name}.`,
+          r.passages.length ? "warn" : "good",
+        );
+        OverlapView.render($("view"), text, r);
+      } else if (kind === "search") {
         const r = await api("POST", `${base}/search`, { text, ...options() });
         setStatus(r.hits.length ? `${r.hits.length} hit${r.hits.length === 1 ? "" : "s"} in ${c.name}.` : `Nothing in ${c.name} is similar enough.`);
         renderHits(c, text, r.hits);
@@ -240,6 +255,7 @@
 
   $("search").addEventListener("click", () => run("search"));
   $("check").addEventListener("click", () => run("check"));
+  $("overlap").addEventListener("click", () => run("overlap"));
   health();
   setInterval(health, 15000);
   loadCollections();

@@ -1,6 +1,7 @@
 //! The page `neardup serve` shows at `/`: the service's health, its collections with their
 //! sizes and settings, and a box to search or check a text, with the hits side by side with it
-//! when the collection stores texts. The page is static: its script calls the public HTTP API
+//! when the collection stores texts, or to find the passages of the text copied from a
+//! collection that keeps passages. The page is static: its script calls the public HTTP API
 //! of the origin that served it (and asks for a bearer token when the service wants one).
 
 use std::sync::OnceLock;
@@ -9,13 +10,15 @@ use crate::html::{Network, Page, SHARED_JS};
 
 const SERVICE_HTML: &str = include_str!("../assets/service.html");
 const SERVICE_JS: &str = include_str!("../assets/service.js");
+/// The passage check's view, shared with the report of `neardup overlap`.
+pub(crate) const OVERLAP_JS: &str = include_str!("../assets/overlap.js");
 
 fn page_of() -> Page<'static> {
     Page {
         title: "neardup",
         body: SERVICE_HTML.to_string(),
         data: None,
-        scripts: &[SHARED_JS, SERVICE_JS],
+        scripts: &[SHARED_JS, OVERLAP_JS, SERVICE_JS],
         css: "",
         network: Network::SameOrigin,
     }

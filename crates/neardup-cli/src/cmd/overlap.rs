@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use clap::Args;
 use neardup::overlap::{
-    Batch, OnExistingId, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex,
+    Batch, OnExistingId, Overlap, OverlapError, OverlapOptions, OverlapSpec, Passage, PassageIndex,
     PASSAGE_INDEX_FILE,
 };
 use serde_json::value::RawValue;
@@ -123,19 +123,17 @@ struct Doc {
 pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     let started = Instant::now();
     thread_pool(args.threads)?;
-    let spec = OverlapSpec {
-        seed: args.seed_units,
-        window: args.window,
-        min_units: args.min_units,
-        max_gap: args.max_gap,
-        min_similarity: args.min_similarity,
-        exclude_quotes: !args.keep_quotes,
-        exclude_references: !args.keep_quotes,
-        max_sources: args.max_sources,
-        ..OverlapSpec::default()
-    };
-    spec.validate()
-        .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;
+    let spec = OverlapOptions {
+        min_units: Some(args.min_units),
+        max_gap: Some(args.max_gap),
+        min_similarity: Some(args.min_similarity),
+        seed_units: Some(args.seed_units),
+        window: Some(args.window),
+        max_sources: Some(args.max_sources),
+        keep_quotes: Some(args.keep_quotes),
+    }
+    .to_spec()
+    .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;
 
     // The collection: at most one saved index, plus documents.
     let (index_dirs, against_files): (Vec<PathBuf>, Vec<PathBuf>) =

@@ -170,6 +170,67 @@ impl OverlapSpec {
     }
 }
 
+/// The passage check's settings by the names every surface gives them: the options of
+/// `neardup overlap` (`--min-units`), Python's keywords and the service's `passages` object
+/// (`min_units`). A field left out keeps its default; [`OverlapOptions::to_spec`] checks the
+/// values and names a bad one by these names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverlapOptions {
+    /// [`OverlapSpec::min_units`].
+    pub min_units: Option<u32>,
+    /// [`OverlapSpec::max_gap`].
+    pub max_gap: Option<u32>,
+    /// [`OverlapSpec::min_similarity`].
+    pub min_similarity: Option<f64>,
+    /// [`OverlapSpec::seed`].
+    pub seed_units: Option<u32>,
+    /// [`OverlapSpec::window`].
+    pub window: Option<u32>,
+    /// [`OverlapSpec::max_sources`].
+    pub max_sources: Option<u32>,
+    /// Count quotations and reference lists as copied text (false: [`OverlapSpec::exclude_quotes`]
+    /// and [`OverlapSpec::exclude_references`]).
+    pub keep_quotes: Option<bool>,
+}
+
+impl OverlapOptions {
+    /// The option names, in the order surfaces list them.
+    pub const NAMES: [&'static str; 7] = [
+        "min_units",
+        "max_gap",
+        "min_similarity",
+        "seed_units",
+        "window",
+        "max_sources",
+        "keep_quotes",
+    ];
+
+    /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
+    pub fn to_spec(&self) -> Result<OverlapSpec, OverlapError> {
+        let d = OverlapSpec::default();
+        let keep = self.keep_quotes.unwrap_or(false);
+        let spec = OverlapSpec {
+            seed: self.seed_units.unwrap_or(d.seed),
+            window: self.window.unwrap_or(d.window),
+            min_units: self.min_units.unwrap_or(d.min_units),
+            max_gap: self.max_gap.unwrap_or(d.max_gap),
+            min_similarity: self.min_similarity.unwrap_or(d.min_similarity),
+            exclude_quotes: !keep,
+            exclude_references: !keep,
+            max_sources: self.max_sources.unwrap_or(d.max_sources),
+            ..d
+        };
+        spec.validate().map_err(|e| match e {
+            OverlapError::InvalidSpec { field: "seed", message } => {
+                OverlapError::InvalidSpec { field: "seed_units", message }
+            }
+            e => e,
+        })?;
+        Ok(spec)
+    }
+}
+
 /// One copied passage of a query: its range in the query, its source's range, both as code
 /// points (Python string indices) and UTF-8 bytes, end exclusive.
 #[derive(Debug, Clone, PartialEq, Serialize)]
