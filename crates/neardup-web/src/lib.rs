@@ -1,6 +1,6 @@
 //! The pages of neardup, each one self-contained HTML: the report of a dedup run
-//! ([`report`]), the comparison of two texts ([`compare`]) and the page `neardup serve` shows at
-//! `/` ([`service`]).
+//! ([`report`]), the report of a passage check ([`overlap`]), the comparison of two texts
+//! ([`compare`]) and the page `neardup serve` shows at `/` ([`service`]).
 //!
 //! Every page carries its CSS and JavaScript inline and loads nothing: no fonts, no CDN, no
 //! network (the service's page talks only to the service that served it). A Content Security
@@ -19,6 +19,7 @@
 mod charts;
 pub mod compare;
 mod html;
+pub mod overlap;
 pub mod report;
 pub mod service;
 

@@ -13,6 +13,8 @@ use neardup::overlap::{
     Batch, OnExistingId, Overlap, OverlapError, OverlapOptions, OverlapSpec, Passage, PassageIndex,
     PASSAGE_INDEX_FILE,
 };
+use neardup_web::overlap::{OverlapReport, PassageView, QueryView, SourceView};
+use neardup_web::thousands;
 use serde_json::value::RawValue;
 
 use crate::args::{thread_pool, InputArgs};
@@ -62,6 +64,12 @@ pub struct OverlapArgs {
     /// copied share and the share of each source.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+
+    /// Write a self-contained HTML page: per query, the copied share (with and without
+    /// quotations), the sources, the text with each copied passage marked in its source's
+    /// colour, and each passage beside its source with the differences marked.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 
     /// Save the passage index of every document read (the collection and the queries; a query
     /// replaces a document with its id) to this directory, for later --against.
@@ -156,10 +164,11 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             }),
         );
     }
-    let mut planned: Vec<Output> = [("--passages", &args.passages), ("--summary", &args.summary)]
-        .into_iter()
-        .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
-        .collect();
+    let mut planned: Vec<Output> =
+        [("--passages", &args.passages), ("--summary", &args.summary), ("--report", &args.report)]
+            .into_iter()
+            .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
+            .collect();
     check_conflicts(&inputs, &planned)?;
     if let Some(dir) = &args.save_index {
         planned.push(Output { option: "--save-index", path: dir.join(PASSAGE_INDEX_FILE) });
@@ -212,6 +221,11 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         (false, false) => Batch::Against,
     };
     let query_ids: Vec<String> = queries.iter().map(|q| q.id.get().to_string()).collect();
+    // The report shows the queries' texts, which a check against the collection consumes.
+    let query_texts: Vec<String> = match (&args.report, within) {
+        (Some(_), false) => queries.iter().map(|q| q.text.clone()).collect(),
+        _ => Vec::new(),
+    };
     let results = index
         .check_batch(
             queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
@@ -229,14 +243,63 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     let check_time = started.elapsed();
 
     // Outputs: passages to stdout when nothing else is asked for.
-    let passages_path = match (&args.passages, &args.summary, &args.save_index) {
-        (None, None, None) => Some(PathBuf::from("-")),
-        (p, _, _) => p.clone(),
+    let passages_path = match (&args.passages, &args.summary, &args.save_index, &args.report) {
+        (None, None, None, None) => Some(PathBuf::from("-")),
+        (p, ..) => p.clone(),
     };
     let mut passages_out =
         passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
     let mut summary_out =
         args.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
+    let report_out = match &args.report {
+        Some(path) => {
+            let title = format!(
+                "{} {}",
+                describe_paths(&args.inputs),
+                if within {
+                    "against each other".to_string()
+                } else {
+                    format!("against {}", describe_paths(&args.against))
+                }
+            );
+            let mut report = OverlapReport::new(&title);
+            report.summary = vec![
+                ("queries".into(), thousands(results.len() as u64)),
+                ("collection".into(), format!("{} documents", thousands(collection_docs as u64))),
+                (
+                    "copied on average".into(),
+                    format!(
+                        "{:.1}%",
+                        results.iter().map(Overlap::copied).sum::<f64>()
+                            / results.len().max(1) as f64
+                            * 100.0
+                    ),
+                ),
+                (
+                    "settings".into(),
+                    format!(
+                        "min units {}, max gap {}, min similarity {}, quotations {}",
+                        spec.min_units,
+                        spec.max_gap,
+                        spec.min_similarity,
+                        if spec.exclude_quotes { "left out" } else { "counted" }
+                    ),
+                ),
+            ];
+            for (i, (qid, overlap)) in query_ids.iter().zip(&results).enumerate() {
+                let text = if within {
+                    index.find(qid).map(|n| index.text(n)).unwrap_or_default()
+                } else {
+                    query_texts[i].as_str()
+                };
+                report.queries.push(query_view(qid, text, overlap, &index));
+            }
+            let mut out = OutputFile::create("--report", path)?;
+            out.write_bytes(report.render().as_bytes())?;
+            Some(out)
+        }
+        None => None,
+    };
     let mut line = Vec::new();
     for (qid, overlap) in query_ids.iter().zip(&results) {
         if let Some(out) = &mut passages_out {
@@ -256,7 +319,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         }
     }
     output::commit_section(|| {
-        for out in [passages_out, summary_out].into_iter().flatten() {
+        for out in [passages_out, summary_out, report_out].into_iter().flatten() {
             out.commit()?;
         }
         if let (Some(dir), Some(_lock)) = (&args.save_index, &lock) {
@@ -306,6 +369,57 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         return Err(Failure::Reported);
     }
     Ok(())
+}
+
+/// Paths for a title: the file names, or how many.
+fn describe_paths(paths: &[PathBuf]) -> String {
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.file_name().map_or(p.display().to_string(), |n| n.to_string_lossy().into()))
+        .collect();
+    match names.len() {
+        0 => "standard input".into(),
+        1..=3 => names.join(", "),
+        n => format!("{}, … ({n} inputs)", names[..2].join(", ")),
+    }
+}
+
+/// An id as the page shows it: a string's value, a number as written.
+fn shown_id(id: &str) -> String {
+    serde_json::from_str::<String>(id).unwrap_or_else(|_| id.to_string())
+}
+
+/// One query of the report, with the source's text of each passage.
+fn query_view(id: &str, text: &str, o: &Overlap, index: &PassageIndex) -> QueryView {
+    let passage = |p: &Passage| PassageView {
+        start: p.start,
+        end: p.end,
+        source: shown_id(index.id(p.source)),
+        source_start: p.source_start,
+        source_end: p.source_end,
+        similarity: p.similarity,
+        also: p.also.iter().map(|&a| shown_id(index.id(a))).collect(),
+        source_text: index
+            .text(p.source)
+            .get(p.source_start_byte as usize..p.source_end_byte as usize)
+            .unwrap_or_default()
+            .to_string(),
+        exclusion: p.exclusion.map(|e| e.as_str().to_string()),
+    };
+    QueryView {
+        id: shown_id(id),
+        text: text.to_string(),
+        chars: o.chars,
+        copied_chars: o.copied_chars,
+        excluded_chars: o.excluded_chars,
+        sources: o
+            .sources
+            .iter()
+            .map(|s| SourceView { id: shown_id(index.id(s.source)), chars: s.chars })
+            .collect(),
+        passages: o.passages.iter().map(passage).collect(),
+        excluded: o.excluded.iter().map(passage).collect(),
+    }
 }
 
 /// True when `path` is a directory holding a saved passage index.
