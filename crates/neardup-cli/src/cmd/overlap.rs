@@ -2,7 +2,7 @@
 //! of each query that is. Glue over `neardup::overlap`: read the documents, build or load the
 //! passage index, check every query, write the passages and the summaries.
 
-use std::io::{self, Write};
+use std::io::{self, BufRead, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,11 +15,12 @@ use neardup::overlap::{
 };
 use neardup_web::overlap::{OverlapReport, PassageView, QueryView, SourceView};
 use neardup_web::thousands;
+use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::args::{thread_pool, InputArgs};
 use crate::cmd::dedup::peak_memory;
-use crate::input::{expand_inputs, read_source, Body, InputError, Source};
+use crate::input::{expand_inputs, open, read_source, Body, InputError, Source};
 use crate::output::{self, check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
 
@@ -70,6 +71,13 @@ pub struct OverlapArgs {
     /// colour, and each passage beside its source with the differences marked.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+
+    /// Without --against: write every input document with the passages it repeats from an
+    /// earlier document removed, the first occurrence kept (substring dedup). JSON Lines
+    /// records keep every other field as written; a plain-text document becomes a record
+    /// {"id", "text"}.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Save the passage index of every document read (the collection and the queries; a query
     /// replaces a document with its id) to this directory, for later --against.
@@ -122,10 +130,14 @@ pub struct OverlapArgs {
     pub quiet: bool,
 }
 
-/// A document read for the check: its id as JSON text and its text.
+/// A document read for the check: its id as JSON text, its text, and where it was read
+/// (source number, 1-based JSONL line or 0 for a whole file; a token list is marked, as its
+/// text is the tokens joined).
 struct Doc {
     id: Box<RawValue>,
     text: String,
+    place: (usize, u64),
+    tokens: bool,
 }
 
 pub fn run(args: OverlapArgs) -> Result<(), Failure> {
@@ -153,6 +165,12 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             index_dirs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         )));
     }
+    if args.output.is_some() && !args.against.is_empty() {
+        return Err(Failure::Usage(anyhow!(
+            "-o/--output writes the inputs with the passages they repeat from each other \
+             removed: give it without --against"
+        )));
+    }
     let query_sources = sources(&args.inputs, &args.input)?;
     let against_sources = sources(&against_files, &args.input)?;
 
@@ -164,11 +182,15 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             }),
         );
     }
-    let mut planned: Vec<Output> =
-        [("--passages", &args.passages), ("--summary", &args.summary), ("--report", &args.report)]
-            .into_iter()
-            .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
-            .collect();
+    let mut planned: Vec<Output> = [
+        ("--passages", &args.passages),
+        ("--summary", &args.summary),
+        ("--report", &args.report),
+        ("--output", &args.output),
+    ]
+    .into_iter()
+    .filter_map(|(option, p)| p.clone().map(|path| Output { option, path }))
+    .collect();
     check_conflicts(&inputs, &planned)?;
     if let Some(dir) = &args.save_index {
         planned.push(Output { option: "--save-index", path: dir.join(PASSAGE_INDEX_FILE) });
@@ -189,6 +211,16 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     let collection = read_docs(&against_sources, &args.input, &mut read_bytes)?;
     let within = args.against.is_empty();
     let queries = read_docs(&query_sources, &args.input, &mut read_bytes)?;
+    if args.output.is_some() {
+        if let Some(d) = queries.iter().find(|d| d.tokens) {
+            return Err(Failure::Usage(anyhow!(
+                "-o/--output rewrites a text field, and document {} has tokens \
+                 (--tokens-field): give its text",
+                d.id.get()
+            )));
+        }
+    }
+    let places: Vec<(usize, u64)> = queries.iter().map(|d| d.place).collect();
     index
         .add_documents(
             collection.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
@@ -243,10 +275,11 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     let check_time = started.elapsed();
 
     // Outputs: passages to stdout when nothing else is asked for.
-    let passages_path = match (&args.passages, &args.summary, &args.save_index, &args.report) {
-        (None, None, None, None) => Some(PathBuf::from("-")),
-        (p, ..) => p.clone(),
-    };
+    let passages_path =
+        match (&args.passages, &args.summary, &args.save_index, &args.report, &args.output) {
+            (None, None, None, None, None) => Some(PathBuf::from("-")),
+            (p, ..) => p.clone(),
+        };
     let mut passages_out =
         passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
     let mut summary_out =
@@ -300,6 +333,23 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         }
         None => None,
     };
+    let mut removed_chars = 0u64;
+    let kept_out = match &args.output {
+        Some(path) => {
+            let mut out = OutputFile::create("--output", path)?;
+            removed_chars = write_without_repeats(
+                &mut out,
+                &query_sources,
+                &args.input,
+                &places,
+                &query_ids,
+                &results,
+                &index,
+            )?;
+            Some(out)
+        }
+        None => None,
+    };
     let mut line = Vec::new();
     for (qid, overlap) in query_ids.iter().zip(&results) {
         if let Some(out) = &mut passages_out {
@@ -319,7 +369,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         }
     }
     output::commit_section(|| {
-        for out in [passages_out, summary_out, report_out].into_iter().flatten() {
+        for out in [passages_out, summary_out, report_out, kept_out].into_iter().flatten() {
             out.commit()?;
         }
         if let (Some(dir), Some(_lock)) = (&args.save_index, &lock) {
@@ -353,6 +403,16 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
              on average",
             mean * 100.0
         );
+        if args.output.is_some() {
+            let total: u64 = results.iter().map(|r| r.chars).sum();
+            let _ = writeln!(
+                err,
+                "  -o: {} of {} characters removed as repeats of earlier documents ({:.1}%)",
+                thousands(removed_chars),
+                thousands(total),
+                removed_chars as f64 / total.max(1) as f64 * 100.0
+            );
+        }
         if collection_docs == 0 && !within {
             let _ = writeln!(err, "  the collection is empty: nothing can be copied from it");
         }
@@ -369,6 +429,117 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         return Err(Failure::Reported);
     }
     Ok(())
+}
+
+/// `text` without the byte ranges of its passages whose source is an earlier document (a
+/// passage given to a later one is this text's first occurrence, kept), and the code points
+/// removed.
+fn without_repeats(text: &str, own: u32, o: &Overlap) -> (String, u64) {
+    let mut cut: Vec<(usize, usize)> = o
+        .passages
+        .iter()
+        .chain(&o.excluded)
+        .filter(|p| p.source < own)
+        .map(|p| (p.start_byte as usize, p.end_byte as usize))
+        .collect();
+    cut.sort_unstable();
+    let (mut out, mut at, mut removed) = (String::with_capacity(text.len()), 0usize, 0u64);
+    for (a, b) in cut {
+        if b <= at {
+            continue;
+        }
+        let a = a.max(at);
+        out.push_str(&text[at..a]);
+        removed += text[a..b].chars().count() as u64;
+        at = b;
+    }
+    out.push_str(&text[at..]);
+    (out, removed)
+}
+
+/// Writes every query with its repeats removed (see --output): JSON Lines records read again
+/// and their text field replaced, other fields as written; whole-file documents as
+/// `{"id", "text"}`. A record that is not what the first read gave (the file changed) stops
+/// the run. Returns the code points removed.
+fn write_without_repeats(
+    out: &mut OutputFile,
+    sources: &[Source],
+    input: &InputArgs,
+    places: &[(usize, u64)],
+    ids: &[String],
+    results: &[Overlap],
+    index: &PassageIndex,
+) -> Result<u64, Failure> {
+    let mut removed = 0u64;
+    // Per source, its documents in line order: (line, query number).
+    let mut by_source: Vec<Vec<(u64, usize)>> = vec![Vec::new(); sources.len()];
+    for (q, &(si, line)) in places.iter().enumerate() {
+        by_source[si].push((line, q));
+    }
+    let rewrite = |q: usize| {
+        let n = index.find(&ids[q]).expect("every query is in the index");
+        (n, without_repeats(index.text(n), n, &results[q]))
+    };
+    let mut buf = Vec::new();
+    for (si, source) in sources.iter().enumerate() {
+        let docs = &by_source[si];
+        if docs.is_empty() {
+            continue;
+        }
+        if !source_opts(source, input).jsonl {
+            for &(_, q) in docs {
+                let (_, (text, r)) = rewrite(q);
+                removed += r;
+                buf.clear();
+                let _ = writeln!(buf, "{{\"id\":{},\"text\":{}}}", ids[q], json!(text));
+                out.write_bytes(&buf)?;
+            }
+            continue;
+        }
+        let changed = || {
+            Failure::Runtime(anyhow!(
+                "{} changed while it was checked: -o was not written",
+                source.name()
+            ))
+        };
+        let failed = |e: io::Error| Failure::Runtime(anyhow!("{}: {e}", source.name()));
+        let mut reader = open(source).map_err(failed)?.reader;
+        let (mut line_no, mut next) = (0u64, 0usize);
+        let mut raw = Vec::new();
+        while next < docs.len() {
+            raw.clear();
+            if reader.read_until(b'\n', &mut raw).map_err(failed)? == 0 {
+                return Err(changed());
+            }
+            line_no += 1;
+            if docs[next].0 != line_no {
+                continue; // a blank line, or a record skipped under --skip-bad
+            }
+            let q = docs[next].1;
+            next += 1;
+            let mut record: serde_json::Value =
+                serde_json::from_slice(&raw).map_err(|_| changed())?;
+            let (n, (text, r)) = rewrite(q);
+            let field = record.get_mut(&input.text_field).ok_or_else(changed)?;
+            if field.as_str() != Some(index.text(n)) {
+                return Err(changed());
+            }
+            removed += r;
+            buf.clear();
+            if r == 0 {
+                // Unchanged: the record as written.
+                let mut line = raw.strip_suffix(b"\n").unwrap_or(&raw);
+                line = line.strip_suffix(b"\r").unwrap_or(line);
+                buf.extend_from_slice(line);
+            } else {
+                *field = serde_json::Value::String(text);
+                buf.extend_from_slice(record.to_string().as_bytes());
+            }
+            buf.push(b'\n');
+            out.write_bytes(&buf)?;
+        }
+    }
+    Ok(removed)
 }
 
 /// Paths for a title: the file names, or how many.
@@ -447,28 +618,34 @@ fn is_jsonl_name(path: &Path) -> bool {
     name.ends_with(".jsonl") || name.ends_with(".ndjson") || name.ends_with(".json")
 }
 
+/// The reading options of one source: JSON Lines when its name says so (or with --jsonl).
+fn source_opts(source: &Source, input: &InputArgs) -> InputArgs {
+    let mut opts = input.clone();
+    opts.jsonl = input.jsonl
+        || match source {
+            Source::File(p) => is_jsonl_name(p),
+            Source::Spooled(_) | Source::Stdin => true,
+            _ => false,
+        };
+    opts
+}
+
 /// Reads every document of `sources`: a file given by name is JSON Lines when its name says
 /// so (or with --jsonl), else one plain-text document; files found in directories are plain
 /// text. Bad records stop the run unless --skip-bad.
 fn read_docs(sources: &[Source], input: &InputArgs, bytes: &mut u64) -> Result<Vec<Doc>, Failure> {
     let mut docs = Vec::new();
     let mut fatal: Option<InputError> = None;
-    for source in sources {
-        let mut opts = input.clone();
-        opts.jsonl = input.jsonl
-            || match source {
-                Source::File(p) => is_jsonl_name(p),
-                Source::Spooled(_) | Source::Stdin => true,
-                _ => false,
-            };
+    for (si, source) in sources.iter().enumerate() {
+        let opts = source_opts(source, input);
         let (flow, _) = read_source(source, &opts, &mut |item| match item {
             Ok(record) => {
-                let text = match record.body {
-                    Body::Text(t) => t,
-                    Body::Tokens(t) => t.join(" "),
+                let (text, tokens) = match record.body {
+                    Body::Text(t) => (t, false),
+                    Body::Tokens(t) => (t.join(" "), true),
                 };
                 *bytes += text.len() as u64;
-                docs.push(Doc { id: record.id, text });
+                docs.push(Doc { id: record.id, text, place: (si, record.line), tokens });
                 ControlFlow::Continue(())
             }
             Err(e) if input.skip_bad && e.skippable() => {

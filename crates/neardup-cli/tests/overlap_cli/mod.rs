@@ -309,3 +309,81 @@ fn bad_input_is_refused_or_answered_on_purpose() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--min-similarity"), "{}", stderr(&o));
 }
+
+#[test]
+fn output_removes_repeated_passages_keeping_the_first_occurrence() {
+    use serde_json::json;
+    let dir = tempdir("overlap-output");
+    let p = "开源软件的发展离不开社区的贡献。Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。";
+    let docs = [
+        json!({"id": "first", "text": format!("前言。{p}后记。"), "url": "https://a/1"}),
+        json!({"id": "own", "text": "完全不同的一段文字，讲的是城市轨道交通客流预测的方法与结果。", "url": "https://a/2"}),
+        json!({"id": "copy", "text": format!("转载：{p}完。"), "url": "https://a/3"}),
+    ];
+    let input =
+        write(&dir, "docs.jsonl", &docs.iter().map(|d| format!("{d}\n")).collect::<String>());
+    let kept = dir.join("kept.jsonl");
+    let o = run(&["overlap", &input, "-o", &kept.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("removed as repeats"), "{}", stderr(&o));
+    let out: Vec<Value> = fs::read_to_string(&kept)
+        .expect("test step")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("test step"))
+        .collect();
+    assert_eq!(out.len(), 3);
+    // The first occurrence and the unrelated document are kept byte for byte; the copy loses
+    // the passage, keeping its own words and every other field.
+    let lines: Vec<String> =
+        fs::read_to_string(&input).expect("test step").lines().map(String::from).collect();
+    let kept_lines: Vec<String> =
+        fs::read_to_string(&kept).expect("test step").lines().map(String::from).collect();
+    assert_eq!(kept_lines[..2], lines[..2]);
+    assert_eq!(out[2]["text"], json!("转载：完。"));
+    assert_eq!((&out[2]["id"], &out[2]["url"]), (&json!("copy"), &json!("https://a/3")));
+
+    // On the English sample set: what is left repeats almost nothing from earlier documents.
+    let set = sample("sample-en", &dir);
+    let all = dir.join("all.jsonl");
+    let text = fs::read_to_string(set.join("collection.jsonl")).expect("test step");
+    let head: String = text.lines().take(1500).map(|l| format!("{l}\n")).collect();
+    fs::write(&all, head + &fs::read_to_string(set.join("queries.jsonl")).expect("test step"))
+        .expect("test step");
+    let kept = dir.join("all-kept.jsonl");
+    let o = run(&["overlap", &all.display().to_string(), "-o", &kept.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again = run(&["overlap", &kept.display().to_string(), "--summary", "-", "-q"]);
+    let ids: Vec<String> = fs::read_to_string(&kept)
+        .expect("test step")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("test step")["id"].to_string())
+        .collect();
+    let before: u64 = fs::read_to_string(&all).expect("test step").lines().count() as u64;
+    assert_eq!(ids.len() as u64, before);
+    let passages = run(&["overlap", &kept.display().to_string(), "-q"]);
+    let position = |id: &Value| ids.iter().position(|i| *i == id.to_string()).expect("an id");
+    let repeated: u64 = stdout(&passages)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("test step"))
+        .filter(|p| position(&p["source"]) < position(&p["query"]))
+        .map(|p| p["end"].as_u64().expect("end") - p["start"].as_u64().expect("start"))
+        .sum();
+    let total: u64 = stdout(&again)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("test step")["chars"].as_u64().expect("chars")
+        })
+        .sum();
+    assert!(
+        (repeated as f64) < 0.02 * total as f64,
+        "{repeated} of {total} characters still repeat earlier documents"
+    );
+
+    // Refused: with --against (nothing to remove from), onto the input.
+    let o =
+        run(&["overlap", &input, "--against", &input, "-o", &dir.join("x").display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&["overlap", &input, "-o", &input]);
+    assert!(!o.status.success());
+    assert_eq!(fs::read_to_string(&input).expect("test step").lines().count(), 3);
+}
