@@ -353,15 +353,15 @@ fn output_removes_repeated_passages_keeping_the_first_occurrence() {
     let o = run(&["overlap", &all.display().to_string(), "-o", &kept.display().to_string()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let again = run(&["overlap", &kept.display().to_string(), "--summary", "-", "-q"]);
-    let ids: Vec<String> = fs::read_to_string(&kept)
+    let ids: Vec<Value> = fs::read_to_string(&kept)
         .expect("test step")
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("test step")["id"].to_string())
+        .map(|l| serde_json::from_str::<Value>(l).expect("test step")["id"].clone())
         .collect();
     let before: u64 = fs::read_to_string(&all).expect("test step").lines().count() as u64;
     assert_eq!(ids.len() as u64, before);
     let passages = run(&["overlap", &kept.display().to_string(), "-q"]);
-    let position = |id: &Value| ids.iter().position(|i| *i == id.to_string()).expect("an id");
+    let position = |id: &Value| ids.iter().position(|i| i == id).expect("an id");
     let repeated: u64 = stdout(&passages)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("test step"))
