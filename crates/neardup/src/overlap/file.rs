@@ -15,11 +15,11 @@
 
 use std::fs;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rustc_hash::FxHashMap;
 
-use super::index::{csr, Doc, PassageIndex};
+use super::index::{csr, Doc, PassageIndex, Text};
 use super::{OverlapError, OverlapSpec};
 
 /// The format of saved passage indexes this version writes and reads.
@@ -83,12 +83,13 @@ impl PassageIndex {
             }
         }
         w.write_all(&u64::from(live).to_le_bytes())?;
-        for d in self.docs.iter().filter(|d| d.live) {
+        for (n, d) in self.docs.iter().enumerate().filter(|(_, d)| d.live) {
             let id = id_as(&d.id);
+            let text = self.text(n as u32);
             w.write_all(&(id.len() as u32).to_le_bytes())?;
             w.write_all(id.as_bytes())?;
-            w.write_all(&(d.text.len() as u64).to_le_bytes())?;
-            w.write_all(d.text.as_bytes())?;
+            w.write_all(&(text.len() as u64).to_le_bytes())?;
+            w.write_all(text.as_bytes())?;
         }
         // Postings of live documents (replaced ones were dropped when they were replaced, but
         // a key may have been capped while it still counted them: keep what is there).
@@ -129,10 +130,13 @@ impl PassageIndex {
     /// Loads the index saved in `dir`. With `spec`, its check settings are used and its
     /// fingerprint settings must be the index's ([`OverlapError::Mismatch`] otherwise); without,
     /// the saved settings are used.
+    ///
+    /// The file is read once, front to back, and its checksum checked at the end: the texts go
+    /// straight into one arena (no copy per document), the postings into their arrays.
     pub fn load(dir: &Path, spec: Option<&OverlapSpec>) -> Result<PassageIndex, OverlapError> {
         let path = dir.join(PASSAGE_INDEX_FILE);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
+        let file = match fs::File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let what = if dir.join("manifest.json").exists() {
                     "is an index of `neardup dedup`, not a passage index"
@@ -152,31 +156,31 @@ impl PassageIndex {
             }
             Err(e) => return Err(io_err(&path)(e)),
         };
+        let len = file.metadata().map_err(io_err(&path))?.len();
         let bad = |message: String| OverlapError::Format { path: path.clone(), message };
-        if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
+        if len < 28 {
+            return Err(bad("not a neardup passage index (too short)".into()));
+        }
+        let mut r = Stream {
+            inner: std::io::BufReader::with_capacity(1 << 20, file),
+            hash: Default::default(),
+            at: 0,
+            body: len - 8,
+            path: &path,
+        };
+        if r.take(MAGIC.len())? != MAGIC {
             return Err(bad("not a neardup passage index".into()));
         }
-        let format = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+        let format = r.u32()?;
         if format != PASSAGE_INDEX_FORMAT {
             return Err(bad(format!(
                 "passage index format {format}; this neardup reads format {PASSAGE_INDEX_FORMAT}: \
                  build the index again with this version"
             )));
         }
-        if bytes.len() < 28 {
-            return Err(bad("truncated".into()));
-        }
-        let (body, tail) = bytes.split_at(bytes.len() - 8);
-        let want = u64::from_le_bytes(tail.try_into().expect("8 bytes"));
-        if xxhash_rust::xxh3::xxh3_64(body) != want {
-            return Err(bad(
-                "damaged: its checksum does not match (truncated or overwritten)".into()
-            ));
-        }
-        let mut r = Reader { bytes: body, at: 20, path: &path };
         let spec_len = r.u32()? as usize;
-        let saved: OverlapSpec =
-            serde_json::from_slice(r.take(spec_len)?).map_err(|e| bad(format!("settings: {e}")))?;
+        let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?)
+            .map_err(|e| bad(format!("settings: {e}")))?;
         let spec = match spec {
             Some(asked) => {
                 for ((field, have), (_, want)) in
@@ -197,31 +201,60 @@ impl PassageIndex {
         };
         spec.validate()?;
         let ndocs = r.u64()? as usize;
-        let mut docs = Vec::with_capacity(ndocs.min(body.len() / 12));
+        let mut docs = Vec::with_capacity(ndocs.min((len / 12) as usize));
         let mut by_id = FxHashMap::default();
+        // Reserved, not touched: only the pages written count.
+        let mut arena: Vec<u8> = Vec::with_capacity(len as usize);
         for n in 0..ndocs {
-            let len = r.u32()? as usize;
-            let id = r.string(len)?;
-            let len = r.u64()? as usize;
-            let text = r.string(len)?;
+            let id_len = r.u32()? as usize;
+            let id = String::from_utf8(r.take(id_len)?)
+                .map_err(|_| bad(format!("damaged: the id of document {n} is not UTF-8")))?;
+            let text_len = r.u64()? as usize;
+            let start = arena.len();
+            r.take_into(&mut arena, text_len)?;
             if by_id.insert(id.clone(), n as u32).is_some() {
                 return Err(bad(format!("id {id} is given to two documents")));
             }
-            docs.push(Doc { id, text, live: true });
+            docs.push(Doc { id, text: Text::Arena { start, end: start + text_len }, live: true });
         }
         let nkeys = r.u64()? as usize;
         let keys = r.u32s(nkeys)?;
         let offsets = r.u32s(nkeys + 1)?;
         let npostings = r.u64()? as usize;
         let postings = r.u32s(npostings)?;
-        if r.at != body.len()
-            || offsets.first() != Some(&0)
+        if r.at != r.body {
+            return Err(bad("damaged: its records do not fill the file".into()));
+        }
+        let digest = r.hash.digest();
+        let mut tail = [0u8; 8];
+        std::io::Read::read_exact(&mut r.inner, &mut tail).map_err(io_err(&path))?;
+        if digest != u64::from_le_bytes(tail) {
+            return Err(bad(
+                "damaged: its checksum does not match (truncated or overwritten)".into()
+            ));
+        }
+        if offsets.first() != Some(&0)
             || offsets.last().map(|&o| o as usize) != Some(npostings)
             || offsets.windows(2).any(|w| w[0] > w[1])
             || keys.windows(2).any(|w| w[0] >= w[1])
             || postings.iter().any(|&d| d as usize >= ndocs)
         {
             return Err(bad("damaged: its postings are inconsistent".into()));
+        }
+        // The texts, checked at once; each starts on a character boundary.
+        let arena = String::from_utf8(arena).map_err(|e| {
+            bad(format!(
+                "damaged: invalid UTF-8 in the texts at byte {}",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        if let Some(n) = docs.iter().position(|d| match d.text {
+            Text::Arena { start, end } => {
+                !arena.is_char_boundary(start) || !arena.is_char_boundary(end)
+            }
+            Text::Owned(_) => false,
+        }) {
+            return Err(bad(format!("damaged: the text of document {n} is not UTF-8")));
         }
         Ok(PassageIndex {
             spec,
@@ -230,9 +263,74 @@ impl PassageIndex {
             keys,
             offsets,
             postings,
+            arena: std::sync::Arc::new(arena),
             recent: FxHashMap::default(),
             recent_len: 0,
         })
+    }
+}
+
+/// The saved file read front to back, hashing what it reads; every length is checked against
+/// what is left of the file before anything is allocated for it.
+struct Stream<'a> {
+    inner: std::io::BufReader<fs::File>,
+    hash: xxhash_rust::xxh3::Xxh3Default,
+    at: u64,
+    /// Bytes before the checksum.
+    body: u64,
+    path: &'a Path,
+}
+
+impl Stream<'_> {
+    fn check(&self, n: usize) -> Result<(), OverlapError> {
+        if (n as u64) > self.body - self.at {
+            return Err(OverlapError::Format {
+                path: self.path.to_path_buf(),
+                message: format!("damaged: ends inside a record at byte offset {}", self.at),
+            });
+        }
+        Ok(())
+    }
+
+    fn take_into(&mut self, out: &mut Vec<u8>, n: usize) -> Result<(), OverlapError> {
+        self.check(n)?;
+        let start = out.len();
+        out.resize(start + n, 0);
+        std::io::Read::read_exact(&mut self.inner, &mut out[start..]).map_err(io_err(self.path))?;
+        self.hash.update(&out[start..]);
+        self.at += n as u64;
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, OverlapError> {
+        let mut out = Vec::new();
+        self.take_into(&mut out, n)?;
+        Ok(out)
+    }
+
+    fn u32(&mut self) -> Result<u32, OverlapError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    fn u64(&mut self) -> Result<u64, OverlapError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+
+    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
+        self.check(n.saturating_mul(4))?;
+        let mut out = Vec::with_capacity(n);
+        let mut buf = Vec::with_capacity(1 << 16);
+        let mut left = n;
+        while left > 0 {
+            let chunk = left.min(1 << 14);
+            buf.clear();
+            self.take_into(&mut buf, chunk * 4)?;
+            out.extend(
+                buf.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))),
+            );
+            left -= chunk;
+        }
+        Ok(out)
     }
 }
 
@@ -287,54 +385,6 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    path: &'a PathBuf,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], OverlapError> {
-        if self.bytes.len() - self.at < n {
-            return Err(OverlapError::Format {
-                path: self.path.clone(),
-                message: format!("damaged: ends inside a record at byte offset {}", self.at),
-            });
-        }
-        let out = &self.bytes[self.at..self.at + n];
-        self.at += n;
-        Ok(out)
-    }
-
-    fn u32(&mut self) -> Result<u32, OverlapError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-
-    fn u64(&mut self) -> Result<u64, OverlapError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-
-    fn string(&mut self, n: usize) -> Result<String, OverlapError> {
-        let at = self.at;
-        let bytes = self.take(n)?;
-        String::from_utf8(bytes.to_vec()).map_err(|e| OverlapError::Format {
-            path: self.path.clone(),
-            message: format!(
-                "damaged: invalid UTF-8 at byte offset {}",
-                at + e.utf8_error().valid_up_to()
-            ),
-        })
-    }
-
-    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
-        let bytes = self.take(n.saturating_mul(4))?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,6 +425,11 @@ mod tests {
         let mid = bytes.len() / 2;
         bytes[mid] ^= 1;
         fs::write(&path, &bytes).expect("test setup");
+        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        assert!(e.contains("damaged"), "{e}");
+
+        let cut = &bytes[..bytes.len() - 20];
+        fs::write(&path, cut).expect("test setup");
         let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
         assert!(e.contains("damaged"), "{e}");
 

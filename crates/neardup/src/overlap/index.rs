@@ -15,9 +15,17 @@ use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare}
 #[derive(Debug, Clone)]
 pub(crate) struct Doc {
     pub id: String,
-    pub text: String,
+    pub text: Text,
     /// False once a later document with its id replaced it.
     pub live: bool,
+}
+
+/// Where a document's text is: its own string (added), or a range of the index's text arena
+/// (loaded from a saved index: one allocation for every text, read straight from the file).
+#[derive(Debug, Clone)]
+pub(crate) enum Text {
+    Owned(String),
+    Arena { start: usize, end: usize },
 }
 
 /// A collection indexed for the passage check: add documents, then check queries against them.
@@ -34,6 +42,8 @@ pub struct PassageIndex {
     /// `postings[offsets[i]..offsets[i + 1]]` are the documents holding `keys[i]`, ascending.
     pub(crate) offsets: Vec<u32>,
     pub(crate) postings: Vec<u32>,
+    /// The texts of a loaded index, one after another (shared by clones).
+    pub(crate) arena: std::sync::Arc<String>,
     /// The keys of documents added since the postings were last rebuilt: key -> documents,
     /// ascending. Adding documents one by one (a live collection) costs their own keys, not a
     /// rebuild of every posting; the two are merged when this grows past an eighth of them.
@@ -128,6 +138,7 @@ impl PassageIndex {
             keys: Vec::new(),
             offsets: vec![0],
             postings: Vec::new(),
+            arena: Default::default(),
             recent: FxHashMap::default(),
             recent_len: 0,
         })
@@ -183,7 +194,10 @@ impl PassageIndex {
     /// # Panics
     /// If `n` is not a number this index gave.
     pub fn text(&self, n: u32) -> &str {
-        &self.docs[n as usize].text
+        match &self.docs[n as usize].text {
+            Text::Owned(s) => s,
+            Text::Arena { start, end } => &self.arena[*start..*end],
+        }
     }
 
     /// The number of the document with this id.
@@ -202,7 +216,7 @@ impl PassageIndex {
         let Some(n) = self.by_id.remove(id) else { return false };
         let doc = &mut self.docs[n as usize];
         doc.live = false;
-        doc.text = String::new();
+        doc.text = Text::Owned(String::new());
         true
     }
 
@@ -251,9 +265,9 @@ impl PassageIndex {
             if let Some(old) = self.by_id.insert(id.clone(), n) {
                 self.docs[old as usize].live = false;
                 // The old text is not needed again: a replaced document is never a source.
-                self.docs[old as usize].text = String::new();
+                self.docs[old as usize].text = Text::Owned(String::new());
             }
-            self.docs.push(Doc { id, text, live: true });
+            self.docs.push(Doc { id, text: Text::Owned(text), live: true });
             numbers.push(n);
         }
         let added: usize = keys.iter().map(Vec::len).sum();
