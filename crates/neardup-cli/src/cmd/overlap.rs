@@ -41,7 +41,10 @@ use crate::Failure;
     after_help = "Examples:\n  neardup overlap thesis.txt --against library.jsonl --summary -\n  \
                   neardup overlap theses/ --against library/ --save-index lib.idx \
                   --passages found.jsonl\n  neardup overlap new.jsonl --against lib.idx \
-                  --passages found.jsonl --summary summary.jsonl"
+                  --passages found.jsonl --summary summary.jsonl\n  \
+                  neardup overlap theses/ --against library.jsonl --report report.html\n  \
+                  neardup overlap corpus.jsonl -o corpus.dedup.jsonl    # remove repeated \
+                  passages"
 )]
 pub struct OverlapArgs {
     /// The queries: JSONL files (`.jsonl`, `.ndjson`, also `.gz`/`.zst`), plain text files (one

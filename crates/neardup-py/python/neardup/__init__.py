@@ -218,11 +218,7 @@ def dedup(
             raise ValueError(
                 "ids given together with a mapping of documents: the mapping's keys are the ids"
             )
-        ids = list(docs.keys())
-        texts = list(docs.values())
-        for key, text in zip(ids, texts):
-            if not isinstance(text, str):
-                raise TypeError(f"document {key!r} is {type(text).__name__}, not str")
+        ids, texts = _mapping_texts(docs, "")
     else:
         texts = as_texts(docs)
     n = len(texts)
@@ -236,14 +232,21 @@ def dedup(
     return DedupResult(native, ids)
 
 
+def _mapping_texts(docs: Mapping[Any, Any], what: str) -> tuple[list[Any], list[str]]:
+    """The keys and values of a mapping of id -> text; a value that is not a str is a
+    TypeError naming its key."""
+    ids = list(docs.keys())
+    texts = list(docs.values())
+    for key, text in zip(ids, texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{what}document {key!r} is {type(text).__name__}, not str")
+    return ids, texts
+
+
 def _documents(docs: Any, what: str) -> tuple[list[Any], Any]:
     """The ids and texts of a batch: a mapping's keys and values, or positions and the texts."""
     if isinstance(docs, Mapping):
-        ids = list(docs.keys())
-        texts = list(docs.values())
-        for key, text in zip(ids, texts):
-            if not isinstance(text, str):
-                raise TypeError(f"{what}: document {key!r} is {type(text).__name__}, not str")
+        ids, texts = _mapping_texts(docs, f"{what}: ")
     else:
         texts = as_texts(docs)
         ids = list(range(len(texts)))

@@ -98,7 +98,7 @@ impl PassageIndex {
         let (have_keys, have_offsets, have_postings) = if self.recent.is_empty() {
             (&self.keys, &self.offsets, &self.postings)
         } else {
-            let mut pairs = self.live_pairs();
+            let mut pairs = self.live_pairs(0);
             pairs.sort_unstable();
             rebuilt = csr(&pairs, self.spec.max_postings as usize);
             (&rebuilt.0, &rebuilt.1, &rebuilt.2)

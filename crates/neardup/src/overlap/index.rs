@@ -272,11 +272,12 @@ impl PassageIndex {
         }
         let added: usize = keys.iter().map(Vec::len).sum();
         if self.recent_len + added > (1 << 15).max(self.postings.len() / 8) {
-            // A large batch (a collection read at once) goes straight into a rebuild.
-            let mut pairs = self.live_pairs();
-            for (i, doc_keys) in keys.iter().enumerate() {
+            // A large batch (a collection read at once) goes straight into a rebuild; each
+            // document's keys are freed as they are taken.
+            let mut pairs = self.live_pairs(added);
+            for (i, doc_keys) in keys.into_iter().enumerate() {
                 let d = (first + i) as u64;
-                pairs.extend(doc_keys.iter().map(|&k| (u64::from(k) << 32) | d));
+                pairs.extend(doc_keys.into_iter().map(|k| (u64::from(k) << 32) | d));
             }
             pairs.par_sort_unstable();
             (self.keys, self.offsets, self.postings) = csr(&pairs, self.spec.max_postings as usize);
@@ -295,9 +296,9 @@ impl PassageIndex {
     }
 
     /// Every live posting (the rebuilt ones and the recent ones) as `(key << 32 | doc)` pairs,
-    /// unsorted.
-    pub(crate) fn live_pairs(&self) -> Vec<u64> {
-        let mut pairs: Vec<u64> = Vec::with_capacity(self.postings.len() + self.recent_len);
+    /// unsorted, with room for `room` more.
+    pub(crate) fn live_pairs(&self, room: usize) -> Vec<u64> {
+        let mut pairs: Vec<u64> = Vec::with_capacity(self.postings.len() + self.recent_len + room);
         for (i, &k) in self.keys.iter().enumerate() {
             let range = self.offsets[i] as usize..self.offsets[i + 1] as usize;
             pairs.extend(
@@ -321,7 +322,7 @@ impl PassageIndex {
     /// keeping the first `max_postings` holders of each key.
     #[cfg(test)]
     pub(crate) fn merge_postings(&mut self) {
-        let mut pairs = self.live_pairs();
+        let mut pairs = self.live_pairs(0);
         pairs.par_sort_unstable();
         (self.keys, self.offsets, self.postings) = csr(&pairs, self.spec.max_postings as usize);
         self.recent.clear();
