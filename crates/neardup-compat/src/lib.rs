@@ -12,7 +12,8 @@
 //!   FNV-1a 64 and Go's signed `%064b` bit strings, and Python jieba's Han words with MD5
 //!   hex-digit bits.
 //!
-//! Each module cites the section of `SPEC.md` (kept beside the golden vectors) that it follows;
+//! Each module cites the section of `SPEC.md` (`tests/golden/SPEC.md`, beside the golden
+//! vectors) that it follows;
 //! `tests/golden.rs` runs every vector as a named test.
 #![deny(missing_docs)]
 

@@ -103,8 +103,9 @@ def test_methods_and_options_are_checked():
 
 
 def test_pandas_and_pyarrow_input_read_in_place():
-    pa = pytest.importorskip("pyarrow")
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+    import pyarrow as pa
+
     docs = corpus(n=120)
     want = neardup.dedup(docs).keep_mask.tolist()
     for arr in (pa.array(docs), pa.array(docs, type=pa.large_string()),
@@ -149,8 +150,9 @@ def _batch_calls():
 
 
 def _not_taken():
-    pa = pytest.importorskip("pyarrow")
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+    import pyarrow as pa
+
     return [
         (None, "NoneType"),
         (5, "int"),

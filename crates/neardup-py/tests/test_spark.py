@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark")
+# Pinned in tests/requirements.txt: a missing pyspark fails the suite, never skips it.
+import pyspark  # noqa: E402
 
 import neardup  # noqa: E402
 from pyhelpers import example_texts, run_cli  # noqa: E402
