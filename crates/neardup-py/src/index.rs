@@ -124,8 +124,11 @@ impl PyIndex {
         guard(|| {
             let doc = Doc::from_py(text, "text")?;
             let sketch = self.sketch(py, &doc)?;
-            let text = doc.text();
-            self.write(py, |state| state.insert_with_text(id, sketch, Some(&text)))
+            self.write(py, |state| {
+                // The text is kept only by an index that keeps passages.
+                let text = state.passages().is_some().then(|| doc.into_text());
+                state.insert_with_text(id, sketch, text)
+            })
         })
     }
 
@@ -155,8 +158,9 @@ impl PyIndex {
                     .collect()
             })?;
             self.write(py, |state| {
+                let keep = state.passages().is_some();
                 for ((id, sketch), text) in ids.iter().zip(sketches).zip(&texts) {
-                    state.insert_with_text(id, sketch, Some(text));
+                    state.insert_with_text(id, sketch, keep.then(|| text.to_string()));
                 }
             })
         })
@@ -200,13 +204,13 @@ impl PyIndex {
             check_threshold(threshold)?;
             let doc = Doc::from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
-            let text = doc.text();
             let (matches, duplicate, inserted) = self.write(py, |state| {
                 // The library's check, as the service's group commit decides it.
                 let check = neardup::Check { id, sketch: &q, insert, threshold, top_k };
                 let answer = state.decide_checks(&[check]).remove(0);
                 if answer.inserted {
-                    state.insert_with_text(id, q, Some(&text));
+                    let text = state.passages().is_some().then(|| doc.into_text());
+                    state.insert_with_text(id, q, text);
                 }
                 (answer.matches, answer.duplicate, answer.inserted)
             })?;
@@ -233,7 +237,7 @@ impl PyIndex {
         exclude_source: Vec<String>,
     ) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            let text = Doc::from_py(text, "text")?.text();
+            let text = Doc::from_py(text, "text")?.into_text();
             let (found, ids) = self.read(py, |state| -> PyResult<_> {
                 let Some(index) = state.passages() else {
                     return Err(PyValueError::new_err(

@@ -95,13 +95,7 @@ pub(crate) fn overlap_dict<'py>(
     o: &Overlap,
     name: Namer<'_, 'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let share = |part: u64| {
-        if o.chars == 0 {
-            0.0
-        } else {
-            (part as f64 / o.chars as f64 * 1e4).round() / 1e4
-        }
-    };
+    let share = |part: u64| o.share(part);
     let d = PyDict::new(py);
     d.set_item("chars", o.chars)?;
     d.set_item("copied_chars", o.copied_chars)?;

@@ -181,9 +181,9 @@ impl Doc {
     }
 
     /// The text (tokens joined by spaces), as the passage check reads it.
-    pub(crate) fn text(&self) -> String {
+    pub(crate) fn into_text(self) -> String {
         match self {
-            Doc::Text(t) => t.clone(),
+            Doc::Text(t) => t,
             Doc::Tokens(t) => t.join(" "),
         }
     }

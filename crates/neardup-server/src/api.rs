@@ -738,7 +738,7 @@ async fn insert_docs(
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
         for (id, record) in records {
-            live.insert_with_text(&id, record.sketch, record.text.as_deref());
+            live.insert_with_text(&id, record.sketch, record.text);
         }
         Ok((n - updated, updated))
     })
@@ -1064,7 +1064,7 @@ fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
         for &i in &accepted {
             let p = group[i].as_mut().expect("each accepted once");
-            live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.as_deref());
+            live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
         }
         drop(live);
         for (p, answer) in group.into_iter().flatten().zip(answers) {
@@ -1157,13 +1157,7 @@ async fn overlap(
 /// The answer of the passage check: the summary of `neardup overlap --summary`, the passages
 /// of `--passages` (each with its source's text over the passage) and the excluded ones.
 fn overlap_json(o: &Overlap, index: &PassageIndex) -> Value {
-    let share = |part: u64| {
-        if o.chars == 0 {
-            0.0
-        } else {
-            (part as f64 / o.chars as f64 * 1e4).round() / 1e4
-        }
-    };
+    let share = |part: u64| o.share(part);
     let passage = |p: &Passage| {
         let source = index.text(p.source);
         let mut v = json!({

@@ -472,7 +472,7 @@ fn load_collections_inner(
                 for_each_doc(&read, &table, |id, record| {
                     match record {
                         Ok(record) => {
-                            live.insert_with_text(id, record.sketch, record.text.as_deref());
+                            live.insert_with_text(id, record.sketch, record.text);
                             n += 1;
                         }
                         Err(what) => {

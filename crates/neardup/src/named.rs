@@ -84,16 +84,13 @@ impl NamedEngine {
 
     /// Stores `sketch` under `id`, replacing what `id` held, and, when the index keeps
     /// passages, `text` as a source of the passage check (a document without text has none).
-    pub fn insert_with_text(&mut self, id: &str, sketch: DocSketch, text: Option<&str>) {
+    pub fn insert_with_text(&mut self, id: &str, sketch: DocSketch, text: Option<String>) {
         if let Some(p) = &mut self.passages {
             match text {
                 // A text under 4 GiB (the stores' document limits are far below) and an id
                 // given once: adding cannot fail.
                 Some(t) => {
-                    let added = p.add_documents(
-                        vec![(id.to_string(), t.to_string())],
-                        OnExistingId::Replace,
-                    );
+                    let added = p.add_documents(vec![(id.to_string(), t)], OnExistingId::Replace);
                     debug_assert!(added.is_ok(), "{added:?}");
                 }
                 None => {

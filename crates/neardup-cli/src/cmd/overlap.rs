@@ -710,14 +710,6 @@ fn write_passage(out: &mut Vec<u8>, query: &str, p: &Passage, index: &PassageInd
     out.extend_from_slice(b"}\n");
 }
 
-fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        (part as f64 / whole as f64 * 1e4).round() / 1e4
-    }
-}
-
 /// One summary line.
 fn write_summary(out: &mut Vec<u8>, query: &str, o: &Overlap, index: &PassageIndex) {
     let _ = write!(
@@ -726,7 +718,7 @@ fn write_summary(out: &mut Vec<u8>, query: &str, o: &Overlap, index: &PassageInd
          \"sources\":[",
         o.chars,
         o.copied_chars,
-        share(o.copied_chars, o.chars),
+        o.share(o.copied_chars),
         o.excluded_chars
     );
     for (i, s) in o.sources.iter().enumerate() {
@@ -738,7 +730,7 @@ fn write_summary(out: &mut Vec<u8>, query: &str, o: &Overlap, index: &PassageInd
             "{{\"id\":{},\"chars\":{},\"copied\":{}}}",
             index.id(s.source),
             s.chars,
-            share(s.chars, o.chars)
+            o.share(s.chars)
         );
     }
     out.extend_from_slice(b"]}\n");

@@ -308,12 +308,22 @@ impl Stream<'_> {
         Ok(out)
     }
 
+    /// `N` bytes into an array: the lengths and counts, read without allocating.
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], OverlapError> {
+        self.check(N)?;
+        let mut out = [0u8; N];
+        std::io::Read::read_exact(&mut self.inner, &mut out).map_err(io_err(self.path))?;
+        self.hash.update(&out);
+        self.at += N as u64;
+        Ok(out)
+    }
+
     fn u32(&mut self) -> Result<u32, OverlapError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        Ok(u32::from_le_bytes(self.array()?))
     }
 
     fn u64(&mut self) -> Result<u64, OverlapError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(self.array()?))
     }
 
     fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {

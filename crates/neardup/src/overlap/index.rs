@@ -504,9 +504,7 @@ impl PassageIndex {
             return overlap;
         }
 
-        let hits = self.hits(&qgrams, |d| {
-            Some(d) != own && self.docs[d as usize].live && !exclude.contains(&d)
-        });
+        let hits = self.hits(&qgrams, |d| Some(d) != own && !exclude.contains(&d));
 
         // Alignment in rounds: the best candidates for what is not yet explained, until
         // nothing is left with two hits or `max_sources` were aligned. A k-gram position is

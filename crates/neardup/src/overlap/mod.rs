@@ -304,6 +304,16 @@ impl Overlap {
         }
     }
 
+    /// `part` code points as a share of the query, rounded to four decimals: how every output
+    /// (the summary lines, Python, the service) gives the copied shares.
+    pub fn share(&self, part: u64) -> f64 {
+        if self.chars == 0 {
+            0.0
+        } else {
+            (part as f64 / self.chars as f64 * 1e4).round() / 1e4
+        }
+    }
+
     /// The share copied counting quotations and references too.
     pub fn copied_with_excluded(&self) -> f64 {
         if self.chars == 0 {
