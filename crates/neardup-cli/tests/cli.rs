@@ -1914,3 +1914,26 @@ fn messages_name_what_the_user_gave() {
         assert!(err.contains("byte offset 0"), "{err}");
     }
 }
+
+#[test]
+fn a_string_id_and_a_number_id_with_one_text_are_one_id() {
+    let dir = tempdir("dedup-ids");
+    let path = dir.join("ids.jsonl");
+    std::fs::write(
+        &path,
+        "{\"id\": \"7\", \"text\": \"alpha beta gamma delta epsilon zeta eta theta\"}\n\
+         {\"id\": 7, \"text\": \"one two three four five six seven eight nine\"}\n\
+         {\"id\": 7, \"text\": \"red orange yellow green blue indigo violet\"}\n\
+         {\"id\": \"8\", \"text\": \"north south east west up down left right\"}\n\
+         {\"id\": 8.0, \"text\": \"spring summer autumn winter rain snow sun wind\"}\n",
+    )
+    .expect("write");
+    let index = dir.join("index");
+    let o =
+        run(&["dedup", &path.display().to_string(), "--save-index", &index.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    // "7" and 7 are one id (two repeats, named once); "8" and 8.0 are two.
+    assert!(err.contains("2 duplicate id(s)") && err.contains("e.g. 7\n"), "{err}");
+    assert!(err.contains("cannot be loaded as a collection"), "{err}");
+}

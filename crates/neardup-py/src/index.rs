@@ -120,8 +120,14 @@ impl PyIndex {
     }
 
     /// Stores (or replaces) one document.
-    fn insert(&self, py: Python<'_>, id: &str, text: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn insert(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyAny>,
+        text: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         guard(|| {
+            let id = &doc_id(id, "id")?;
             let doc = Doc::from_py(text, "text")?;
             let sketch = self.sketch(py, &doc)?;
             self.write(py, |state| {
@@ -136,10 +142,15 @@ impl PyIndex {
     fn insert_many(
         &self,
         py: Python<'_>,
-        ids: Vec<String>,
+        ids: &Bound<'_, PyAny>,
         texts: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         guard(|| {
+            let ids = ids
+                .try_iter()?
+                .enumerate()
+                .map(|(i, id)| doc_id(&id?, &format!("ids[{i}]")))
+                .collect::<PyResult<Vec<String>>>()?;
             let source = Source::from_py(texts)?;
             let texts = source.texts()?;
             if ids.len() != texts.len() {
@@ -167,8 +178,11 @@ impl PyIndex {
     }
 
     /// Removes a document; returns whether it was stored.
-    fn remove(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
-        guard(|| self.write(py, |state| state.remove(id)))
+    fn remove(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        guard(|| {
+            let id = doc_id(id, "id")?;
+            self.write(py, |state| state.remove(&id))
+        })
     }
 
     /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`.
@@ -194,13 +208,14 @@ impl PyIndex {
     fn check<'py>(
         &self,
         py: Python<'py>,
-        id: &str,
+        id: &Bound<'py, PyAny>,
         text: &Bound<'py, PyAny>,
         insert: bool,
         threshold: Option<f64>,
         top_k: usize,
     ) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
+            let id = &doc_id(id, "id")?;
             check_threshold(threshold)?;
             let doc = Doc::from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
@@ -233,10 +248,16 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
-        id: Option<String>,
-        exclude_source: Vec<String>,
+        id: Option<&Bound<'py, PyAny>>,
+        exclude_source: Vec<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
+            let id = id.map(|id| doc_id(id, "id")).transpose()?;
+            let exclude_source = exclude_source
+                .iter()
+                .enumerate()
+                .map(|(i, id)| doc_id(id, &format!("exclude_source[{i}]")))
+                .collect::<PyResult<Vec<String>>>()?;
             let text = Doc::from_py(text, "text")?.into_text();
             let (found, ids) = self.read(py, |state| -> PyResult<_> {
                 let Some(index) = state.passages() else {
@@ -273,8 +294,9 @@ impl PyIndex {
         self.read(py, |state| state.len())
     }
 
-    fn __contains__(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
-        self.read(py, |state| state.contains(id))
+    fn __contains__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(id) = doc_id(id, "id") else { return Ok(false) };
+        self.read(py, |state| state.contains(&id))
     }
 
     /// The ids stored, in insertion order.
@@ -315,8 +337,22 @@ impl PyIndex {
             let index = PyIndex::with_config(pipeline, config, None)?;
             index.write(py, |state| -> PyResult<()> {
                 let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
-                for (id, sketch) in docs {
-                    state.insert(&plain_id(&id), sketch);
+                for (i, (id, sketch)) in docs.into_iter().enumerate() {
+                    let id = plain_id(&id);
+                    // An index is a collection: an id names one document. A saved batch run
+                    // whose records repeated an id holds both; loading would silently replace
+                    // the first with the second, so it is refused by name.
+                    if state.contains(&id) {
+                        return Err(PyValueError::new_err(format!(
+                            "{}: document {i} repeats the id {id:?} of an earlier document; an \
+                             Index holds one document per id (use neardup dedup --against {} \
+                             to search it with its repeats kept apart, or give the records \
+                             unique ids before saving)",
+                            path.display(),
+                            path.display()
+                        )));
+                    }
+                    state.insert(&id, sketch);
                 }
                 if path.join(PASSAGE_INDEX_FILE).is_file() {
                     let mut passages = PassageIndex::load(&path, None).map_err(overlap_error)?;
@@ -334,12 +370,27 @@ impl PyIndex {
     }
 }
 
-/// A saved id (JSON text) as the index names it: a string's value, or a number as written.
+/// A document id as Python gives it, by the library's rule: a str, or an int standing for its
+/// decimal text (`7` and `"7"` are one id), within the length a collection stores.
+fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let id = if let Ok(s) = obj.cast::<pyo3::types::PyString>() {
+        s.to_str()?.to_string()
+    } else if obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<PyBool>() {
+        obj.str()?.to_str()?.to_string()
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "{what}: an id must be a str or an int, found {}",
+            obj.get_type().name()?
+        )));
+    };
+    neardup::check_collection_id(&id).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))?;
+    Ok(id)
+}
+
+/// A saved id (JSON text) as the index names it: the library's rule (a string's value, or a
+/// number as written).
 fn plain_id(id: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(id) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => id.to_string(),
-    }
+    neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
 }
 
 fn check_threshold(t: Option<f64>) -> PyResult<()> {

@@ -142,3 +142,45 @@ def test_a_failed_or_killed_save_leaves_the_old_index_or_the_new_one(tmp_path):
         child.kill()
         child.wait()
         assert counts() in (40, 40 + n_new), f"SIGKILL at {step}/10"
+
+
+def test_ids_follow_the_library_rule(binary, tmp_path):
+    # "7" and 7 are one id, in Python as in the service and the CLI.
+    idx = neardup.Index(threshold=0.8)
+    idx.insert(7, BASE)
+    assert "7" in idx and 7 in idx and idx.ids() == ["7"]
+    idx.insert("7", "another stored page about trains and stations")
+    assert len(idx) == 1 and idx.search(BASE) == []
+    assert idx.remove(7) and len(idx) == 0
+    with pytest.raises(TypeError, match="id: an id must be a str or an int, found float"):
+        idx.insert(7.0, BASE)
+    with pytest.raises(ValueError, match=r"ids\[1\]: an id must not be empty"):
+        idx.insert_many(["a", ""], [BASE, BASE])
+    with pytest.raises(ValueError, match="at most 512 bytes"):
+        idx.check("x" * 513, BASE)
+    assert True not in idx
+
+    # A CLI index whose ids are a string and a number loads with the ids as text.
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "7", "text": BASE}) + "\n"
+        + json.dumps({"id": 9, "text": "another stored page about trains and stations"}) + "\n"
+    )
+    out = run_cli(binary, "dedup", str(corpus), "--save-index", str(tmp_path / "ok"))
+    assert out.returncode == 0, out.stderr
+    assert neardup.Index.load(tmp_path / "ok").ids() == ["7", "9"]
+
+    # A batch whose records repeat an id ("7" and 7) saves both; loading it as a collection
+    # would lose one, so it is refused by name.
+    with corpus.open("a") as f:
+        f.write(json.dumps({"id": 7, "text": "a third page, about cooking rice at home"}) + "\n")
+    out = run_cli(binary, "dedup", str(corpus), "--save-index", str(tmp_path / "rep"))
+    assert out.returncode == 0 and b"cannot be loaded as a collection" in out.stderr, out.stderr
+    with pytest.raises(ValueError, match='document 2 repeats the id "7"'):
+        neardup.Index.load(tmp_path / "rep")
+    # The CLI searches it as it is, the repeat kept apart.
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "q", "text": "a third page, about cooking rice at home"}) + "\n")
+    out = run_cli(binary, "dedup", str(q), "--against", str(tmp_path / "rep"), "--clusters", "-")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cluster"] == [7, "q"]

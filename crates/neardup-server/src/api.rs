@@ -333,22 +333,12 @@ async fn blocking<T: Send + 'static>(
 
 /// A document id: a JSON string, or a number kept as written (`1.10` stays `"1.10"`).
 fn doc_id(raw: &RawValue, what: &str) -> Result<String, ApiError> {
-    let text = raw.get();
-    let id = match text.as_bytes().first() {
-        Some(b'"') => serde_json::from_str::<String>(text)
-            .map_err(|e| ApiError::bad("invalid_field", format!("{what}: {e}")))?,
-        Some(b'-' | b'0'..=b'9') => text.to_string(),
-        _ => {
-            return Err(ApiError::bad(
-                "invalid_field",
-                format!("{what}: id must be a string or a number"),
-            ))
-        }
-    };
-    if id.is_empty() || id.len() > 512 {
-        return Err(ApiError::bad("invalid_id", format!("{what}: ids must be 1-512 bytes")));
-    }
-    Ok(id)
+    // The library's id rule: `"7"` and `7` are one id.
+    let id = neardup::id_from_json(raw.get())
+        .map_err(|e| ApiError::bad("invalid_field", format!("{what}: {e}")))?;
+    neardup::check_collection_id(&id)
+        .map_err(|e| ApiError::bad("invalid_id", format!("{what}: {e}")))?;
+    Ok(id.into_owned())
 }
 
 #[derive(Debug, Deserialize)]

@@ -23,6 +23,7 @@ mod compare;
 mod dedup;
 mod engine;
 mod error;
+mod id;
 mod idf;
 mod named;
 mod options;
@@ -39,6 +40,7 @@ pub use dedup::{
 };
 pub use engine::{Engine, Hit};
 pub use error::BuildError;
+pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
 pub use idf::IdfBuilder;
 pub use named::{Check, CheckAnswer, NamedEngine};
 pub use options::{FeatureChoice, PipelineOptions};

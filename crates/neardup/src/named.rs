@@ -197,21 +197,17 @@ impl NamedEngine {
     /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
     /// --save-index`, ids as JSON strings as `dedup` writes them), each file atomically.
     pub fn save(&self, dir: &std::path::Path) -> Result<(), DedupError> {
-        let json: FxHashMap<u64, String> = self
-            .id_of
-            .iter()
-            .map(|(&k, id)| (k, serde_json::Value::String(id.to_string()).to_string()))
-            .collect();
+        let json: FxHashMap<u64, String> =
+            self.id_of.iter().map(|(&k, id)| (k, crate::id_to_json(id))).collect();
         self.engine.save(dir, |k| json[&k].as_str())?;
         if let Some(p) = &self.passages {
-            p.save_with_ids(dir, |id| serde_json::Value::String(id.to_string()).to_string())
-                .map_err(|e| match e {
-                    OverlapError::Io { path, source } => DedupError::Io { path, source },
-                    other => DedupError::Corrupt {
-                        path: dir.join(crate::overlap::PASSAGE_INDEX_FILE),
-                        message: other.to_string(),
-                    },
-                })?;
+            p.save_with_ids(dir, crate::id_to_json).map_err(|e| match e {
+                OverlapError::Io { path, source } => DedupError::Io { path, source },
+                other => DedupError::Corrupt {
+                    path: dir.join(crate::overlap::PASSAGE_INDEX_FILE),
+                    message: other.to_string(),
+                },
+            })?;
         }
         Ok(())
     }

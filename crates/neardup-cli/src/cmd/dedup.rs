@@ -80,7 +80,7 @@ is written (exit 1). With --skip-bad each is reported on stderr, left out of eve
 counted. A corrupt or truncated .gz/.zst stream always stops the run (with its byte offset),
 since the rest of the file could not be read. An input that changes between the two passes is
 detected and nothing is written. Empty documents (or only stop words) are near-duplicates of
-nothing: always kept. Duplicate ids are reported and the documents kept apart.
+nothing: always kept. Duplicate ids (\"7\" and 7 are one id) are reported and the documents kept apart.
 
 Memory: per document, its id, where it came from, and its sketch: a few fixed-width values and
 the LSH band keys (about 160 bytes). The feature hashes that verify candidates go to an unnamed
@@ -475,9 +475,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
 
     let mut places: Vec<Place> = Vec::new();
     let mut digests: Vec<Option<SourceDigest>> = vec![None; sources.len()];
-    let mut id_hashes: HashSet<u64> = HashSet::new();
-    let mut duplicate_ids: Vec<String> = Vec::new();
-    let mut duplicate_id_count = 0usize;
+    let mut repeated_ids = neardup::RepeatedIds::default();
     let (mut replaced, mut bytes) = (0usize, 0u64);
     let mut fatal: Option<InputError> = None;
 
@@ -546,11 +544,10 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
             for (record, sketch) in records.iter().zip(sketches) {
                 dedup.push(sketch).map_err(|e| Failure::Runtime(e.into()))?;
                 let id = record.id.get();
-                if !id_hashes.insert(xxhash_rust::xxh3::xxh3_64(id.as_bytes())) {
-                    duplicate_id_count += 1;
-                    if duplicate_ids.len() < 5 {
-                        duplicate_ids.push(id.to_string());
-                    }
+                // The library's id rule: `"7"` and `7` are one id (the reader let only
+                // strings and numbers through).
+                if let Ok(canonical) = neardup::id_from_json(id) {
+                    repeated_ids.note(&canonical);
                 }
                 ids.push(id);
                 places.push(Place { source, line: record.line });
@@ -562,7 +559,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         Ok(())
     })?;
     progress.finish();
-    drop(id_hashes);
+    drop(repeated_ids.take_seen());
     if let Some(e) = fatal {
         let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
         return Err(Failure::Runtime(anyhow!("{e}\n(no output was written{hint})")));
@@ -667,12 +664,21 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         if replaced > 0 {
             let _ = writeln!(err, "  replaced {replaced} invalid UTF-8 sequence(s) (--lossy)");
         }
-        if duplicate_id_count > 0 {
+        if repeated_ids.records() > 0 {
             let _ = writeln!(
                 err,
-                "  {duplicate_id_count} duplicate id(s), kept as separate documents, e.g. {}",
-                duplicate_ids.join(", ")
+                "  {} duplicate id(s) (records repeating an earlier record's id; \"7\" and 7 \
+                 are one id), kept as separate documents, e.g. {}",
+                repeated_ids.records(),
+                repeated_ids.examples().join(", ")
             );
+            if args.save_index.is_some() {
+                let _ = writeln!(
+                    err,
+                    "  the saved index keeps them apart too: --against searches it as it is, \
+                     but it cannot be loaded as a collection (Python's Index.load refuses it)"
+                );
+            }
         }
         let _ = writeln!(
             err,
