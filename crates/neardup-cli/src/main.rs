@@ -132,4 +132,33 @@ mod tests {
     fn cli_definitions_are_valid() {
         super::Cli::command().debug_assert();
     }
+
+    /// The long flags of a subcommand.
+    fn flags(command: &str) -> Vec<String> {
+        let cli = super::Cli::command();
+        let sub = cli.find_subcommand(command).expect("subcommand");
+        sub.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect()
+    }
+
+    /// The one option table: every pipeline and search option of the library is a flag of
+    /// `dedup`, spelled as its name with dashes (`lsh_weights` is `--lsh-weights`; a switch on
+    /// by default as `--no-` and its name, `--no-nfkc`), and every passage option one of
+    /// `overlap`. A surface that lacks one fails here.
+    #[test]
+    fn the_commands_follow_the_option_table() {
+        let flag = |name: &str| name.replace('_', "-");
+        let has = |flags: &[String], name: &str| {
+            flags.contains(&flag(name)) || flags.contains(&format!("no-{}", flag(name)))
+        };
+        let dedup = flags("dedup");
+        let pipeline = neardup::PipelineOptions::NAMES.iter().copied();
+        for name in pipeline.chain(neardup::SearchSpec::OPTIONS.iter().map(|o| o.name)) {
+            assert!(has(&dedup, name), "dedup lacks --{}", flag(name));
+        }
+        let overlap = flags("overlap");
+        // The passage check has its own units (characters, words), not the pipeline's.
+        for name in neardup::overlap::OverlapOptions::NAMES {
+            assert!(has(&overlap, name), "overlap lacks --{}", flag(name));
+        }
+    }
 }

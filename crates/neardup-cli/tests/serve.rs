@@ -1858,3 +1858,43 @@ fn a_collection_with_passages_answers_the_thesis_check_as_the_cli_does() {
     let (st, v) = s.json("POST", "/v1/collections/lib/overlap", json!({}));
     assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
 }
+
+/// A collection takes every search option of the library's table by its name (the service
+/// had no `verify`, bands and rows or LSH weights), keeps them across a restart, and refuses
+/// `keep` (a batch run's option) and unknown names with the list of names.
+#[test]
+fn a_collection_takes_the_search_options_of_the_table() {
+    let dir = tempdir("search-options");
+    let s = Server::start(&dir, &[]);
+    let (st, v) = s.json(
+        "PUT",
+        "/v1/collections/banded",
+        json!({"threshold": 0.6, "bands": 16, "rows": 8, "verify": "estimate"}),
+    );
+    assert_eq!(st, 201, "{v}");
+    let (st, v) = s.json("PUT", "/v1/collections/weighted", json!({"lsh_weights": [0.2, 0.8]}));
+    assert_eq!(st, 201, "{v}");
+    for (body, needle) in [
+        (json!({"keep": "longest"}), "keep: chooses which document"),
+        (json!({"thresold": 0.5}), "unknown field \"thresold\": expected one of preset, spec"),
+        (json!({"verify": "exact"}), "verify: expected jaccard | cosine | hamming | estimate"),
+        (json!({"bands": 16}), "bands: bands and rows are given together"),
+        (json!({"lsh_weights": [0.5, 0.5], "recall": 0.9}), "lsh_weights"),
+    ] {
+        let (st, v) = s.json("PUT", "/v1/collections/bad", body.clone());
+        assert_eq!(st, 400, "{body}: {v}");
+        assert!(v["error"]["message"].as_str().expect("message").contains(needle), "{body}: {v}");
+    }
+    let docs = json!({"docs": [{"id": "a", "text": NEWS_A}, {"id": "b", "text": NEWS_B}]});
+    assert_eq!(s.json("POST", "/v1/collections/banded/docs", docs).0, 200);
+    let (_, before) = s.json("POST", "/v1/collections/banded/search", json!({"text": NEWS_A}));
+    let (_, info) = s.call("GET", "/v1/collections/banded", None);
+    s.stop();
+    let s = Server::start(&dir, &[]);
+    let (_, after) = s.json("POST", "/v1/collections/banded/search", json!({"text": NEWS_A}));
+    assert_eq!(before, after);
+    let (_, again) = s.call("GET", "/v1/collections/banded", None);
+    assert_eq!(info, again);
+    // The stored settings answer: the copy is found.
+    assert_eq!(before["hits"][0]["id"], "a", "{before}");
+}

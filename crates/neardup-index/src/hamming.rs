@@ -165,6 +165,21 @@ impl HammingIndex {
         }
     }
 
+    /// The key of `fingerprint` in each table, for a job that groups fingerprints by key instead
+    /// of holding tables (Manku et al.'s MapReduce plan): two fingerprints within distance k
+    /// share at least one table's key, so the pairs of each key's group, checked for distance,
+    /// are exactly the pairs [`HammingIndex::pairs`] gives. A key is the table's number and the
+    /// bits of its blocks, hashed to 64 bits (a collision adds a candidate, never loses one).
+    pub fn table_keys(&self, fingerprint: u128) -> impl Iterator<Item = u64> + '_ {
+        let fp = self.clip(fingerprint);
+        self.tables.iter().enumerate().map(move |(i, t)| {
+            let mut bytes = [0u8; 17];
+            bytes[0] = i as u8;
+            bytes[1..].copy_from_slice(&(fp & t.mask).to_le_bytes());
+            xxhash_rust::xxh3::xxh3_64(&bytes)
+        })
+    }
+
     /// Removes `id`; returns whether it was stored.
     pub fn remove(&mut self, id: u64) -> bool {
         let Some(slot) = self.slot_of.remove(&id) else { return false };
@@ -466,6 +481,37 @@ mod tests {
         #[test]
         fn query_equals_brute_force_128(fps in corpus(128), k in 0u32..=8, extra in 0u32..3) {
             check(128, k, (k + 1 + extra).min(16), &fps)?;
+        }
+
+        /// The distributed plan: group by table key, pair within each group, keep the pairs
+        /// within k; exactly the brute-force pairs.
+        #[test]
+        fn grouping_by_table_keys_finds_every_pair(fps in corpus(64), k in 0u32..=6) {
+            let idx = HammingIndex::new(64, k).expect("valid");
+            let mut groups: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+            for (i, &fp) in fps.iter().enumerate() {
+                let keys: Vec<u64> = idx.table_keys(fp).collect();
+                prop_assert_eq!(keys.len(), idx.tables());
+                for key in keys {
+                    groups.entry(key).or_default().push(i);
+                }
+            }
+            let mut found = std::collections::BTreeSet::new();
+            for members in groups.values() {
+                for (x, &a) in members.iter().enumerate() {
+                    for &b in &members[x + 1..] {
+                        let d = (fps[a] ^ fps[b]).count_ones();
+                        if d <= k {
+                            found.insert((a as u64, b as u64, d));
+                        }
+                    }
+                }
+            }
+            let items: Vec<(u64, u128)> =
+                fps.iter().enumerate().map(|(i, &fp)| (i as u64, fp)).collect();
+            let expected: std::collections::BTreeSet<_> =
+                brute_force_pairs(&items, k).into_iter().collect();
+            prop_assert_eq!(found, expected);
         }
     }
 

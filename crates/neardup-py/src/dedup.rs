@@ -5,109 +5,121 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
-use neardup::{
-    Dedup, DedupConfig, DedupOutcome, Document, Keep, Method, Scratch, SearchSpec, Verification,
-};
+use neardup::{Dedup, DedupConfig, DedupOutcome, Document, Scratch, SearchSpec, SearchUse};
+use pyo3::types::PyDict;
 
-use crate::pipeline::PyPipeline;
+use crate::pipeline::{to_json, PyPipeline};
 use crate::texts::Source;
 use crate::{dedup_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDedupResult>()?;
     m.add_function(wrap_pyfunction!(dedup_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(job_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(option_table, m)?)?;
     Ok(())
 }
 
-fn pick<T: Copy>(what: &str, value: &str, table: &[(&str, T)]) -> PyResult<T> {
-    table.iter().find(|(n, _)| *n == value).map(|(_, v)| *v).ok_or_else(|| {
-        let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
-        PyValueError::new_err(format!("{what} {value:?}: expected one of {}", names.join(", ")))
+/// The search settings of a call from its keyword arguments (`None`: not given), each set by
+/// its name through the library's one table ([`SearchSpec::set`]), then resolved by its rules:
+/// the same defaults, inferences and messages as the CLI, the service and Spark.
+pub(crate) fn search_config(
+    options: &[(&str, Option<&Bound<'_, PyAny>>)],
+    usage: SearchUse,
+) -> PyResult<DedupConfig> {
+    search_spec(options, usage)?.resolve().map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The search options of a call as given (not yet resolved).
+fn search_spec(
+    options: &[(&str, Option<&Bound<'_, PyAny>>)],
+    usage: SearchUse,
+) -> PyResult<SearchSpec> {
+    let mut spec = SearchSpec::default();
+    for (name, value) in options {
+        if let Some(value) = value {
+            spec.set(name, &to_json(value)?, usage)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        }
+    }
+    Ok(spec)
+}
+
+/// The search options of a dict of keyword arguments, as given.
+fn search_spec_from_dict(
+    options: Option<&Bound<'_, PyDict>>,
+    usage: SearchUse,
+) -> PyResult<SearchSpec> {
+    let Some(options) = options else { return Ok(SearchSpec::default()) };
+    let mut pairs = Vec::with_capacity(options.len());
+    for (k, v) in options.iter() {
+        let name: String = k.extract()?;
+        pairs.push((name, v));
+    }
+    let borrowed: Vec<(&str, Option<&Bound<'_, PyAny>>)> =
+        pairs.iter().map(|(n, v)| (n.as_str(), Some(v))).collect();
+    search_spec(&borrowed, usage)
+}
+
+/// The search settings of a call given as a dict of keyword arguments, resolved.
+pub(crate) fn search_config_from_dict(
+    options: Option<&Bound<'_, PyDict>>,
+    usage: SearchUse,
+) -> PyResult<DedupConfig> {
+    search_spec_from_dict(options, usage)?
+        .resolve()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The library's `JobSpec` of a batch run as JSON: the pipeline's spec and the search options
+/// by name, checked (every default and rule applied by the library). Spark ships it to its
+/// executors.
+#[pyfunction]
+#[pyo3(signature = (pipeline = None, options = None))]
+fn job_spec(
+    pipeline: Option<&Bound<'_, PyPipeline>>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    guard(|| {
+        let pipeline = PyPipeline::or_default(pipeline)?;
+        let job = neardup::JobSpec {
+            pipeline: pipeline.spec().clone(),
+            search: search_spec_from_dict(options, SearchUse::Batch)?,
+        };
+        neardup::CompiledJob::new(pipeline, job.search.resolve().map_err(search_error)?)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(job.to_json())
     })
 }
 
-/// The configuration of a run from the arguments of `neardup.dedup` (the options of
-/// `neardup dedup`, with the same checks for contradictions).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn config(
-    threshold: f64,
-    method: Option<&str>,
-    hamming: Option<u32>,
-    verify: Option<&str>,
-    keep: &str,
-    recall: Option<f64>,
-    bands: Option<usize>,
-    rows: Option<usize>,
-) -> PyResult<DedupConfig> {
-    let method = method
-        .map(|m| {
-            pick(
-                "method",
-                m,
-                &[
-                    ("minhash", Method::MinHash),
-                    ("simhash", Method::SimHash),
-                    ("both", Method::Both),
-                ],
-            )
-        })
-        .transpose()?;
-    let verify = verify
-        .map(|v| {
-            pick(
-                "verify",
-                v,
-                &[
-                    ("jaccard", Verification::Jaccard),
-                    ("cosine", Verification::Cosine),
-                    ("hamming", Verification::Hamming),
-                    ("estimate", Verification::Estimate),
-                ],
-            )
-        })
-        .transpose()?;
-    let keep = pick(
-        "keep",
-        keep,
-        &[("first", Keep::First), ("longest", Keep::Longest), ("shortest", Keep::Shortest)],
-    )?;
-    let spec = SearchSpec {
-        method,
-        threshold: Some(threshold),
-        hamming,
-        verify,
-        bands,
-        rows,
-        recall,
-        lsh_weights: None,
-        keep: Some(keep),
-    };
-    // The library's rules, with the option named as the keyword it is here.
-    let config = spec.resolve().map_err(|e| PyValueError::new_err(e.to_string()))?;
-    // A Python list is in memory already; its sketches stay there too (no spill directory).
-    Ok(config)
+fn search_error(e: neardup::SearchSpecError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// The options of every surface, from the library's tables: `(group, name, collections)`, group
+/// one of `pipeline`, `search`, `passages`; `collections` is False for a search option that only
+/// a batch run takes (`keep`).
+#[pyfunction]
+fn option_table() -> Vec<(&'static str, &'static str, bool)> {
+    let mut rows = Vec::new();
+    rows.extend(neardup::PipelineOptions::NAMES.iter().map(|n| ("pipeline", *n, true)));
+    rows.extend(SearchSpec::OPTIONS.iter().map(|o| ("search", o.name, o.collections)));
+    rows.extend(neardup::overlap::OverlapOptions::NAMES.iter().map(|n| ("passages", *n, true)));
+    rows
 }
 
 /// Deduplicates a batch of texts: the same clusters as `neardup dedup` on the same documents.
+/// `options`: the search options by name (`neardup.dedup`'s keywords).
 #[pyfunction]
-#[pyo3(signature = (texts, threshold = 0.8, method = None, hamming = None, verify = None,
-                    keep = "first", recall = None, bands = None, rows = None, pipeline = None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (texts, options = None, pipeline = None))]
 fn dedup_texts(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
-    threshold: f64,
-    method: Option<&str>,
-    hamming: Option<u32>,
-    verify: Option<&str>,
-    keep: &str,
-    recall: Option<f64>,
-    bands: Option<usize>,
-    rows: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
     pipeline: Option<&Bound<'_, PyPipeline>>,
 ) -> PyResult<PyDedupResult> {
     guard(|| {
-        let config = config(threshold, method, hamming, verify, keep, recall, bands, rows)?;
+        let config = search_config_from_dict(options, SearchUse::Batch)?;
         let pipeline = PyPipeline::or_default(pipeline)?;
         let source = Source::from_py(texts)?;
         let texts = source.texts()?;

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
-use crate::dedup::config;
+use crate::dedup::search_config;
 use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
 use crate::pipeline::{Doc, PyPipeline};
 use crate::texts::Source;
@@ -82,23 +82,36 @@ impl PyIndex {
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (pipeline = None, threshold = 0.8, method = None, hamming = None,
+    #[pyo3(signature = (pipeline = None, threshold = None, method = None, hamming = None,
                         verify = None, recall = None, bands = None, rows = None,
-                        passages = None))]
+                        lsh_weights = None, passages = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         pipeline: Option<&Bound<'_, PyPipeline>>,
-        threshold: f64,
-        method: Option<&str>,
-        hamming: Option<u32>,
-        verify: Option<&str>,
-        recall: Option<f64>,
-        bands: Option<usize>,
-        rows: Option<usize>,
+        threshold: Option<&Bound<'_, PyAny>>,
+        method: Option<&Bound<'_, PyAny>>,
+        hamming: Option<&Bound<'_, PyAny>>,
+        verify: Option<&Bound<'_, PyAny>>,
+        recall: Option<&Bound<'_, PyAny>>,
+        bands: Option<&Bound<'_, PyAny>>,
+        rows: Option<&Bound<'_, PyAny>>,
+        lsh_weights: Option<&Bound<'_, PyAny>>,
         passages: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         guard(|| {
-            let config = config(threshold, method, hamming, verify, "first", recall, bands, rows)?;
+            let config = search_config(
+                &[
+                    ("threshold", threshold),
+                    ("method", method),
+                    ("hamming", hamming),
+                    ("verify", verify),
+                    ("recall", recall),
+                    ("bands", bands),
+                    ("rows", rows),
+                    ("lsh_weights", lsh_weights),
+                ],
+                neardup::SearchUse::Collection,
+            )?;
             let passages = match passages {
                 None => None,
                 Some(p) if p.is_instance_of::<PyBool>() => {

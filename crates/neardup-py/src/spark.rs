@@ -14,10 +14,8 @@ use rayon::prelude::*;
 
 use neardup::{DocSketch, Document, Engine, Scratch};
 
-use crate::dedup::config;
-use crate::pipeline::PyPipeline;
+use crate::guard;
 use crate::texts::Source;
-use crate::{dedup_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySketcher>()?;
@@ -44,26 +42,58 @@ fn binary_column(parts: &[Vec<u8>]) -> (Vec<i64>, Vec<u8>) {
 
 #[pymethods]
 impl PySketcher {
+    /// A sketcher for a job given as the library's `JobSpec` JSON (`job_spec()` makes it on the
+    /// driver; executors receive it as it is).
     #[new]
-    #[pyo3(signature = (pipeline = None, threshold = 0.8, verify = None, keep = "first",
-                        recall = None, bands = None, rows = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        pipeline: Option<&Bound<'_, PyPipeline>>,
-        threshold: f64,
-        verify: Option<&str>,
-        keep: &str,
-        recall: Option<f64>,
-        bands: Option<usize>,
-        rows: Option<usize>,
-    ) -> PyResult<Self> {
+    fn new(job: &str) -> PyResult<Self> {
         guard(|| {
-            let config =
-                config(threshold, Some("minhash"), None, verify, keep, recall, bands, rows)?;
-            let engine =
-                Engine::new(PyPipeline::or_default(pipeline)?, config).map_err(dedup_error)?;
-            Ok(PySketcher { engine: Arc::new(engine) })
+            let job = neardup::JobSpec::from_json(job)
+                .and_then(|j| j.compile())
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Ok(PySketcher { engine: Arc::new(job.engine()) })
         })
+    }
+
+    /// The job's id (the pipeline's and the resolved search settings').
+    #[staticmethod]
+    fn job_id(job: &str) -> PyResult<String> {
+        let job = neardup::JobSpec::from_json(job)
+            .and_then(|j| j.compile())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(job.id().to_string())
+    }
+
+    /// The method (`minhash`, `simhash` or `both`).
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.engine.config().method.name()
+    }
+
+    /// The resolved threshold.
+    #[getter]
+    fn threshold(&self) -> f64 {
+        self.engine.config().threshold
+    }
+
+    /// The resolved Hamming distance (SimHash candidates).
+    #[getter]
+    fn hamming(&self) -> u32 {
+        self.engine.config().hamming
+    }
+
+    /// The resolved keeper rule (`first`, `longest` or `shortest`).
+    #[getter]
+    fn keep(&self) -> String {
+        serde_json::to_value(self.engine.config().keep)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// How many candidate keys each document has (LSH bands, permuted tables, or both).
+    #[getter]
+    fn key_count(&self) -> usize {
+        self.engine.candidate_key_count()
     }
 
     /// The LSH `(bands, rows)`.
@@ -98,7 +128,7 @@ impl PySketcher {
             let source = Source::from_py(texts)?;
             let texts = source.texts()?;
             let engine = &self.engine;
-            let bands = engine.banding().map_or(0, |(b, _)| b);
+            let bands = engine.candidate_key_count();
             let sketches: Vec<DocSketch> = py.detach(|| {
                 texts
                     .par_iter()
@@ -112,7 +142,7 @@ impl PySketcher {
             let mut keys = Vec::with_capacity(n * bands);
             for s in &sketches {
                 exact.extend_from_slice(&s.exact_key().to_le_bytes());
-                let k = s.band_keys();
+                let k = engine.candidate_keys(s);
                 if k.len() == bands {
                     keys.extend(k.iter().map(|&x| x as i64));
                 } else {

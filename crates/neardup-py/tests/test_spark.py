@@ -80,6 +80,31 @@ def test_same_clusters_as_the_cli(spark, binary, tmp_path, threshold, keep):
     assert set(s["stage_seconds"]) >= {"sketch", "exact copies", "candidates", "verify", "components", "keep"}
 
 
+@pytest.mark.parametrize("options", [["--hamming", "3"], ["--method", "both", "--hamming", "6"]])
+def test_simhash_on_spark_gives_the_clusters_of_the_cli(spark, binary, tmp_path, options):
+    """SimHash candidates on Spark: each permuted table's key (Manku et al.'s MapReduce plan)
+    grouped like a band key, every pair within K bits found, as `neardup dedup --hamming K`."""
+    from neardup.spark import dedup
+
+    docs = big_corpus()
+    ids = [f"d{i:05d}" for i in range(len(docs))]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, docs)))
+    out = run_cli(binary, "dedup", str(path), *options, "--clusters", str(tmp_path / "cl.jsonl"),
+                  "-o", "/dev/null", "-q")
+    assert out.returncode == 0, out.stderr
+    cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "cl.jsonl"))
+    kwargs = {options[i].lstrip("-"): options[i + 1] for i in range(0, len(options), 2)}
+    kwargs = {k: int(v) if v.isdigit() else v for k, v in kwargs.items()}
+    df = spark.createDataFrame(list(zip(ids, docs)), "id string, text string").repartition(3)
+    result = dedup(df, **kwargs)
+    assert clusters_of(result.assignments) == cli
+    assert len(cli) > 20
+    s = result.summary
+    assert s["method"] == kwargs.get("method", "simhash") and s["hamming"] == kwargs["hamming"]
+    assert "permuted tables" in result.print_summary()
+
+
 def test_pairs_are_every_verified_pair(spark):
     from neardup.spark import dedup
 

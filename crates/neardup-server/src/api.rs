@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use neardup::overlap::{Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex};
-use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch};
+use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch, SearchUse};
 use rayon::prelude::*;
 use redb::{Database, ReadableTable};
 use serde::de::DeserializeOwned;
@@ -411,19 +411,55 @@ impl Body {
 
 // ---- collections -------------------------------------------------------------------------------
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A collection's settings as created: the pipeline (`preset` or `spec`), what is stored, and
+/// the search options by their names in the library's one table (`threshold`, `method`,
+/// `hamming`, `verify`, `bands`, `rows`, `recall`, `lsh_weights`).
+#[derive(Debug, Default)]
 struct CreateRequest {
     preset: Option<String>,
     spec: Option<Value>,
-    method: Option<Method>,
-    threshold: Option<f64>,
-    hamming: Option<u32>,
-    recall: Option<f64>,
-    #[serde(default)]
+    search: neardup::SearchSpec,
     store_text: bool,
     /// `true`, or the passage check's options (`neardup overlap`'s, by their names).
     passages: Option<Value>,
+}
+
+impl CreateRequest {
+    /// The fields of the body's object; an unknown one is refused with the list of names.
+    fn from_body(body: serde_json::Map<String, Value>) -> Result<CreateRequest, ApiError> {
+        let bad = |m: String| ApiError::bad("invalid_field", m);
+        let mut req = CreateRequest::default();
+        for (key, value) in body {
+            match key.as_str() {
+                "preset" => match value {
+                    Value::String(p) => req.preset = Some(p),
+                    Value::Null => {}
+                    other => return Err(bad(format!("preset: expected a string, found {other}"))),
+                },
+                "spec" => req.spec = Some(value).filter(|v| !v.is_null()),
+                "store_text" => match value {
+                    Value::Bool(b) => req.store_text = b,
+                    Value::Null => {}
+                    other => {
+                        return Err(bad(format!("store_text: expected a boolean, found {other}")))
+                    }
+                },
+                "passages" => req.passages = Some(value),
+                name => req.search.set(name, &value, SearchUse::Collection).map_err(|e| {
+                    if e.option == "options" {
+                        let names: Vec<&str> = ["preset", "spec", "store_text", "passages"]
+                            .into_iter()
+                            .chain(neardup::SearchSpec::names(SearchUse::Collection))
+                            .collect();
+                        bad(format!("unknown field {name:?}: expected one of {}", names.join(", ")))
+                    } else {
+                        bad(e.to_string())
+                    }
+                })?,
+            }
+        }
+        Ok(req)
+    }
 }
 
 /// The passage settings of a new collection: `true` (the defaults), `false`, or an object of
@@ -473,14 +509,7 @@ fn resolve_spec(preset: Option<String>, spec: Option<Value>) -> Result<PipelineS
 /// simhash; `hamming` with minhash and `recall` with simhash are refused naming them, never
 /// stored and ignored; the defaults (threshold 0.8, Hamming 3) come from there too.
 fn search_settings(req: &CreateRequest) -> Result<neardup::DedupConfig, ApiError> {
-    let spec = neardup::SearchSpec {
-        method: req.method,
-        threshold: req.threshold,
-        hamming: req.hamming,
-        recall: req.recall,
-        ..neardup::SearchSpec::default()
-    };
-    spec.resolve().map_err(|e| ApiError::bad("invalid_field", e.to_string()))
+    req.search.resolve().map_err(|e| ApiError::bad("invalid_field", e.to_string()))
 }
 
 async fn create_collection(
@@ -489,14 +518,22 @@ async fn create_collection(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     check_name(&name)?;
-    let req: CreateRequest = parse(body)?;
+    let req = CreateRequest::from_body(parse(body)?)?;
     let settings = search_settings(&req)?;
     let spec = resolve_spec(req.preset, req.spec)?;
     let passages = passage_settings(req.passages)?;
     // The passage index is built from the stored texts at start: keeping passages keeps texts.
     let store_text = req.store_text || passages.is_some();
-    let (method, threshold, hamming, recall) =
-        (settings.method, settings.threshold, settings.hamming, settings.recall);
+    let neardup::DedupConfig {
+        method,
+        threshold,
+        hamming,
+        recall,
+        verification,
+        banding,
+        weights,
+        ..
+    } = settings;
     // Building the pipeline and the engine validates everything (bounded by the spec's limits).
     let (info, live) = blocking(move || {
         let pipeline = Pipeline::new(spec.clone())
@@ -509,6 +546,9 @@ async fn create_collection(
             threshold,
             hamming,
             recall,
+            verify: verification,
+            banding,
+            lsh_weights: weights,
             store_text,
             passages,
             pipeline_id: pipeline.id().to_string(),

@@ -619,6 +619,9 @@ fn dedup_config(info: &CollectionInfo) -> DedupConfig {
         threshold: info.threshold,
         hamming: info.hamming,
         recall: info.recall,
+        verification: info.verify,
+        banding: info.banding,
+        weights: info.lsh_weights,
         ..DedupConfig::default()
     }
 }

@@ -110,6 +110,17 @@ pub fn document(limits: &Limits) -> Value {
             "recall": {"type": "number", "exclusiveMinimum": true, "minimum": 0,
                        "exclusiveMaximum": true, "maximum": 1,
                        "description": "minhash and both only (400 with simhash)"},
+            "verify": {"type": "string", "enum": ["jaccard", "cosine", "hamming", "estimate"],
+                       "description": "how candidates are confirmed (the method's default: \
+                                       jaccard for minhash and both, hamming for simhash)"},
+            "bands": {"type": "integer", "minimum": 1,
+                      "description": "a fixed LSH banding, with rows (minhash and both only)"},
+            "rows": {"type": "integer", "minimum": 1,
+                     "description": "a fixed LSH banding, with bands (minhash and both only)"},
+            "lsh_weights": {"type": "array", "items": {"type": "number", "minimum": 0},
+                            "minItems": 2, "maxItems": 2,
+                            "description": "(false positive, false negative) weights of \
+                                            datasketch's banding choice, instead of recall"},
             "store_text": {"type": "boolean"},
             "passages": {
                 "description": "keep a passage index of the texts (which implies store_text) \
@@ -347,4 +358,28 @@ pub fn document(limits: &Limits) -> Value {
         "security": [{"bearer": []}],
         "paths": paths,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The collection-creating body takes every search option of the library's table that a
+    /// collection takes, under its name, and no other.
+    #[test]
+    fn the_create_schema_follows_the_option_table() {
+        let doc = document(&Limits::default());
+        let schema = &doc["paths"]["/v1/collections/{name}"]["put"]["requestBody"]["content"]
+            ["application/json"]["schema"]["properties"];
+        let props = schema.as_object().expect("properties");
+        for option in neardup::SearchSpec::OPTIONS {
+            assert_eq!(props.contains_key(option.name), option.collections, "{}", option.name);
+        }
+        let passages = schema["passages"]["oneOf"][1]["properties"].as_object().expect("passages");
+        let mut names: Vec<&str> = passages.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let mut table = neardup::overlap::OverlapOptions::NAMES.to_vec();
+        table.sort_unstable();
+        assert_eq!(names, table);
+    }
 }

@@ -51,6 +51,16 @@ pub struct CollectionInfo {
     pub hamming: u32,
     /// The recall target of the LSH banding (MinHash).
     pub recall: Option<f64>,
+    /// How candidates are confirmed, when given (the method's default otherwise). This and the
+    /// two below are absent from stores written before they could be set, which read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<neardup::Verification>,
+    /// A fixed LSH banding `(bands, rows)`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub banding: Option<(usize, usize)>,
+    /// datasketch's banding weights `(false positive, false negative)`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsh_weights: Option<(f64, f64)>,
     pub store_text: bool,
     /// The passage check's settings when the collection keeps a passage index of its texts
     /// (created with `"passages"`; its texts are then stored, and the index is built from them

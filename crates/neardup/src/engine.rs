@@ -91,6 +91,30 @@ impl Engine {
         self.plan.banding.map(|b| (b.bands(), b.rows()))
     }
 
+    /// The keys under which a distributed job groups this document to find its candidates:
+    /// the LSH band keys (MinHash) and the permuted tables' keys (SimHash; Manku et al.'s
+    /// MapReduce plan), both for `both`. Two documents are candidates of this engine's search
+    /// exactly when they share a key (up to 64-bit hash collisions, which only add candidates).
+    /// An empty document has none: it is a near-duplicate of nothing.
+    pub fn candidate_keys(&self, sketch: &DocSketch) -> Vec<u64> {
+        if sketch.empty {
+            return Vec::new();
+        }
+        let mut keys = Vec::with_capacity(self.candidate_key_count());
+        if self.lsh.is_some() {
+            keys.extend_from_slice(sketch.band_keys());
+        }
+        if let Some(h) = &self.hamming {
+            keys.extend(h.table_keys(sketch.simhash_value()));
+        }
+        keys
+    }
+
+    /// How many keys [`Engine::candidate_keys`] gives a document that is not empty.
+    pub fn candidate_key_count(&self) -> usize {
+        self.banding().map_or(0, |(b, _)| b) + self.hamming.as_ref().map_or(0, |h| h.tables())
+    }
+
     /// The probability that a pair exactly at the threshold becomes a candidate (MinHash).
     pub fn candidate_probability(&self) -> Option<f64> {
         self.plan.candidate_probability

@@ -162,7 +162,10 @@ mod tests {
         assert!(matches!(id_from_json("\"").expect_err("not an id"), IdError::Malformed { .. }));
         assert!(matches!(id_from_json("07").expect_err("not an id"), IdError::Malformed { .. }));
         for (raw, found) in [("{}", "an object"), ("[7]", "an array"), ("null", "null")] {
-            assert_eq!(id_from_json(raw).expect_err("not an id"), IdError::NotStringOrNumber { found });
+            assert_eq!(
+                id_from_json(raw).expect_err("not an id"),
+                IdError::NotStringOrNumber { found }
+            );
         }
         assert_eq!(id_to_json("a\"b"), r#""a\"b""#);
         assert_eq!(id_from_json(&id_to_json("x y")).expect("round trip"), "x y");

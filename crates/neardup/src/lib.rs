@@ -25,6 +25,7 @@ mod engine;
 mod error;
 mod id;
 mod idf;
+mod job;
 mod named;
 mod options;
 pub mod overlap;
@@ -42,10 +43,13 @@ pub use engine::{Engine, Hit};
 pub use error::BuildError;
 pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
 pub use idf::IdfBuilder;
+pub use job::{CompiledJob, JobError, JobSpec, RunOptions};
 pub use named::{Check, CheckAnswer, NamedEngine};
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
-pub use search::{SearchSpec, SearchSpecError, DEFAULT_HAMMING, DEFAULT_THRESHOLD};
+pub use search::{
+    SearchOption, SearchSpec, SearchSpecError, SearchUse, DEFAULT_HAMMING, DEFAULT_THRESHOLD,
+};
 pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
     MAX_NGRAM, MAX_TOP_N, PRESETS,

@@ -70,7 +70,108 @@ impl std::fmt::Display for SearchSpecError {
 
 impl std::error::Error for SearchSpecError {}
 
+/// One search option: its name on every surface (the CLI spells it `--lsh-weights`, Python,
+/// the service and Spark `lsh_weights`), what it takes, and where it applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchOption {
+    /// The name.
+    pub name: &'static str,
+    /// The values it takes, in words.
+    pub takes: &'static str,
+    /// True when a collection (the service's, Python's `Index`) takes it; `keep` chooses among a
+    /// batch run's clusters and applies only there.
+    pub collections: bool,
+}
+
+/// Where a search option is given: a batch run, or a collection that answers searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchUse {
+    /// `dedup`, `report`, Python's `dedup`, Spark.
+    Batch,
+    /// The service's collections, Python's `Index`.
+    Collection,
+}
+
 impl SearchSpec {
+    /// Every search option, in the order surfaces list them. The one table: a surface that
+    /// lacks one, or spells it otherwise, fails its test against this list.
+    pub const OPTIONS: &'static [SearchOption] = &[
+        SearchOption { name: "method", takes: "minhash | simhash | both", collections: true },
+        SearchOption { name: "threshold", takes: "a number in (0, 1]", collections: true },
+        SearchOption { name: "hamming", takes: "bits, below the SimHash width", collections: true },
+        SearchOption {
+            name: "verify",
+            takes: "jaccard | cosine | hamming | estimate",
+            collections: true,
+        },
+        SearchOption { name: "bands", takes: "a count (with rows)", collections: true },
+        SearchOption { name: "rows", takes: "a count (with bands)", collections: true },
+        SearchOption { name: "recall", takes: "a probability in (0, 1)", collections: true },
+        SearchOption {
+            name: "lsh_weights",
+            takes: "[false positive weight, false negative weight]",
+            collections: true,
+        },
+        SearchOption { name: "keep", takes: "first | longest | shortest", collections: false },
+    ];
+
+    /// The names of [`SearchSpec::OPTIONS`] that apply to `usage`.
+    pub fn names(usage: SearchUse) -> impl Iterator<Item = &'static str> {
+        Self::OPTIONS
+            .iter()
+            .filter(move |o| usage == SearchUse::Batch || o.collections)
+            .map(|o| o.name)
+    }
+
+    /// Sets one option by name from a JSON value (`null`: not given), as Python's keyword
+    /// arguments and the service's JSON give them. An unknown name, one that does not apply to
+    /// `usage`, or a value of the wrong kind is an error naming the option.
+    pub fn set(
+        &mut self,
+        name: &str,
+        value: &serde_json::Value,
+        usage: SearchUse,
+    ) -> Result<(), SearchSpecError> {
+        let Some(option) = Self::OPTIONS.iter().find(|o| o.name == name) else {
+            let names: Vec<&str> = Self::names(usage).collect();
+            return Err(SearchSpecError {
+                option: "options",
+                message: format!("unknown option {name:?}: expected one of {}", names.join(", ")),
+            });
+        };
+        let refuse = |message: String| Err(SearchSpecError { option: option.name, message });
+        if usage == SearchUse::Collection && !option.collections {
+            return refuse(
+                "chooses which document of a cluster a dedup run keeps; a collection keeps \
+                 every document"
+                    .to_string(),
+            );
+        }
+        if value.is_null() {
+            return Ok(());
+        }
+        fn parse<T: serde::de::DeserializeOwned>(
+            value: &serde_json::Value,
+            takes: &str,
+        ) -> Result<T, String> {
+            T::deserialize(value).map_err(|_| format!("expected {takes}, found {value}"))
+        }
+        let takes = option.takes;
+        let result = match option.name {
+            "method" => parse(value, takes).map(|v| self.method = Some(v)),
+            "threshold" => parse(value, takes).map(|v| self.threshold = Some(v)),
+            "hamming" => parse(value, takes).map(|v| self.hamming = Some(v)),
+            "verify" => parse(value, takes).map(|v| self.verify = Some(v)),
+            "bands" => parse(value, takes).map(|v| self.bands = Some(v)),
+            "rows" => parse(value, takes).map(|v| self.rows = Some(v)),
+            "recall" => parse(value, takes).map(|v| self.recall = Some(v)),
+            "lsh_weights" => parse(value, takes).map(|v| self.lsh_weights = Some(v)),
+            "keep" => parse(value, takes).map(|v| self.keep = Some(v)),
+            other => unreachable!("{other} is in OPTIONS and handled here"),
+        };
+        result.or_else(refuse)
+    }
+
     /// The method these options ask for.
     pub fn method(&self) -> Method {
         match (self.method, self.hamming) {
@@ -147,6 +248,7 @@ impl SearchSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn spec() -> SearchSpec {
         SearchSpec::default()
@@ -197,6 +299,46 @@ mod tests {
         for (s, option) in cases {
             assert_eq!(s.resolve().expect_err("contradiction").option, option, "{s:?}");
         }
+    }
+
+    #[test]
+    fn options_are_set_by_name_from_json() {
+        use serde_json::json;
+        let mut s = spec();
+        for (name, value) in [
+            ("method", json!("both")),
+            ("threshold", json!(0.7)),
+            ("hamming", json!(4)),
+            ("verify", json!("cosine")),
+            ("keep", json!("longest")),
+            ("recall", Value::Null),
+        ] {
+            s.set(name, &value, SearchUse::Batch).expect(name);
+        }
+        let c = s.resolve().expect("valid");
+        assert_eq!(
+            (c.method, c.threshold, c.hamming, c.verification, c.keep),
+            (Method::Both, 0.7, 4, Some(Verification::Cosine), Keep::Longest)
+        );
+        let mut s = spec();
+        s.set("lsh_weights", &json!([0.3, 0.7]), SearchUse::Collection).expect("weights");
+        s.set("bands", &json!(16), SearchUse::Collection).expect("bands");
+        assert_eq!((s.lsh_weights, s.bands), (Some((0.3, 0.7)), Some(16)));
+        let err = |name: &str, value: Value, usage| {
+            spec().set(name, &value, usage).expect_err("refused").to_string()
+        };
+        assert_eq!(
+            err("method", json!("lsh"), SearchUse::Batch),
+            "method: expected minhash | simhash | both, found \"lsh\""
+        );
+        assert!(err("thresold", json!(0.5), SearchUse::Batch).starts_with(
+            "options: unknown option \"thresold\": expected one of method, threshold"
+        ));
+        assert!(err("keep", json!("first"), SearchUse::Collection).starts_with("keep: chooses"));
+        assert!(!err("keep", json!(1), SearchUse::Collection).contains("keep,"));
+        assert!(err("hamming", json!(-1), SearchUse::Batch).starts_with("hamming: expected"));
+        let names: Vec<&str> = SearchSpec::names(SearchUse::Collection).collect();
+        assert!(!names.contains(&"keep") && names.len() == SearchSpec::OPTIONS.len() - 1);
     }
 
     #[test]

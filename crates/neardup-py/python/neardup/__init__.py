@@ -182,16 +182,17 @@ class DedupResult:
 
 def dedup(
     docs: Iterable[str] | Mapping[Any, str] | Any,
-    threshold: float = 0.8,
+    threshold: Optional[float] = None,
     method: Optional[str] = None,
     hamming: Optional[int] = None,
     verify: Optional[str] = None,
-    keep: str = "first",
+    keep: Optional[str] = None,
     ids: Optional[Sequence[Any]] = None,
     pipeline: Optional[Pipeline] = None,
     recall: Optional[float] = None,
     bands: Optional[int] = None,
     rows: Optional[int] = None,
+    lsh_weights: Optional[tuple[float, float]] = None,
 ) -> DedupResult:
     """Near-duplicate clusters of ``docs``, as ``neardup dedup`` finds them.
 
@@ -200,7 +201,7 @@ def dedup(
             or a mapping of id -> text (a dict): its keys are then the ids, in its order, and
             ``ids`` must not be given. Anything else (a single str, a DataFrame or Table, a
             value that is not iterable) is a ``TypeError`` that names it.
-        threshold: the Jaccard (or cosine) threshold, in (0, 1].
+        threshold: the Jaccard (or cosine) threshold, in (0, 1] (default 0.8).
         method: ``"minhash"`` (LSH bands, the default), ``"simhash"`` (every pair within
             ``hamming`` bits) or ``"both"``.
         hamming: the largest SimHash Hamming distance (implies ``method="simhash"``).
@@ -212,6 +213,11 @@ def dedup(
         recall: the probability that a pair exactly at the threshold becomes a candidate (the
             bands are the cheapest that reach it; default 0.99).
         bands, rows: the LSH banding, instead of ``recall``.
+        lsh_weights: ``(false positive, false negative)`` weights of datasketch's banding
+            choice, instead of ``recall``.
+
+    Every default and rule is the library's (``neardup dedup`` applies the same): an option
+    left at None is not given.
     """
     if isinstance(docs, Mapping):
         if ids is not None:
@@ -226,8 +232,12 @@ def dedup(
         ids = list(ids)
         if len(ids) != n:
             raise ValueError(f"{len(ids)} ids for {n} documents")
+    options = {
+        "threshold": threshold, "method": method, "hamming": hamming, "verify": verify,
+        "keep": keep, "recall": recall, "bands": bands, "rows": rows, "lsh_weights": lsh_weights,
+    }
     native = _neardup.dedup_texts(
-        texts, threshold, method, hamming, verify, keep, recall, bands, rows, pipeline
+        texts, {k: v for k, v in options.items() if v is not None}, pipeline
     )
     return DedupResult(native, ids)
 

@@ -80,13 +80,14 @@ class Index:
     def __init__(
         self,
         pipeline: Optional[Pipeline] = None,
-        threshold: float = 0.8,
+        threshold: Optional[float] = None,
         method: Optional[str] = None,
         hamming: Optional[int] = None,
         verify: Optional[str] = None,
         recall: Optional[float] = None,
         bands: Optional[int] = None,
         rows: Optional[int] = None,
+        lsh_weights: Optional[tuple[float, float]] = None,
         passages: Union[bool, Mapping[str, Any], None] = None,
     ) -> None: ...
     def insert(self, id: DocId, text: Doc) -> None: ...
@@ -129,16 +130,13 @@ def lsh_params(
 ) -> tuple[int, int]: ...
 def dedup_texts(
     texts: Texts,
-    threshold: float = 0.8,
-    method: Optional[str] = None,
-    hamming: Optional[int] = None,
-    verify: Optional[str] = None,
-    keep: str = "first",
-    recall: Optional[float] = None,
-    bands: Optional[int] = None,
-    rows: Optional[int] = None,
+    options: Optional[Mapping[str, Any]] = None,
     pipeline: Optional[Pipeline] = None,
 ) -> DedupResult: ...
+def job_spec(
+    pipeline: Optional[Pipeline] = None, options: Optional[Mapping[str, Any]] = None
+) -> str: ...
+def option_table() -> list[tuple[str, str, bool]]: ...
 def overlap_texts(
     query_ids: list[str],
     queries: Texts,

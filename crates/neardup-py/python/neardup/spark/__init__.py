@@ -52,24 +52,15 @@ _BROADCAST_ROWS = 2_000_000
 _SKETCHER: dict = {}
 
 
-def _sketcher(settings: dict) -> Any:
+def _sketcher(job: str) -> Any:
+    """The sketcher of a job (the library's ``JobSpec`` as JSON, made on the driver)."""
     import neardup
 
-    key = tuple(sorted((k, str(v)) for k, v in settings.items()))
-    sk = _SKETCHER.get(key)
+    sk = _SKETCHER.get(job)
     if sk is None:
-        pipeline = neardup.Pipeline.from_spec(settings["spec"])
-        sk = neardup._neardup.Sketcher(
-            pipeline,
-            settings["threshold"],
-            settings["verify"],
-            settings["keep"],
-            settings["recall"],
-            settings["bands"],
-            settings["rows"],
-        )
+        sk = neardup._neardup.Sketcher(job)
         _SKETCHER.clear()
-        _SKETCHER[key] = sk
+        _SKETCHER[job] = sk
     return sk
 
 
@@ -212,6 +203,19 @@ def connected_components(edges: Any, max_rounds: int = 100, on_round: Any = None
     return leaves.unionByName(centers).groupBy("node").agg(F.min("component").alias("component"))
 
 
+def _method_text(s: dict) -> str:
+    """How candidates were found, as the summary says it."""
+    parts = []
+    if s.get("method", "minhash") in ("minhash", "both"):
+        parts.append(
+            f"minhash, {s.get('bands')} bands x {s.get('rows')} rows, P(candidate) "
+            f"{s.get('candidate_probability') or 0:.4f} at {s.get('threshold')}"
+        )
+    if s.get("method") in ("simhash", "both"):
+        parts.append(f"simhash, Hamming <= {s.get('hamming')} (permuted tables)")
+    return " + ".join(parts)
+
+
 @dataclass
 class SparkDedupResult:
     """The DataFrames of :func:`dedup` and its summary."""
@@ -231,8 +235,7 @@ class SparkDedupResult:
         lines = [
             f"neardup dedup (spark): {s.get('documents')} documents ({s.get('empty')} empty), "
             f"{s.get('clusters')} clusters, {s.get('dropped')} dropped, {s.get('kept')} kept",
-            f"  minhash, {s.get('bands')} bands x {s.get('rows')} rows, P(candidate) "
-            f"{s.get('candidate_probability', 0):.4f} at {s.get('threshold')}, verified by "
+            f"  {_method_text(s)}, verified by "
             f"{s.get('verification')}: {s.get('candidates')} candidate pairs, {s.get('verified')} "
             f"verified between distinct texts, {s.get('exact_duplicates')} exact copies",
         ]
@@ -254,13 +257,16 @@ def dedup(
     df: Any,
     text_col: str = "text",
     id_col: Optional[str] = "id",
-    threshold: float = 0.8,
+    threshold: Optional[float] = None,
     pipeline: Any = None,
-    keep: str = "first",
-    verify: str = "jaccard",
+    keep: Optional[str] = None,
+    verify: Optional[str] = None,
     recall: Optional[float] = None,
     bands: Optional[int] = None,
     rows: Optional[int] = None,
+    method: Optional[str] = None,
+    hamming: Optional[int] = None,
+    lsh_weights: Optional[tuple[float, float]] = None,
     pairs: bool = False,
     skip_bad: bool = False,
     max_bucket: int = 2000,
@@ -274,7 +280,9 @@ def dedup(
         df: the documents, one per row.
         text_col: the column holding the text (string).
         id_col: the column holding the id (any type); None: the position.
-        threshold, keep, verify, recall, bands, rows: as ``neardup dedup`` (MinHash LSH).
+        threshold, keep, verify, recall, bands, rows, lsh_weights, method, hamming: as
+            ``neardup dedup`` (the same defaults and rules: ``hamming=K`` alone means SimHash
+            candidates within K bits, from Manku et al.'s permuted tables as keys).
         pipeline: a :class:`neardup.Pipeline` (default: the ``default`` preset).
         pairs: also compute every verified pair (copies included).
         skip_bad: drop rows whose text is null (counted) instead of failing.
@@ -295,8 +303,6 @@ def dedup(
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    if keep not in ("first", "longest", "shortest"):
-        raise ValueError(f"keep {keep!r}: expected one of first, longest, shortest")
     if text_col not in df.columns:
         raise ValueError(f"no column {text_col!r} (the text); the columns are {df.columns}")
     if id_col is not None and id_col not in df.columns:
@@ -308,18 +314,20 @@ def dedup(
     spark = df.sparkSession
     sc = spark.sparkContext
     pipeline = pipeline or neardup.Pipeline()
-    settings = {
-        "spec": pipeline.spec_json(),
-        "threshold": float(threshold),
-        "verify": verify,
-        "keep": keep,
-        "recall": recall,
-        "bands": bands,
-        "rows": rows,
+    options = {
+        "threshold": threshold, "keep": keep, "verify": verify, "recall": recall,
+        "bands": bands, "rows": rows, "method": method, "hamming": hamming,
+        "lsh_weights": lsh_weights,
     }
-    # Validates every setting on the driver, at once, with the library's messages.
+    # The library's JobSpec, checked on the driver at once with the library's messages and
+    # defaults; executors receive it as JSON.
+    settings = neardup._neardup.job_spec(
+        pipeline, {k: v for k, v in options.items() if v is not None}
+    )
     local = _sketcher(settings)
-    n_bands, n_rows = local.banding
+    n_bands, n_rows = local.banding or (0, 0)
+    keep = local.keep
+    threshold = local.threshold
     stage_seconds: dict = {}
 
     def stage(name: str, df_: Any) -> Any:
@@ -548,6 +556,8 @@ def dedup(
         "clusters": n_clusters,
         "dropped": n_dropped,
         "kept": counts["documents"] - n_dropped,
+        "method": local.method,
+        "hamming": local.hamming if local.method != "minhash" else None,
         "bands": n_bands,
         "rows": n_rows,
         "threshold": threshold,

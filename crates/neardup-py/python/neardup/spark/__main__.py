@@ -14,6 +14,30 @@ import argparse
 import sys
 
 
+def _option_value(text: str):
+    """A search option's value from the command line: a number, a list of numbers (``a,b``),
+    or the word itself (``minhash``); the library checks it and names the option when wrong."""
+    import json
+
+    if "," in text:
+        return [_option_value(part) for part in text.split(",")]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def search_options(args: argparse.Namespace) -> dict:
+    """The search options given on the command line, by their names."""
+    from neardup import _neardup
+
+    return {
+        name: getattr(args, name)
+        for group, name, _ in _neardup.option_table()
+        if group == "search" and getattr(args, name) is not None
+    }
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m neardup.spark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -26,10 +50,14 @@ def parser() -> argparse.ArgumentParser:
                    help="output format (default: the input's)")
     d.add_argument("--text-field", default="text")
     d.add_argument("--id-field", default="id")
-    d.add_argument("--threshold", type=float, default=0.8)
-    d.add_argument("--keep", choices=["first", "longest", "shortest"], default="first")
-    d.add_argument("--verify", choices=["jaccard", "cosine", "estimate"], default="jaccard")
-    d.add_argument("--recall", type=float, default=None)
+    # The search options: the library's one table, spelled as `neardup dedup` spells them
+    # (`--lsh-weights 0.3,0.7`); defaults and rules are the library's.
+    from neardup import _neardup
+
+    for group, name, _ in _neardup.option_table():
+        if group == "search":
+            d.add_argument("--" + name.replace("_", "-"), dest=name, type=_option_value,
+                           default=None, metavar=name.upper())
     d.add_argument("--preset", default=None, help="the pipeline preset (default: default)")
     d.add_argument("--spec", default=None, help="a pipeline spec file (JSON, as `neardup spec`)")
     d.add_argument("--assignments", default=None, help="also write every document's cluster here")
@@ -92,9 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         df = spark.read.parquet(*args.input)
         text_col, id_col = args.text_field, args.id_field if args.id_field in df.columns else None
 
-    result = dedup(df, text_col=text_col, id_col=id_col, threshold=args.threshold,
-                   pipeline=pipeline, keep=args.keep, verify=args.verify, recall=args.recall,
-                   pairs=args.pairs is not None, skip_bad=args.skip_bad,
+    result = dedup(df, text_col=text_col, id_col=id_col, pipeline=pipeline,
+                   **search_options(args), pairs=args.pairs is not None, skip_bad=args.skip_bad,
                    max_bucket=args.max_bucket,
                    # A plain read of files: Spark reads the same rows into the same partitions
                    # every time, so the input need not be cached.

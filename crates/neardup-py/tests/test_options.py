@@ -1,0 +1,92 @@
+"""The one option table: every Python surface takes the library's options under their names, with
+the library's defaults and messages. A surface that lacks an option or spells it otherwise fails
+here (the CLI's flags and the service's schema are checked against the same table in Rust)."""
+
+import ast
+import re
+import inspect
+from pathlib import Path
+
+import pytest
+
+import neardup
+import neardup.spark
+import neardup.spark.__main__ as spark_main
+from neardup import _neardup
+
+TABLE = _neardup.option_table()
+SEARCH = [name for group, name, _ in TABLE if group == "search"]
+COLLECTION = [name for group, name, collections in TABLE if group == "search" and collections]
+PASSAGES = [name for group, name, _ in TABLE if group == "passages"]
+PIPELINE = [name for group, name, _ in TABLE if group == "pipeline"]
+STUB = Path(neardup.__file__).with_name("_neardup.pyi")
+
+
+def params(f) -> set[str]:
+    return set(inspect.signature(f).parameters)
+
+
+def stub_params(cls: str, method: str) -> set[str]:
+    tree = ast.parse(STUB.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    return {a.arg for a in item.args.args + item.args.kwonlyargs}
+    raise AssertionError(f"{cls}.{method} not in the stub")
+
+
+def test_the_table_has_its_groups():
+    assert {"threshold", "method", "hamming", "verify", "bands", "rows", "recall",
+            "lsh_weights", "keep"} == set(SEARCH)
+    assert set(SEARCH) - set(COLLECTION) == {"keep"}
+    assert "min_units" in PASSAGES and "ngram" in PIPELINE
+
+
+@pytest.mark.parametrize("surface,names", [
+    (neardup.dedup, SEARCH),
+    (neardup.spark.dedup, SEARCH),
+    (neardup.Index, COLLECTION),
+    (neardup.overlap, PASSAGES),
+])
+def test_each_surface_takes_every_option_by_its_name(surface, names):
+    missing = set(names) - params(surface)
+    assert not missing, f"{surface.__qualname__} lacks {sorted(missing)}"
+
+
+def test_the_stub_says_what_the_extension_takes():
+    assert set(COLLECTION) <= stub_params("Index", "__init__")
+    assert "keep" not in params(neardup.Index)
+
+
+def test_the_spark_command_takes_every_search_option():
+    flags = {a.dest for a in spark_main.parser()._subparsers._group_actions[0].choices["dedup"]._actions}
+    assert set(SEARCH) <= flags
+    args = spark_main.parser().parse_args(
+        ["dedup", "in.jsonl", "out", "--hamming", "4", "--lsh-weights", "0.3,0.7", "--keep", "longest"])
+    assert spark_main.search_options(args) == {"hamming": 4, "lsh_weights": [0.3, 0.7], "keep": "longest"}
+
+
+def test_every_pipeline_option_is_a_pipeline_keyword():
+    # Pipeline(**options): an unknown name is refused with the list, which is the table's.
+    with pytest.raises(ValueError) as e:
+        neardup.Pipeline(ngramm=3)
+    for name in PIPELINE:
+        assert name in str(e.value), name
+
+
+def test_defaults_and_rules_are_the_librarys():
+    docs = ["the quick brown fox jumps over the lazy dog near the river bank today"] * 2
+    # No threshold given: the library's default (0.8), the same as given explicitly.
+    assert neardup.dedup(docs).clusters == neardup.dedup(docs, threshold=0.8).clusters
+    with pytest.raises(ValueError, match="hamming: applies to simhash candidates"):
+        neardup.dedup(docs, method="minhash", hamming=3)
+    with pytest.raises(ValueError, match=re.escape("keep: expected first | longest | shortest")):
+        neardup.dedup(docs, keep="newest")
+    with pytest.raises(ValueError, match="lsh_weights: and recall are two ways"):
+        neardup.Index(lsh_weights=(0.5, 0.5), recall=0.9)
+    assert neardup.Index(bands=8, rows=16).banding == (8, 16)
+    job = _neardup.job_spec(None, {"hamming": 4})
+    assert '"hamming":4' in job and _neardup.Sketcher(job).method == "simhash"
+    with pytest.raises(ValueError, match="unknown option \"thresold\""):
+        _neardup.job_spec(None, {"thresold": 0.5})

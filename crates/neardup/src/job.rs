@@ -1,0 +1,209 @@
+//! `JobSpec`: a whole job as data (the pipeline that makes fingerprints and the search over them),
+//! the one value every surface builds from what its user gave and hands to the library.
+//!
+//! The CLI fills it from flags, Python from keyword arguments, the service from a collection's
+//! settings, and Spark ships it to its executors as JSON, so each runs the same job. Run-time
+//! resources (threads, a spill directory) are apart, in [`RunOptions`]: they change how a job
+//! runs, never its answer, and are not part of its id.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    BuildError, DedupConfig, DedupError, Engine, Pipeline, PipelineSpec, SearchSpec,
+    SearchSpecError,
+};
+
+/// A job: the pipeline spec and the search settings as given (defaults applied by
+/// [`JobSpec::compile`]).
+///
+/// ```
+/// use neardup::{JobSpec, Method};
+///
+/// let job: JobSpec = serde_json::from_str(r#"{"pipeline": {"features": {"kind": "words"}},
+///                                            "search": {"hamming": 4}}"#)?;
+/// let compiled = job.compile()?;
+/// assert_eq!(compiled.config().method, Method::SimHash);
+/// assert_eq!(compiled.id(), JobSpec::from_json(&job.to_json())?.compile()?.id());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobSpec {
+    /// Text to fingerprints.
+    pub pipeline: PipelineSpec,
+    /// Fingerprints to candidates, verified.
+    pub search: SearchSpec,
+}
+
+/// Why a job cannot run: the part at fault.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum JobError {
+    /// The pipeline spec.
+    Pipeline(BuildError),
+    /// A contradiction among the search options.
+    Search(SearchSpecError),
+    /// The search settings do not fit the pipeline (a threshold out of range, a Hamming distance
+    /// past the width, a banding longer than the signature).
+    Config(DedupError),
+    /// Malformed job JSON.
+    Json(String),
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobError::Pipeline(e) => write!(f, "pipeline: {e}"),
+            JobError::Search(e) => write!(f, "{e}"),
+            JobError::Config(e) => write!(f, "{e}"),
+            JobError::Json(m) => write!(f, "job spec: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for JobError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JobError::Pipeline(e) => Some(e),
+            JobError::Search(e) => Some(e),
+            JobError::Config(e) => Some(e),
+            JobError::Json(_) => None,
+        }
+    }
+}
+
+impl JobSpec {
+    /// A preset's pipeline with the default search.
+    pub fn preset(name: &str) -> Result<JobSpec, BuildError> {
+        Ok(JobSpec { pipeline: PipelineSpec::preset(name)?, search: SearchSpec::default() })
+    }
+
+    /// The job as JSON (what Spark ships to its executors).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a job spec is plain data")
+    }
+
+    /// A job from JSON; unknown fields are refused by name.
+    pub fn from_json(text: &str) -> Result<JobSpec, JobError> {
+        serde_json::from_str(text).map_err(|e| JobError::Json(e.to_string()))
+    }
+
+    /// Checks everything and compiles the pipeline: the one place a job's defaults, inferences
+    /// and ranges are decided.
+    pub fn compile(&self) -> Result<CompiledJob, JobError> {
+        let config = self.search.resolve().map_err(JobError::Search)?;
+        let pipeline = Arc::new(Pipeline::new(self.pipeline.clone()).map_err(JobError::Pipeline)?);
+        CompiledJob::new(pipeline, config)
+    }
+}
+
+/// A checked job: its pipeline compiled and its search settings resolved.
+#[derive(Debug, Clone)]
+pub struct CompiledJob {
+    pipeline: Arc<Pipeline>,
+    config: DedupConfig,
+    id: String,
+}
+
+impl CompiledJob {
+    /// A job from a compiled pipeline and resolved settings, checked against each other.
+    pub fn new(pipeline: Arc<Pipeline>, config: DedupConfig) -> Result<CompiledJob, JobError> {
+        // The engine's plan is where the settings meet the pipeline (ranges, the banding).
+        Engine::new(pipeline.clone(), config.clone()).map_err(JobError::Config)?;
+        let search = serde_json::json!({
+            "method": config.method,
+            "threshold": config.threshold,
+            "hamming": config.hamming,
+            "verify": config.verification,
+            "banding": config.banding,
+            "lsh_weights": config.weights,
+            "recall": config.recall,
+            "keep": config.keep,
+        });
+        let id = format!(
+            "{}-{:016x}",
+            pipeline.id(),
+            xxhash_rust::xxh3::xxh3_64(search.to_string().as_bytes())
+        );
+        Ok(CompiledJob { pipeline, config, id })
+    }
+
+    /// The pipeline.
+    pub fn pipeline(&self) -> &Arc<Pipeline> {
+        &self.pipeline
+    }
+
+    /// The resolved search settings.
+    pub fn config(&self) -> &DedupConfig {
+        &self.config
+    }
+
+    /// An id of the job's answer: the pipeline's id (which covers the fingerprint format, the
+    /// spec and the files it names) and a hash of the resolved search settings. Two jobs with
+    /// one id give the same clusters on the same corpus.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A live engine for this job.
+    pub fn engine(&self) -> Engine {
+        Engine::new(self.pipeline.clone(), self.config.clone())
+            .expect("the settings were checked against this pipeline")
+    }
+}
+
+/// How a job runs, apart from what it answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunOptions {
+    /// Worker threads (`None`: one per core).
+    pub threads: Option<usize>,
+    /// Where sketches spill when they do not stay in memory (`None`: memory).
+    pub spill_dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Method;
+
+    #[test]
+    fn a_job_round_trips_and_its_id_follows_its_answer() {
+        let job = JobSpec::preset("en-web").expect("preset");
+        let a = job.compile().expect("compiles");
+        let again = JobSpec::from_json(&job.to_json()).expect("parses").compile().expect("ok");
+        assert_eq!(a.id(), again.id());
+        // The default threshold given explicitly is the same job; another one is not.
+        let mut explicit = job.clone();
+        explicit.search.threshold = Some(crate::DEFAULT_THRESHOLD);
+        assert_eq!(explicit.compile().expect("ok").id(), a.id());
+        let mut other = job.clone();
+        other.search.threshold = Some(0.5);
+        assert_ne!(other.compile().expect("ok").id(), a.id());
+        let mut simhash = job;
+        simhash.search.hamming = Some(3);
+        let s = simhash.compile().expect("ok");
+        assert_eq!(s.config().method, Method::SimHash);
+        assert_ne!(s.id(), a.id());
+    }
+
+    #[test]
+    fn each_part_is_checked_and_named() {
+        let bad =
+            |json: &str| JobSpec::from_json(json).and_then(|j| j.compile()).expect_err("refused");
+        assert!(matches!(bad(r#"{"serach": {}}"#), JobError::Json(m) if m.contains("serach")));
+        assert!(matches!(
+            bad(r#"{"search": {"method": "minhash", "hamming": 3}}"#),
+            JobError::Search(e) if e.option == "hamming"
+        ));
+        assert!(matches!(bad(r#"{"search": {"threshold": 1.5}}"#), JobError::Config(_)));
+        assert!(matches!(bad(r#"{"search": {"hamming": 64}}"#), JobError::Config(_)));
+        assert!(matches!(
+            bad(r#"{"pipeline": {"minhash": {"num_perm": 0}}}"#),
+            JobError::Pipeline(_)
+        ));
+    }
+}
