@@ -1,7 +1,6 @@
 //! `dedup`: the corpus dedup of `neardup dedup`, over a batch in memory.
 
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
@@ -27,7 +26,7 @@ pub(crate) fn search_config(
     options: &[(&str, Option<&Bound<'_, PyAny>>)],
     usage: SearchUse,
 ) -> PyResult<DedupConfig> {
-    search_spec(options, usage)?.resolve().map_err(|e| PyValueError::new_err(e.to_string()))
+    search_spec(options, usage)?.resolve().map_err(crate::errors::search_error)
 }
 
 /// The search options of a call as given (not yet resolved).
@@ -38,8 +37,7 @@ fn search_spec(
     let mut spec = SearchSpec::default();
     for (name, value) in options {
         if let Some(value) = value {
-            spec.set(name, &to_json(value)?, usage)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            spec.set(name, &to_json(value)?, usage).map_err(crate::errors::search_error)?;
         }
     }
     Ok(spec)
@@ -66,9 +64,7 @@ pub(crate) fn search_config_from_dict(
     options: Option<&Bound<'_, PyDict>>,
     usage: SearchUse,
 ) -> PyResult<DedupConfig> {
-    search_spec_from_dict(options, usage)?
-        .resolve()
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    search_spec_from_dict(options, usage)?.resolve().map_err(crate::errors::search_error)
 }
 
 /// The library's `JobSpec` of a batch run as JSON: the pipeline's spec and the search options
@@ -86,14 +82,13 @@ fn job_spec(
             pipeline: pipeline.spec().clone(),
             search: search_spec_from_dict(options, SearchUse::Batch)?,
         };
-        neardup::CompiledJob::new(pipeline, job.search.resolve().map_err(search_error)?)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        neardup::CompiledJob::new(
+            pipeline,
+            job.search.resolve().map_err(crate::errors::search_error)?,
+        )
+        .map_err(crate::errors::job_error)?;
         Ok(job.to_json())
     })
-}
-
-fn search_error(e: neardup::SearchSpecError) -> PyErr {
-    PyValueError::new_err(e.to_string())
 }
 
 /// The options of every surface, from the library's tables: `(group, name, collections)`, group

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList};
 use rayon::prelude::*;
@@ -37,7 +36,7 @@ pub(crate) struct PyIndex {
 }
 
 fn poisoned<T>(_: T) -> PyErr {
-    PyValueError::new_err("the index lock is poisoned by an earlier panic")
+    crate::errors::input("the index lock is poisoned by an earlier panic")
 }
 
 impl PyIndex {
@@ -120,7 +119,7 @@ impl PyIndex {
                 Some(p) => match p.cast::<PyDict>() {
                     Ok(options) => Some(spec_from_options(Some(options))?),
                     Err(_) => {
-                        return Err(PyTypeError::new_err(
+                        return Err(crate::errors::input_type(
                             "passages: expected True, False or a dict of passage options \
                              (min_units, max_gap, min_similarity, seed_units, window, \
                              max_sources, keep_quotes)",
@@ -167,7 +166,7 @@ impl PyIndex {
             let source = Source::from_py(texts)?;
             let texts = source.texts()?;
             if ids.len() != texts.len() {
-                return Err(PyValueError::new_err(format!(
+                return Err(crate::errors::input(format!(
                     "{} ids for {} texts",
                     ids.len(),
                     texts.len()
@@ -274,7 +273,7 @@ impl PyIndex {
             let text = Doc::from_py(text, "text")?.into_text();
             let (found, ids) = self.read(py, |state| -> PyResult<_> {
                 let Some(index) = state.passages() else {
-                    return Err(PyValueError::new_err(
+                    return Err(crate::errors::input(
                         "this index keeps no passages: make it with Index(..., passages=True)",
                     ));
                 };
@@ -346,7 +345,7 @@ impl PyIndex {
             let config = manifest
                 .search_spec()
                 .resolve()
-                .map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
+                .map_err(|e| crate::errors::input(format!("{}: {e}", path.display())))?;
             let index = PyIndex::with_config(pipeline, config, None)?;
             index.write(py, |state| -> PyResult<()> {
                 let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
@@ -356,7 +355,7 @@ impl PyIndex {
                     // whose records repeated an id holds both; loading would silently replace
                     // the first with the second, so it is refused by name.
                     if state.contains(&id) {
-                        return Err(PyValueError::new_err(format!(
+                        return Err(crate::errors::index_file(format!(
                             "{}: document {i} repeats the id {id:?} of an earlier document; an \
                              Index holds one document per id (use neardup dedup --against {} \
                              to search it with its repeats kept apart, or give the records \
@@ -391,12 +390,12 @@ fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     } else if obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<PyBool>() {
         obj.str()?.to_str()?.to_string()
     } else {
-        return Err(PyTypeError::new_err(format!(
+        return Err(crate::errors::input_type(format!(
             "{what}: an id must be a str or an int, found {}",
             obj.get_type().name()?
         )));
     };
-    neardup::check_collection_id(&id).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))?;
+    neardup::check_collection_id(&id).map_err(|e| crate::errors::input(format!("{what}: {e}")))?;
     Ok(id)
 }
 
@@ -409,7 +408,7 @@ fn plain_id(id: &str) -> String {
 fn check_threshold(t: Option<f64>) -> PyResult<()> {
     match t {
         Some(t) if !(t > 0.0 && t <= 1.0) => {
-            Err(PyValueError::new_err(format!("threshold {t} is not in (0, 1]")))
+            Err(crate::errors::input(format!("threshold {t} is not in (0, 1]")))
         }
         _ => Ok(()),
     }

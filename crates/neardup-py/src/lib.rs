@@ -2,14 +2,16 @@
 //!
 //! Glue only, like the CLI and the server: arguments become a [`neardup::PipelineSpec`] through
 //! [`neardup::PipelineOptions`] (the names of the command line), work goes to the `neardup`
-//! library, and errors become Python exceptions with the library's messages (`ValueError` for
-//! invalid options and data, `TypeError` for wrong types, `OSError` for files). Batch calls read
+//! library, and errors become the exceptions of `neardup.errors` with the library's messages
+//! (`errors.rs`: `neardup.Error` and its subclasses, still `ValueError` for invalid options and
+//! data, `TypeError` for wrong types, `OSError` for files). Batch calls read
 //! texts in place (Python `str` objects, or the buffers of an Arrow string array), release the
 //! GIL, and run on every core with rayon. No Rust panic reaches Python: every entry point runs
 //! under [`guard`], which turns one into a `RuntimeError`.
 
 mod datasketch;
 mod dedup;
+mod errors;
 mod index;
 mod overlap;
 mod pipeline;
@@ -19,7 +21,7 @@ mod texts;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 /// Runs `f`, turning a panic into `RuntimeError` (a bug in neardup, reported as such).
@@ -39,33 +41,7 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     }
 }
 
-/// A library build error as a Python exception: files are `OSError`, the rest `ValueError`.
-pub(crate) fn build_error(e: neardup::BuildError) -> PyErr {
-    use std::error::Error as _;
-    let mut message = e.to_string();
-    if let Some(source) = e.source() {
-        message.push_str(": ");
-        message.push_str(&source.to_string());
-    }
-    match e {
-        neardup::BuildError::Io { .. } => PyOSError::new_err(message),
-        _ => PyValueError::new_err(message),
-    }
-}
-
-/// A dedup or index error as a Python exception.
-pub(crate) fn dedup_error(e: neardup::DedupError) -> PyErr {
-    use std::error::Error as _;
-    let mut message = e.to_string();
-    if let Some(source) = e.source() {
-        message.push_str(": ");
-        message.push_str(&source.to_string());
-    }
-    match e {
-        neardup::DedupError::Io { .. } => PyOSError::new_err(message),
-        _ => PyValueError::new_err(message),
-    }
-}
+pub(crate) use errors::{build_error, dedup_error};
 
 #[pymodule]
 fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -5,13 +5,10 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use neardup::overlap::{
-    Batch, Overlap, OverlapError, OverlapOptions, OverlapSpec, Passage, PassageIndex,
-};
+use neardup::overlap::{Batch, Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex};
 
 use rayon::prelude::*;
 
@@ -23,12 +20,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-pub(crate) fn overlap_error(e: OverlapError) -> PyErr {
-    match e {
-        OverlapError::Io { ref source, .. } => PyOSError::new_err(format!("{e}: {source}")),
-        _ => PyValueError::new_err(e.to_string()),
-    }
-}
+pub(crate) use crate::errors::overlap_error;
 
 /// The settings of the passage check by their keyword names (those of `neardup overlap`'s
 /// options): `min_units`, `max_gap`, `min_similarity`, `seed_units`, `window`, `max_sources`,
@@ -39,7 +31,7 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
     if let Some(options) = options {
         for (key, value) in options.iter() {
             let key: String = key.extract()?;
-            let named = |e: PyErr| PyTypeError::new_err(format!("{key}: {e}"));
+            let named = |e: PyErr| crate::errors::input_type(format!("{key}: {e}"));
             match key.as_str() {
                 "min_units" => o.min_units = value.extract().map_err(named)?,
                 "max_gap" => o.max_gap = value.extract().map_err(named)?,
@@ -49,7 +41,7 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
                 "max_sources" => o.max_sources = value.extract().map_err(named)?,
                 "keep_quotes" => o.keep_quotes = value.extract().map_err(named)?,
                 _ => {
-                    return Err(PyTypeError::new_err(format!(
+                    return Err(crate::errors::input_type(format!(
                         "unknown passage option {key:?}: expected one of {}",
                         OverlapOptions::NAMES.join(", ")
                     )))
@@ -140,7 +132,7 @@ pub(crate) fn excluded(index: &PassageIndex, exclude: &[String]) -> PyResult<Vec
         .iter()
         .map(|id| {
             index.find(id).ok_or_else(|| {
-                PyValueError::new_err(format!(
+                crate::errors::input(format!(
                     "exclude_source: no document of the collection has the id {id}"
                 ))
             })
@@ -175,7 +167,7 @@ fn overlap_texts<'py>(
             let source = Source::from_py(source)?;
             let texts = source.texts()?;
             if ids.len() != texts.len() {
-                return Err(PyValueError::new_err(format!(
+                return Err(crate::errors::input(format!(
                     "{what}: {} ids for {} texts",
                     ids.len(),
                     texts.len()

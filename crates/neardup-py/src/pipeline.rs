@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use rayon::prelude::*;
@@ -39,7 +38,7 @@ fn lsh_params(
             Some(r) => neardup::sketch::params_for_recall(threshold, num_perm, r),
             None => neardup::sketch::optimal_params(threshold, num_perm, weights),
         }
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        .map_err(|e| crate::errors::option(e.to_string()))?;
         Ok((p.bands, p.rows))
     })
 }
@@ -69,7 +68,7 @@ pub(crate) fn to_json(obj: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
         let mut map = serde_json::Map::new();
         for (k, v) in d.iter() {
             let key: String =
-                k.extract().map_err(|_| PyTypeError::new_err("dict keys must be str"))?;
+                k.extract().map_err(|_| crate::errors::input_type("dict keys must be str"))?;
             map.insert(key, to_json(&v)?);
         }
         return Ok(Value::Object(map));
@@ -78,7 +77,7 @@ pub(crate) fn to_json(obj: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
         let items: Vec<Value> = obj.try_iter()?.map(|x| to_json(&x?)).collect::<PyResult<_>>()?;
         return Ok(Value::Array(items));
     }
-    Err(PyTypeError::new_err(format!(
+    Err(crate::errors::input_type(format!(
         "cannot use a {} here (expected str, int, float, bool, None, list or dict)",
         obj.get_type().name()?
     )))
@@ -168,14 +167,14 @@ impl Doc {
             return Ok(Doc::Text(s.to_str()?.to_string()));
         }
         if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-            let tokens: Vec<String> = obj
-                .extract()
-                .map_err(|_| PyTypeError::new_err(format!("{what}: tokens must all be str")))?;
+            let tokens: Vec<String> = obj.extract().map_err(|_| {
+                crate::errors::input_type(format!("{what}: tokens must all be str"))
+            })?;
             return Ok(Doc::Tokens(tokens));
         }
         let name =
             if obj.is_none() { "None".to_string() } else { obj.get_type().name()?.to_string() };
-        Err(PyTypeError::new_err(format!(
+        Err(crate::errors::input_type(format!(
             "{what} is {name}: expected str (or a list of str tokens)"
         )))
     }
@@ -228,7 +227,7 @@ impl PyPipeline {
     #[getter]
     fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = serde_json::to_value(self.inner.spec())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e| crate::errors::input(e.to_string()))?;
         to_py(py, &v)
     }
 
@@ -311,7 +310,7 @@ impl PyPipeline {
                     v.push(x as u64);
                 }
                 let a = Array2::from_shape_vec((n, 2), v)
-                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    .map_err(|e| crate::errors::input(e.to_string()))?;
                 a.into_pyarray(py).into_any().unbind()
             } else {
                 let v: Vec<u64> = fps.iter().map(|fp| fp.simhash.value() as u64).collect();
@@ -324,7 +323,7 @@ impl PyPipeline {
                     v.extend_from_slice(fp.minhash.as_ref().map(|m| m.values()).unwrap_or(&[]));
                 }
                 let a = Array2::from_shape_vec((n, k), v)
-                    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    .map_err(|e| crate::errors::input(e.to_string()))?;
                 Some(a.into_pyarray(py).unbind())
             } else {
                 None
@@ -410,7 +409,7 @@ impl PyFingerprint {
     /// The Hamming distance to another fingerprint of the same width.
     fn hamming(&self, other: &PyFingerprint) -> PyResult<u32> {
         if self.bits != other.bits {
-            return Err(PyValueError::new_err(format!(
+            return Err(crate::errors::input(format!(
                 "cannot compare a {}-bit fingerprint with a {}-bit one",
                 self.bits, other.bits
             )));
@@ -464,8 +463,8 @@ fn compare<'py>(
         let pipeline = PyPipeline::or_default(pipeline)?;
         let c = py
             .detach(|| neardup::compare(&pipeline, da.document(), db.document()))
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let v = serde_json::to_value(c).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e| crate::errors::input(e.to_string()))?;
+        let v = serde_json::to_value(c).map_err(|e| crate::errors::input(e.to_string()))?;
         to_py(py, &v)
     })
 }

@@ -1,7 +1,6 @@
 //! The compatibility profiles: other systems' fingerprints, bit for bit (the library's
 //! `neardup::compat`, as `neardup fingerprint --profile`).
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -29,10 +28,10 @@ fn size_option(value: &Bound<'_, PyAny>, name: &str, low: u64, high: u64) -> PyR
     match int.extract::<u64>() {
         Ok(v) if (low..=high).contains(&v) => Ok(v),
         _ if int.lt(low)? => {
-            Err(PyValueError::new_err(format!("{name} must be at least {low}, not {}", int.str()?)))
+            Err(crate::errors::input(format!("{name} must be at least {low}, not {}", int.str()?)))
         }
         _ => {
-            Err(PyValueError::new_err(format!("{name} must be at most {high}, not {}", int.str()?)))
+            Err(crate::errors::input(format!("{name} must be at most {high}, not {}", int.str()?)))
         }
     }
 }
@@ -61,7 +60,7 @@ fn yanyiwu_simhash<'py>(
             "yanyiwu" => yanyiwu::Flavor::Yanyiwu,
             "jiebar" => yanyiwu::Flavor::JiebaR09,
             other => {
-                return Err(PyValueError::new_err(format!(
+                return Err(crate::errors::input(format!(
                     "flavor {other:?}: expected \"yanyiwu\" or \"jiebar\""
                 )))
             }
@@ -110,7 +109,7 @@ fn lucene_min_hash(
             )?,
             with_rotation,
         };
-        params.validate().map_err(PyValueError::new_err)?;
+        params.validate().map_err(crate::errors::input)?;
         let max_ngram = u64::try_from(neardup::MAX_NGRAM).unwrap_or(u64::MAX);
         let shingle_size = match shingle_size {
             Some(v) => size_option(v, "shingle_size", 1, max_ngram)? as usize,
@@ -122,7 +121,7 @@ fn lucene_min_hash(
             let list: Vec<String> = text.extract()?;
             lucene::given_tokens(&list)
         };
-        let out = lucene::min_hash(&tokens, &params).map_err(PyValueError::new_err)?;
+        let out = lucene::min_hash(&tokens, &params).map_err(crate::errors::input)?;
         Ok(out.tokens.iter().map(|t| lucene::indexed_utf8(t)).collect())
     })
 }
@@ -154,7 +153,7 @@ fn jieba_md5_simhash<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, Py
     guard(|| {
         let f = py
             .detach(|| recipes::jieba_md5_simhash(text))
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e| crate::errors::input(e.to_string()))?;
         let out = PyDict::new(py);
         out.set_item("bits", &f.bits)?;
         out.set_item("simhash", f.value)?;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
@@ -49,7 +48,7 @@ impl PySketcher {
         guard(|| {
             let job = neardup::JobSpec::from_json(job)
                 .and_then(|j| j.compile())
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                .map_err(crate::errors::job_error)?;
             Ok(PySketcher { engine: Arc::new(job.engine()) })
         })
     }
@@ -59,7 +58,7 @@ impl PySketcher {
     fn job_id(job: &str) -> PyResult<String> {
         let job = neardup::JobSpec::from_json(job)
             .and_then(|j| j.compile())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            .map_err(crate::errors::job_error)?;
         Ok(job.id().to_string())
     }
 
@@ -156,10 +155,10 @@ impl PySketcher {
             out.set_item("len", lens.into_pyarray(py))?;
             out.set_item("empty", PyArray1::from_slice(py, &empty))?;
             let exact = Array2::from_shape_vec((n, 16), exact)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                .map_err(|e| crate::errors::input(e.to_string()))?;
             out.set_item("exact", exact.into_pyarray(py))?;
             let keys = Array2::from_shape_vec((n, bands), keys)
-                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                .map_err(|e| crate::errors::input(e.to_string()))?;
             out.set_item("keys", keys.into_pyarray(py))?;
             out.set_item("sketch_offsets", offsets.into_pyarray(py))?;
             out.set_item("sketch_data", data.into_pyarray(py))?;
@@ -186,12 +185,12 @@ impl PySketcher {
                 b_data.as_slice()?,
             );
             if ao.len() != bo.len() || ao.is_empty() {
-                return Err(PyValueError::new_err("the two sketch columns differ in length"));
+                return Err(crate::errors::input("the two sketch columns differ in length"));
             }
             fn slice<'d>(o: &[i64], d: &'d [u8], i: usize) -> PyResult<&'d [u8]> {
                 let (s, e) = (o[i] as usize, o[i + 1] as usize);
                 d.get(s..e).ok_or_else(|| {
-                    PyValueError::new_err(format!("sketch {i}: offsets outside its data"))
+                    crate::errors::input(format!("sketch {i}: offsets outside its data"))
                 })
             }
             let n = ao.len() - 1;

@@ -5,7 +5,6 @@
 //! object in a batch is a `TypeError` that names its position.
 
 use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
@@ -53,7 +52,7 @@ impl<'py> Source<'py> {
             {
                 return Source::from_py(&converted);
             }
-            return Err(PyTypeError::new_err(format!(
+            return Err(crate::errors::input_type(format!(
                 "expected a list of str, got {}",
                 type_name(docs)
             )));
@@ -71,7 +70,9 @@ impl<'py> Source<'py> {
                     } else {
                         type_name(&obj)
                     };
-                    return Err(PyTypeError::new_err(format!("document {i} is {what}, not str")));
+                    return Err(crate::errors::input_type(format!(
+                        "document {i} is {what}, not str"
+                    )));
                 }
             }
         }
@@ -109,7 +110,7 @@ impl<'py> Source<'py> {
                 };
                 if let Some(v) = valid {
                     if v.len() != bounds.len() {
-                        return Err(PyValueError::new_err(
+                        return Err(crate::errors::input(
                             "arrow batch: validity and offsets differ in length",
                         ));
                     }
@@ -118,18 +119,20 @@ impl<'py> Source<'py> {
                 let mut out = Vec::with_capacity(bounds.len());
                 for (i, &(start, end)) in bounds.iter().enumerate() {
                     if valid.is_some_and(|v| !v[i]) {
-                        return Err(PyTypeError::new_err(format!("document {i} is null, not str")));
+                        return Err(crate::errors::input_type(format!(
+                            "document {i} is null, not str"
+                        )));
                     }
                     let (start, end) = (start as usize, end as usize);
                     if start > end || end > data.len() {
-                        return Err(PyValueError::new_err(format!(
+                        return Err(crate::errors::input(format!(
                             "arrow batch: offsets of document {i} ({start}..{end}) are outside its \
                              {} data bytes",
                             data.len()
                         )));
                     }
                     let text = std::str::from_utf8(&data[start..end]).map_err(|e| {
-                        PyValueError::new_err(format!(
+                        crate::errors::input(format!(
                             "document {i} is not UTF-8: invalid byte at offset {}",
                             e.valid_up_to()
                         ))

@@ -17,6 +17,7 @@ MinHashLSH), :mod:`neardup.profiles` (other systems' fingerprints, bit for bit) 
 
 from __future__ import annotations
 
+
 import json
 import os
 from collections.abc import Mapping
@@ -38,6 +39,15 @@ from ._neardup import (
     presets,
 )
 from ._input import as_texts
+from .errors import (
+    Error,
+    FileError,
+    IndexFileError,
+    InputError,
+    InputTypeError,
+    OptionError,
+    PipelineMismatchError,
+)
 
 __all__ = [
     "Pipeline",
@@ -54,6 +64,13 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_NUM_PERM",
     "__version__",
+    "Error",
+    "InputError",
+    "OptionError",
+    "InputTypeError",
+    "IndexFileError",
+    "PipelineMismatchError",
+    "FileError",
 ]
 
 
@@ -221,7 +238,7 @@ def dedup(
     """
     if isinstance(docs, Mapping):
         if ids is not None:
-            raise ValueError(
+            raise InputError(
                 "ids given together with a mapping of documents: the mapping's keys are the ids"
             )
         ids, texts = _mapping_texts(docs, "")
@@ -231,7 +248,7 @@ def dedup(
     if ids is not None:
         ids = list(ids)
         if len(ids) != n:
-            raise ValueError(f"{len(ids)} ids for {n} documents")
+            raise InputError(f"{len(ids)} ids for {n} documents")
     options = {
         "threshold": threshold, "method": method, "hamming": hamming, "verify": verify,
         "keep": keep, "recall": recall, "bands": bands, "rows": rows, "lsh_weights": lsh_weights,
@@ -249,7 +266,7 @@ def _mapping_texts(docs: Mapping[Any, Any], what: str) -> tuple[list[Any], list[
     texts = list(docs.values())
     for key, text in zip(ids, texts):
         if not isinstance(text, str):
-            raise TypeError(f"{what}document {key!r} is {type(text).__name__}, not str")
+            raise InputTypeError(f"{what}document {key!r} is {type(text).__name__}, not str")
     return ids, texts
 
 
@@ -262,7 +279,7 @@ def _documents(docs: Any, what: str) -> tuple[list[Any], Any]:
         ids = list(range(len(texts)))
     for key in ids:
         if isinstance(key, bool) or not isinstance(key, (str, int)):
-            raise TypeError(f"{what}: id {key!r} is {type(key).__name__}: ids are str or int")
+            raise InputTypeError(f"{what}: id {key!r} is {type(key).__name__}: ids are str or int")
     return ids, texts
 
 
@@ -327,7 +344,7 @@ def overlap(
     if isinstance(against, os.PathLike):
         index_dir = os.fspath(against)
     elif isinstance(against, (str, bytes)):
-        raise TypeError(
+        raise InputTypeError(
             "against: give the collection as a list of texts or a mapping of id -> text, or a "
             "saved passage index as a pathlib.Path (a str is ambiguous)"
         )
@@ -348,7 +365,7 @@ def overlap(
     if keep_quotes:
         options["keep_quotes"] = True
     if save_index is not None and not own_ids:
-        raise ValueError(
+        raise InputError(
             "save_index: the queries join the saved index under their ids: give them as a "
             "mapping of id -> text"
         )

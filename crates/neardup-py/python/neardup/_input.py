@@ -5,6 +5,8 @@ iterable) is a ``TypeError`` that says what was given and what is taken."""
 
 from __future__ import annotations
 
+from .errors import InputTypeError
+
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -36,7 +38,7 @@ def not_taken(docs: Any, hint: str = "") -> TypeError:
     kind = type(docs).__name__
     if module in ("pandas", "pyarrow", "numpy"):
         kind = f"{module} {kind}"
-    return TypeError(f"expected the documents as {ACCEPTED}; got {kind}{hint}")
+    return InputTypeError(f"expected the documents as {ACCEPTED}; got {kind}{hint}")
 
 
 def _arrow_buffers(arr: Any) -> ArrowTexts:
@@ -58,7 +60,7 @@ def _arrow_buffers(arr: Any) -> ArrowTexts:
     elif pa.types.is_large_string(t):
         dtype, width = np.int64, 8
     else:
-        raise TypeError(f"expected the documents as {ACCEPTED}; got an Arrow array of type {t}")
+        raise InputTypeError(f"expected the documents as {ACCEPTED}; got an Arrow array of type {t}")
     validity, offsets_buf, data_buf = arr.buffers()[:3]
     n = len(arr)
     offsets = np.frombuffer(offsets_buf, dtype=dtype, count=n + 1, offset=arr.offset * width)

@@ -38,6 +38,8 @@ stage 5; (position, cluster, length) in stage 6.
 
 from __future__ import annotations
 
+from ..errors import InputError, InputTypeError
+
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -304,13 +306,13 @@ def dedup(
     from pyspark.sql import types as T
 
     if text_col not in df.columns:
-        raise ValueError(f"no column {text_col!r} (the text); the columns are {df.columns}")
+        raise InputError(f"no column {text_col!r} (the text); the columns are {df.columns}")
     if id_col is not None and id_col not in df.columns:
-        raise ValueError(f"no column {id_col!r} (the id); the columns are {df.columns}")
+        raise InputError(f"no column {id_col!r} (the id); the columns are {df.columns}")
     if not isinstance(df.schema[text_col].dataType, T.StringType):
-        raise TypeError(f"column {text_col!r} must be a string column, not {df.schema[text_col].dataType}")
+        raise InputTypeError(f"column {text_col!r} must be a string column, not {df.schema[text_col].dataType}")
     if max_bucket < 2 or star_width < 1:
-        raise ValueError("max_bucket must be at least 2 and star_width at least 1")
+        raise InputError("max_bucket must be at least 2 and star_width at least 1")
     spark = df.sparkSession
     sc = spark.sparkContext
     pipeline = pipeline or neardup.Pipeline()
@@ -373,7 +375,7 @@ def dedup(
             pos = first_bad[0][0]
             row = indexed.where(F.col("__pos") == pos).select(id_col).limit(1).collect()
             shown = row[0][0] if row else pos
-            raise ValueError(
+            raise InputError(
                 f"a row has no text (null {text_col!r}), e.g. id {shown!r}; use "
                 "skip_bad=True to skip such rows"
             )

@@ -1,0 +1,56 @@
+"""The exceptions neardup raises on purpose, one tree under :class:`neardup.Error`.
+
+Each is also the built-in exception it was before the tree existed (``ValueError``,
+``TypeError`` or ``OSError``), so ``except ValueError`` still catches what it caught::
+
+    Error
+    ├── InputError (ValueError)          a value neardup cannot take: a document, an id, a count
+    │   └── OptionError                  an option, a pipeline spec, contradicting search settings
+    ├── InputTypeError (TypeError)       a value of the wrong type
+    ├── IndexFileError (ValueError)      a saved index that cannot be used: corrupt, too old,
+    │   └── PipelineMismatchError        or made by another pipeline or settings
+    └── FileError (OSError)              a file that cannot be read or written
+
+Errors inside neardup itself (a bug) are ``RuntimeError``, and the datasketch drop-in
+(:mod:`neardup.datasketch`) raises what datasketch raises.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Error",
+    "InputError",
+    "OptionError",
+    "InputTypeError",
+    "IndexFileError",
+    "PipelineMismatchError",
+    "FileError",
+]
+
+
+class Error(Exception):
+    """Every error neardup raises on purpose."""
+
+
+class InputError(Error, ValueError):
+    """A value neardup cannot take: a document, an id, a count."""
+
+
+class OptionError(InputError):
+    """An option, a pipeline spec, or search settings that contradict each other."""
+
+
+class InputTypeError(Error, TypeError):
+    """A value of the wrong type."""
+
+
+class IndexFileError(Error, ValueError):
+    """A saved index that cannot be used: corrupt, of a format too old, or not this job's."""
+
+
+class PipelineMismatchError(IndexFileError):
+    """A saved index made with another pipeline or other settings than the ones asked for."""
+
+
+class FileError(Error, OSError):
+    """A file that cannot be read or written."""
