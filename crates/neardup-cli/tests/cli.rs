@@ -1937,3 +1937,72 @@ fn a_string_id_and_a_number_id_with_one_text_are_one_id() {
     assert!(err.contains("2 duplicate id(s)") && err.contains("e.g. 7\n"), "{err}");
     assert!(err.contains("cannot be loaded as a collection"), "{err}");
 }
+
+/// The conformance table's dedup rows (tests/conformance/table.json; the library is the oracle)
+/// through the built binary, each option given as its flag.
+#[test]
+fn the_conformance_table_through_the_cli() {
+    let table: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/table.json"),
+        )
+        .expect("the table"),
+    )
+    .expect("JSON");
+    let dir = tempdir("conformance");
+    let corpus = dir.join("corpus.jsonl");
+    let lines: String =
+        table["corpus"].as_array().expect("corpus").iter().map(|d| format!("{d}\n")).collect();
+    std::fs::write(&corpus, lines).expect("write");
+    let text = |v: &Value| neardup::id_from_json(&v.to_string()).expect("id").into_owned();
+    for row in table["dedup"].as_array().expect("rows") {
+        let (clusters, kept) = (dir.join("clusters.jsonl"), dir.join("kept.jsonl"));
+        let mut args: Vec<String> = vec![
+            "dedup".into(),
+            corpus.display().to_string(),
+            "--preset".into(),
+            row["preset"].as_str().expect("preset").into(),
+            "--clusters".into(),
+            clusters.display().to_string(),
+            "-o".into(),
+            kept.display().to_string(),
+            "-q".into(),
+        ];
+        for (name, value) in row["search"].as_object().expect("search") {
+            args.push(format!("--{}", name.replace('_', "-")));
+            args.push(match value {
+                Value::String(s) => s.clone(),
+                Value::Array(items) => {
+                    items.iter().map(Value::to_string).collect::<Vec<_>>().join(",")
+                }
+                other => other.to_string(),
+            });
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run(&args);
+        assert!(o.status.success(), "{}: {}", row["name"], stderr(&o));
+        let read = |p: &Path| std::fs::read_to_string(p).expect("output");
+        let mut got_clusters: Vec<Vec<String>> = read(&clusters)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).expect("cluster");
+                let mut m: Vec<String> =
+                    v["cluster"].as_array().expect("members").iter().map(text).collect();
+                m.sort();
+                m
+            })
+            .collect();
+        got_clusters.sort();
+        let mut got_kept: Vec<String> = read(&kept)
+            .lines()
+            .map(|l| text(&serde_json::from_str::<Value>(l).expect("record")["id"]))
+            .collect();
+        got_kept.sort();
+        assert_eq!(
+            (serde_json::json!(got_clusters), serde_json::json!(got_kept)),
+            (row["expect"]["clusters"].clone(), row["expect"]["kept"].clone()),
+            "{}",
+            row["name"]
+        );
+    }
+}

@@ -1898,3 +1898,42 @@ fn a_collection_takes_the_search_options_of_the_table() {
     // The stored settings answer: the copy is found.
     assert_eq!(before["hits"][0]["id"], "a", "{before}");
 }
+
+/// The conformance table's check rows (tests/conformance/table.json; the library is the
+/// oracle) through the real service: a collection per row, the documents checked in order.
+#[test]
+fn the_conformance_table_through_the_service() {
+    let table: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/table.json"),
+        )
+        .expect("the table"),
+    )
+    .expect("JSON");
+    let dir = tempdir("conformance-service");
+    let s = Server::start(&dir, &[]);
+    let docs = table["corpus"].as_array().expect("corpus");
+    for (n, row) in table["checks"].as_array().expect("rows").iter().enumerate() {
+        let path = format!("/v1/collections/c{n}");
+        let mut settings = row["search"].clone();
+        settings["preset"] = row["preset"].clone();
+        let (st, v) = s.json("PUT", &path, settings);
+        assert_eq!(st, 201, "{v}");
+        for (i, at) in row["sequence"].as_array().expect("sequence").iter().enumerate() {
+            let d = &docs[at.as_u64().expect("index") as usize];
+            let (st, v) =
+                s.json("POST", &format!("{path}/check"), json!({"id": d["id"], "text": d["text"]}));
+            assert_eq!(st, 200, "{v}");
+            let matches: Vec<&Value> =
+                v["matches"].as_array().expect("matches").iter().map(|m| &m["id"]).collect();
+            assert_eq!(
+                json!({"duplicate": v["duplicate"], "matches": matches, "inserted": v["inserted"]}),
+                row["expect"][i],
+                "{}, check {i}: {v}",
+                row["name"]
+            );
+        }
+        let (_, v) = s.call("GET", &path, None);
+        assert_eq!(v["documents"], json!(row["ids"].as_array().expect("ids").len()), "{v}");
+    }
+}

@@ -16,7 +16,7 @@ import pytest
 import pyspark  # noqa: E402
 
 import neardup  # noqa: E402
-from pyhelpers import example_texts, run_cli  # noqa: E402
+from pyhelpers import ROOT, example_texts, run_cli  # noqa: E402
 from test_dedup import corpus  # noqa: E402
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -103,6 +103,22 @@ def test_simhash_on_spark_gives_the_clusters_of_the_cli(spark, binary, tmp_path,
     s = result.summary
     assert s["method"] == kwargs.get("method", "simhash") and s["hamming"] == kwargs["hamming"]
     assert "permuted tables" in result.print_summary()
+
+
+def test_the_conformance_table_on_spark(spark):
+    """The conformance table's dedup rows (tests/conformance/table.json; the library is the
+    oracle) through Spark: ids as text, so "7" and 7 are one id and their records two rows."""
+    from neardup.spark import dedup
+
+    table = json.loads((ROOT / "tests" / "conformance" / "table.json").read_text(encoding="utf-8"))
+    ids = [d["id"] if isinstance(d["id"], str) else json.dumps(d["id"]) for d in table["corpus"]]
+    # The input order (the keeper rule's "first") given by a column: the rows are shuffled.
+    rows = [(n, i, d["text"]) for n, (i, d) in enumerate(zip(ids, table["corpus"]))]
+    df = spark.createDataFrame(rows, "pos long, id string, text string").repartition(2)
+    for row in table["dedup"]:
+        result = dedup(df, pipeline=neardup.Pipeline(row["preset"]), order_col="pos", **row["search"])
+        kept = sorted(r.id for r in result.kept.select("id").collect())
+        assert {"clusters": clusters_of(result.assignments), "kept": kept} == row["expect"], row["name"]
 
 
 def test_pairs_are_every_verified_pair(spark):
