@@ -243,6 +243,11 @@ impl HammingIndex {
     /// Every pair of `fps` (already clipped to the width) within distance `k`, as positions
     /// `(x, y, distance)` with `x < y`, unordered. Uses the table layout, not the stored maps.
     fn pairs_of(&self, fps: &[u128]) -> Vec<(u32, u32, u32)> {
+        self.pairs_below(fps, usize::MAX).expect("no group is larger than usize::MAX")
+    }
+
+    /// [`HammingIndex::pairs_of`], or `None` when some table groups more than `max_group`.
+    fn pairs_below(&self, fps: &[u128], max_group: usize) -> Option<Vec<(u32, u32, u32)>> {
         let mut out = Vec::new();
         // Per table: the fingerprints grouped by key (a counting sort when the packed key is
         // short, a comparison sort otherwise), copied into bucket order so that comparing within
@@ -252,6 +257,9 @@ impl HammingIndex {
         let mut groups: Vec<(usize, usize)> = Vec::new();
         for (t_index, t) in self.tables.iter().enumerate() {
             group(t, fps, &mut order, &mut groups);
+            if groups.iter().any(|&(start, end)| end - start > max_group) {
+                return None;
+            }
             grouped.clear();
             grouped.extend(order.iter().map(|&i| fps[i as usize]));
             for &(start, end) in &groups {
@@ -268,7 +276,7 @@ impl HammingIndex {
                 }
             }
         }
-        out
+        Some(out)
     }
 
     /// Orders `live` by the table's key into `order`; `groups` gets the `(start, end)` ranges of
@@ -373,6 +381,34 @@ pub fn hamming_pairs(
     let fps: Vec<u128> = fingerprints.iter().map(|&fp| index.clip(fp)).collect();
     let mut out = index.pairs_of(&fps);
     out.sort_unstable();
+    Ok(out)
+}
+
+/// [`hamming_pairs`] under the skew guard `cap` ([`crate::BucketCap`]): a permuted table's group
+/// of more than `cap.max_bucket` fingerprints pairs only its first `cap.star_width` members (by
+/// position) with the others. The same pairs as [`hamming_pairs`] when no group is that large.
+pub fn hamming_pairs_capped(
+    bits: u32,
+    k: u32,
+    fingerprints: &[u128],
+    cap: Option<crate::BucketCap>,
+) -> Result<Vec<(u32, u32, u32)>, IndexError> {
+    let Some(cap) = cap else { return hamming_pairs(bits, k, fingerprints) };
+    let index = HammingIndex::new(bits, k)?;
+    let fps: Vec<u128> = fingerprints.iter().map(|&fp| index.clip(fp)).collect();
+    if let Some(mut out) = index.pairs_below(&fps, cap.max_bucket) {
+        out.sort_unstable();
+        return Ok(out);
+    }
+    let keys: Vec<u64> = fps.iter().flat_map(|&fp| index.table_keys(fp)).collect();
+    let tables = index.tables();
+    let out = crate::capped_pairs_by(fps.len(), tables, |i, t| keys[i * tables + t], cap)
+        .into_iter()
+        .filter_map(|(a, b)| {
+            let d = (fps[a as usize] ^ fps[b as usize]).count_ones();
+            (d <= k).then_some((a, b, d))
+        })
+        .collect();
     Ok(out)
 }
 
@@ -481,6 +517,36 @@ mod tests {
         #[test]
         fn query_equals_brute_force_128(fps in corpus(128), k in 0u32..=8, extra in 0u32..3) {
             check(128, k, (k + 1 + extra).min(16), &fps)?;
+        }
+
+        /// The skew guard on permuted tables: with a cap no group reaches, the exact pairs;
+        /// with a small one, the pairs of the bucket rule over the tables' keys within k.
+        #[test]
+        fn capped_hamming_pairs(fps in corpus(64), k in 0u32..=4, max_bucket in 2usize..5) {
+            let cap = crate::BucketCap { max_bucket, star_width: 1 };
+            let wide = crate::BucketCap { max_bucket: fps.len(), star_width: 1 };
+            prop_assert_eq!(
+                hamming_pairs_capped(64, k, &fps, Some(wide)).expect("valid"),
+                hamming_pairs(64, k, &fps).expect("valid")
+            );
+            let idx = HammingIndex::new(64, k).expect("valid");
+            let keys: Vec<Vec<u64>> = fps.iter().map(|&fp| idx.table_keys(fp).collect()).collect();
+            let mut expected = Vec::new();
+            for a in 0..fps.len() {
+                for b in a + 1..fps.len() {
+                    let d = (fps[a] ^ fps[b]).count_ones();
+                    let paired = (0..idx.tables()).any(|t| {
+                        let bucket: Vec<usize> =
+                            (0..fps.len()).filter(|&i| keys[i][t] == keys[a][t]).collect();
+                        keys[a][t] == keys[b][t]
+                            && (bucket.len() <= max_bucket || bucket[0] == a || bucket[0] == b)
+                    });
+                    if paired && d <= k {
+                        expected.push((a as u32, b as u32, d));
+                    }
+                }
+            }
+            prop_assert_eq!(hamming_pairs_capped(64, k, &fps, Some(cap)).expect("valid"), expected);
         }
 
         /// The distributed plan: group by table key, pair within each group, keep the pairs

@@ -10,7 +10,10 @@
 mod hamming;
 mod lsh;
 
-pub use hamming::{brute_force, brute_force_pairs, hamming_pairs, HammingIndex, IndexError};
+pub use hamming::{
+    brute_force, brute_force_pairs, hamming_pairs, hamming_pairs_capped, HammingIndex, IndexError,
+};
 pub use lsh::{
-    brute_force_candidates, candidate_pairs, candidate_pairs_by, Banding, BandingError, MinHashLsh,
+    brute_force_candidates, bucket_pairs, candidate_pairs, candidate_pairs_by,
+    candidate_pairs_capped, capped_pairs_by, Banding, BandingError, BucketCap, MinHashLsh,
 };

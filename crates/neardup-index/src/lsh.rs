@@ -135,18 +135,37 @@ pub fn candidate_pairs_by(
     bands: usize,
     key: impl Fn(usize, usize) -> u64 + Sync,
 ) -> Vec<(u32, u32)> {
+    uncapped_pairs(n, bands, key, usize::MAX).expect("no bucket is larger than usize::MAX")
+}
+
+/// [`candidate_pairs_by`], or `None` as soon as some bucket holds more than `max_run`
+/// documents (its pairs are not enumerated).
+fn uncapped_pairs(
+    n: usize,
+    bands: usize,
+    key: impl Fn(usize, usize) -> u64 + Sync,
+    max_run: usize,
+) -> Option<Vec<(u32, u32)>> {
     assert!(bands > 0, "at least one band");
+    let too_large = std::sync::atomic::AtomicBool::new(false);
     let per_band: Vec<Vec<(u32, u32)>> = (0..bands)
         .into_par_iter()
         .map(|band| {
+            let mut out = Vec::new();
+            if too_large.load(std::sync::atomic::Ordering::Relaxed) {
+                return out;
+            }
             let mut column: Vec<(u64, u32)> = (0..n).map(|i| (key(i, band), i as u32)).collect();
             column.sort_unstable();
-            let mut out = Vec::new();
             let mut start = 0;
             while start < n {
                 let mut end = start + 1;
                 while end < n && column[end].0 == column[start].0 {
                     end += 1;
+                }
+                if end - start > max_run {
+                    too_large.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return out;
                 }
                 let run = &column[start..end];
                 for (x, &(_, a)) in run.iter().enumerate() {
@@ -164,9 +183,87 @@ pub fn candidate_pairs_by(
             out
         })
         .collect();
+    if too_large.into_inner() {
+        return None;
+    }
     let mut out: Vec<(u32, u32)> = per_band.concat();
     out.sort_unstable();
+    Some(out)
+}
+
+/// The skew guard of a batch candidate search: a bucket (documents sharing one key in one band
+/// or table) of more than `max_bucket` documents pairs only its first `star_width` members (by
+/// position) with every other member, instead of all pairs, so a hot key (thousands of
+/// near-copies of one text, boilerplate) costs linear time. Near-copies all match the first
+/// members, so their cluster is the same; only pairs between later members of a capped bucket
+/// that match nothing earlier are lost. The CLI, Python and Spark apply the same rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketCap {
+    /// The largest bucket paired in full (at least 2).
+    pub max_bucket: usize,
+    /// How many first members of a larger bucket are paired with the others (at least 1).
+    pub star_width: usize,
+}
+
+/// The pairs of one bucket (positions, ascending) under `cap`, appended to `out`.
+pub fn bucket_pairs(members: &[u32], cap: Option<BucketCap>, out: &mut Vec<(u32, u32)>) {
+    let heads = match cap {
+        Some(c) if members.len() > c.max_bucket => c.star_width.min(members.len()),
+        _ => members.len(),
+    };
+    for (x, &a) in members[..heads].iter().enumerate() {
+        for &b in &members[x + 1..] {
+            out.push((a.min(b), a.max(b)));
+        }
+    }
+}
+
+/// Every pair of documents that share a key in some slot (band or table) and that the bucket
+/// rule of `cap` pairs there: the union over buckets, sorted and without repeats. `key(i, slot)`
+/// gives document `i`'s key in each of `slots` slots; buckets of one slot never meet another's.
+pub fn capped_pairs_by(
+    n: usize,
+    slots: usize,
+    key: impl Fn(usize, usize) -> u64 + Sync,
+    cap: BucketCap,
+) -> Vec<(u32, u32)> {
+    let per_slot: Vec<Vec<(u32, u32)>> = (0..slots)
+        .into_par_iter()
+        .map(|slot| {
+            let mut column: Vec<(u64, u32)> = (0..n).map(|i| (key(i, slot), i as u32)).collect();
+            column.sort_unstable();
+            let mut out = Vec::new();
+            let mut members = Vec::new();
+            for run in column.chunk_by(|x, y| x.0 == y.0) {
+                if run.len() > 1 {
+                    members.clear();
+                    members.extend(run.iter().map(|&(_, i)| i));
+                    bucket_pairs(&members, Some(cap), &mut out);
+                }
+            }
+            out
+        })
+        .collect();
+    let mut out = per_slot.concat();
+    out.par_sort_unstable();
+    out.dedup();
     out
+}
+
+/// [`candidate_pairs_by`] under the skew guard `cap`: the same pairs when no bucket is larger
+/// than `cap.max_bucket` (the common case costs the same one pass), else [`capped_pairs_by`]
+/// (the pass stops at the first large bucket, unenumerated).
+pub fn candidate_pairs_capped(
+    n: usize,
+    bands: usize,
+    key: impl Fn(usize, usize) -> u64 + Sync,
+    cap: Option<BucketCap>,
+) -> Vec<(u32, u32)> {
+    let Some(cap) = cap else { return candidate_pairs_by(n, bands, key) };
+    match uncapped_pairs(n, bands, &key, cap.max_bucket) {
+        Some(pairs) => pairs,
+        None => capped_pairs_by(n, bands, key, cap),
+    }
 }
 
 /// An incremental MinHash LSH index: a hash table per band from key to documents.
@@ -365,7 +462,53 @@ mod tests {
         })
     }
 
+    /// The skew guard's oracle: a pair is a candidate when some slot gives both one key and that
+    /// bucket is small, or one of the two is among its first `star_width` members.
+    fn capped_oracle(keys: &[Vec<u64>], cap: BucketCap) -> Vec<(u32, u32)> {
+        let n = keys.len();
+        let slots = keys.first().map_or(0, Vec::len);
+        let mut out = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                let paired = (0..slots).any(|s| {
+                    if keys[a][s] != keys[b][s] {
+                        return false;
+                    }
+                    let bucket: Vec<usize> = (0..n).filter(|&i| keys[i][s] == keys[a][s]).collect();
+                    bucket.len() <= cap.max_bucket
+                        || bucket[..cap.star_width].contains(&a)
+                        || bucket[..cap.star_width].contains(&b)
+                });
+                if paired {
+                    out.push((a as u32, b as u32));
+                }
+            }
+        }
+        out
+    }
+
     proptest! {
+        #[test]
+        fn capped_pairs_equal_their_oracle(
+            keys in prop::collection::vec(prop::collection::vec(0u64..3, 3..=3), 1..30),
+            max_bucket in 2usize..6,
+            star_width in 1usize..3,
+        ) {
+            let cap = BucketCap { max_bucket, star_width };
+            let key = |i: usize, s: usize| keys[i][s];
+            prop_assert_eq!(capped_pairs_by(keys.len(), 3, key, cap), capped_oracle(&keys, cap));
+            prop_assert_eq!(
+                candidate_pairs_capped(keys.len(), 3, key, Some(cap)),
+                capped_oracle(&keys, cap)
+            );
+            // A cap no bucket reaches changes nothing.
+            let wide = BucketCap { max_bucket: keys.len(), star_width };
+            prop_assert_eq!(
+                candidate_pairs_capped(keys.len(), 3, key, Some(wide)),
+                candidate_pairs_by(keys.len(), 3, key)
+            );
+        }
+
         #[test]
         fn batch_pairs_equal_brute_force((bands, rows, sigs) in signatures()) {
             let banding = Banding::new(bands, rows).expect("valid");

@@ -80,6 +80,18 @@ impl PySketcher {
         self.engine.config().hamming
     }
 
+    /// The skew guard: the largest bucket paired in full.
+    #[getter]
+    fn max_bucket(&self) -> usize {
+        self.engine.config().max_bucket
+    }
+
+    /// The skew guard: first members of a larger bucket paired with the others.
+    #[getter]
+    fn star_width(&self) -> usize {
+        self.engine.config().star_width
+    }
+
     /// The resolved keeper rule (`first`, `longest` or `shortest`).
     #[getter]
     fn keep(&self) -> String {
@@ -203,7 +215,12 @@ impl PySketcher {
                 pairs
                     .par_iter()
                     .map(|(a, b)| match (DocSketch::from_bytes(a), DocSketch::from_bytes(b)) {
-                        (Ok(a), Ok(b)) => engine.similarity(&a, &b, None).unwrap_or(f64::NAN),
+                        // Only pairs the CLI's search would take (a shared table key is not
+                        // yet a SimHash candidate), then its verification.
+                        (Ok(a), Ok(b)) if engine.is_candidate(&a, &b) => {
+                            engine.similarity(&a, &b, None).unwrap_or(f64::NAN)
+                        }
+                        (Ok(_), Ok(_)) => f64::NAN,
                         _ => f64::NAN,
                     })
                     .collect()

@@ -38,8 +38,8 @@ def stub_params(cls: str, method: str) -> set[str]:
 
 def test_the_table_has_its_groups():
     assert {"threshold", "method", "hamming", "verify", "bands", "rows", "recall",
-            "lsh_weights", "keep"} == set(SEARCH)
-    assert set(SEARCH) - set(COLLECTION) == {"keep"}
+            "lsh_weights", "keep", "max_bucket", "star_width"} == set(SEARCH)
+    assert set(SEARCH) - set(COLLECTION) == {"keep", "max_bucket", "star_width"}
     assert "min_units" in PASSAGES and "ngram" in PIPELINE
 
 

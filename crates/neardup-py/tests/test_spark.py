@@ -80,10 +80,17 @@ def test_same_clusters_as_the_cli(spark, binary, tmp_path, threshold, keep):
     assert set(s["stage_seconds"]) >= {"sketch", "exact copies", "candidates", "verify", "components", "keep"}
 
 
-@pytest.mark.parametrize("options", [["--hamming", "3"], ["--method", "both", "--hamming", "6"]])
+@pytest.mark.parametrize("options", [
+    ["--hamming", "3"],
+    ["--method", "both", "--hamming", "6"],
+    # The skew guard, small enough to bite: the same capped candidates as the CLI.
+    ["--hamming", "6", "--max-bucket", "3", "--star-width", "1"],
+    ["--threshold", "0.5", "--max-bucket", "2", "--star-width", "1"],
+])
 def test_simhash_on_spark_gives_the_clusters_of_the_cli(spark, binary, tmp_path, options):
     """SimHash candidates on Spark: each permuted table's key (Manku et al.'s MapReduce plan)
-    grouped like a band key, every pair within K bits found, as `neardup dedup --hamming K`."""
+    grouped like a band key, every pair within K bits found, as `neardup dedup --hamming K`; and
+    the skew guard, the library's rule in both, capping the same buckets."""
     from neardup.spark import dedup
 
     docs = big_corpus()
@@ -94,15 +101,28 @@ def test_simhash_on_spark_gives_the_clusters_of_the_cli(spark, binary, tmp_path,
                   "-o", "/dev/null", "-q")
     assert out.returncode == 0, out.stderr
     cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "cl.jsonl"))
-    kwargs = {options[i].lstrip("-"): options[i + 1] for i in range(0, len(options), 2)}
-    kwargs = {k: int(v) if v.isdigit() else v for k, v in kwargs.items()}
-    df = spark.createDataFrame(list(zip(ids, docs)), "id string, text string").repartition(3)
-    result = dedup(df, **kwargs)
+    if "--max-bucket" in options:
+        # The cap changes the answer here (else this would not test it).
+        full = options[: options.index("--max-bucket")]
+        out = run_cli(binary, "dedup", str(path), *full, "--clusters", str(tmp_path / "all.jsonl"),
+                      "-o", "/dev/null", "-q")
+        assert out.returncode == 0, out.stderr
+        uncapped = sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "all.jsonl"))
+        assert uncapped != cli
+    kwargs = {options[i].lstrip("-").replace("-", "_"): options[i + 1] for i in range(0, len(options), 2)}
+    kwargs = {k: json.loads(v) if v[0].isdigit() else v for k, v in kwargs.items()}
+    # Input order (which members of a capped bucket come first) given as a column.
+    df = spark.createDataFrame(list(zip(range(len(docs)), ids, docs)),
+                               "n long, id string, text string").repartition(3)
+    result = dedup(df, order_col="n", **kwargs)
     assert clusters_of(result.assignments) == cli
     assert len(cli) > 20
     s = result.summary
-    assert s["method"] == kwargs.get("method", "simhash") and s["hamming"] == kwargs["hamming"]
-    assert "permuted tables" in result.print_summary()
+    if "hamming" in kwargs:
+        assert s["method"] == kwargs.get("method", "simhash") and s["hamming"] == kwargs["hamming"]
+        assert "permuted tables" in result.print_summary()
+    if "max_bucket" in kwargs:
+        assert s["capped_buckets"] > 0
 
 
 def test_the_conformance_table_on_spark(spark):

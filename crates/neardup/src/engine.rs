@@ -186,6 +186,22 @@ impl Engine {
         )
     }
 
+    /// True when the batch search would take `a` and `b` as a candidate pair (before the skew
+    /// guard): they share an LSH band key (MinHash), or their SimHashes lie within the Hamming
+    /// distance (SimHash). A distributed job that groups by [`Engine::candidate_keys`] checks
+    /// this before verifying, since two documents may share a permuted table's key and still
+    /// lie farther apart (which only `both` under another verification would otherwise admit).
+    pub fn is_candidate(&self, a: &DocSketch, b: &DocSketch) -> bool {
+        if a.empty || b.empty {
+            return false;
+        }
+        let by_bands =
+            self.lsh.is_some() && a.band_keys().iter().zip(b.band_keys()).any(|(x, y)| x == y);
+        let by_bits = self.hamming.is_some()
+            && (a.simhash_value() ^ b.simhash_value()).count_ones() <= self.config.hamming;
+        by_bands || by_bits
+    }
+
     /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
     /// --save-index`, readable by `--against`), each with the id `id_of` gives its key. The
     /// save holds the directory's [`crate::IndexLock`] (waiting for another writer) and commits

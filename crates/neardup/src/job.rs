@@ -122,6 +122,8 @@ impl CompiledJob {
             "lsh_weights": config.weights,
             "recall": config.recall,
             "keep": config.keep,
+            "max_bucket": config.max_bucket,
+            "star_width": config.star_width,
         });
         let id = format!(
             "{}-{:016x}",

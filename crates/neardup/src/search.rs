@@ -50,6 +50,13 @@ pub struct SearchSpec {
     pub lsh_weights: Option<(f64, f64)>,
     /// Which document of a cluster is kept.
     pub keep: Option<Keep>,
+    /// The skew guard: the largest bucket paired in full ([`crate::DEFAULT_MAX_BUCKET`]).
+    #[serde(default)]
+    pub max_bucket: Option<usize>,
+    /// The skew guard: first members of a larger bucket paired with the others
+    /// ([`crate::DEFAULT_STAR_WIDTH`]).
+    #[serde(default)]
+    pub star_width: Option<usize>,
 }
 
 /// A contradiction among the search options: the option at fault and why.
@@ -113,6 +120,8 @@ impl SearchSpec {
             collections: true,
         },
         SearchOption { name: "keep", takes: "first | longest | shortest", collections: false },
+        SearchOption { name: "max_bucket", takes: "a count, at least 2", collections: false },
+        SearchOption { name: "star_width", takes: "a count, at least 1", collections: false },
     ];
 
     /// The names of [`SearchSpec::OPTIONS`] that apply to `usage`.
@@ -142,9 +151,14 @@ impl SearchSpec {
         let refuse = |message: String| Err(SearchSpecError { option: option.name, message });
         if usage == SearchUse::Collection && !option.collections {
             return refuse(
-                "chooses which document of a cluster a dedup run keeps; a collection keeps \
-                 every document"
-                    .to_string(),
+                if option.name == "keep" {
+                    "chooses which document of a cluster a dedup run keeps; a collection keeps \
+                     every document"
+                } else {
+                    "bounds a dedup run's candidate buckets; a collection's searches look up one \
+                     document's buckets"
+                }
+                .to_string(),
             );
         }
         if value.is_null() {
@@ -167,6 +181,8 @@ impl SearchSpec {
             "recall" => parse(value, takes).map(|v| self.recall = Some(v)),
             "lsh_weights" => parse(value, takes).map(|v| self.lsh_weights = Some(v)),
             "keep" => parse(value, takes).map(|v| self.keep = Some(v)),
+            "max_bucket" => parse(value, takes).map(|v| self.max_bucket = Some(v)),
+            "star_width" => parse(value, takes).map(|v| self.star_width = Some(v)),
             other => unreachable!("{other} is in OPTIONS and handled here"),
         };
         result.or_else(refuse)
@@ -231,6 +247,12 @@ impl SearchSpec {
         if self.verify == Some(Verification::Hamming) && self.hamming.is_none() {
             return refuse("verify", "hamming verification needs a Hamming distance (hamming)");
         }
+        if self.max_bucket.is_some_and(|m| m < 2) {
+            return refuse("max_bucket", "is at least 2 (a bucket of two is one pair)");
+        }
+        if self.star_width.is_some_and(|w| w < 1) {
+            return refuse("star_width", "is at least 1");
+        }
         Ok(DedupConfig {
             method,
             threshold: self.threshold.unwrap_or(DEFAULT_THRESHOLD),
@@ -240,6 +262,8 @@ impl SearchSpec {
             weights: self.lsh_weights,
             recall: self.recall,
             keep: self.keep.unwrap_or_default(),
+            max_bucket: self.max_bucket.unwrap_or(crate::DEFAULT_MAX_BUCKET),
+            star_width: self.star_width.unwrap_or(crate::DEFAULT_STAR_WIDTH),
             spill_dir: None,
         })
     }
@@ -338,7 +362,11 @@ mod tests {
         assert!(!err("keep", json!(1), SearchUse::Collection).contains("keep,"));
         assert!(err("hamming", json!(-1), SearchUse::Batch).starts_with("hamming: expected"));
         let names: Vec<&str> = SearchSpec::names(SearchUse::Collection).collect();
-        assert!(!names.contains(&"keep") && names.len() == SearchSpec::OPTIONS.len() - 1);
+        assert!(!names.contains(&"keep") && names.len() == SearchSpec::OPTIONS.len() - 3);
+        assert_eq!(
+            SearchSpec { max_bucket: Some(1), ..spec() }.resolve().expect_err("small").option,
+            "max_bucket"
+        );
     }
 
     #[test]

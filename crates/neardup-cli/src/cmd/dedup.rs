@@ -141,6 +141,18 @@ pub struct DedupArgs {
     #[arg(long, value_enum, default_value = "first", value_name = "RULE")]
     keep: KeepArg,
 
+    /// The skew guard: a candidate bucket (documents sharing a band key or a permuted table's
+    /// key) of more than N documents pairs only its first --star-width members with the others,
+    /// so thousands of near-copies of one text cost linear time (Spark applies the same rule).
+    /// [default: 2000]
+    #[arg(long, value_name = "N")]
+    max_bucket: Option<usize>,
+
+    /// How many first members of a bucket over --max-bucket are paired with the others.
+    /// [default: 2]
+    #[arg(long, value_name = "K")]
+    star_width: Option<usize>,
+
     /// Write the kept records here (`-`: standard output, as for every output below).
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
@@ -881,6 +893,8 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         recall: args.recall,
         lsh_weights,
         keep: Some(args.keep.keep()),
+        max_bucket: args.max_bucket,
+        star_width: args.star_width,
     };
     let config = search.resolve().map_err(search_failure)?;
     Ok(DedupConfig {

@@ -210,6 +210,8 @@ def dedup(
     bands: Optional[int] = None,
     rows: Optional[int] = None,
     lsh_weights: Optional[tuple[float, float]] = None,
+    max_bucket: Optional[int] = None,
+    star_width: Optional[int] = None,
 ) -> DedupResult:
     """Near-duplicate clusters of ``docs``, as ``neardup dedup`` finds them.
 
@@ -232,6 +234,8 @@ def dedup(
         bands, rows: the LSH banding, instead of ``recall``.
         lsh_weights: ``(false positive, false negative)`` weights of datasketch's banding
             choice, instead of ``recall``.
+        max_bucket, star_width: the skew guard: a candidate bucket of more than ``max_bucket``
+            documents (default 2,000) pairs only its first ``star_width`` (2) with the others.
 
     Every default and rule is the library's (``neardup dedup`` applies the same): an option
     left at None is not given.
@@ -252,6 +256,7 @@ def dedup(
     options = {
         "threshold": threshold, "method": method, "hamming": hamming, "verify": verify,
         "keep": keep, "recall": recall, "bands": bands, "rows": rows, "lsh_weights": lsh_weights,
+        "max_bucket": max_bucket, "star_width": star_width,
     }
     native = _neardup.dedup_texts(
         texts, {k: v for k, v in options.items() if v is not None}, pipeline

@@ -160,6 +160,15 @@ pub struct DedupConfig {
     pub recall: Option<f64>,
     /// Which document of a cluster is kept.
     pub keep: Keep,
+    /// The skew guard of the batch candidate search: a bucket (documents sharing one band key or
+    /// permuted-table key) of more than this many representatives pairs only its first
+    /// `star_width` members with the others ([`neardup_index::BucketCap`]); the same rule as
+    /// Spark's, so both find the same candidates.
+    #[serde(default = "default_max_bucket")]
+    pub max_bucket: usize,
+    /// How many first members of a bucket over `max_bucket` are paired with the others.
+    #[serde(default = "default_star_width")]
+    pub star_width: usize,
     /// Where the verification data (the feature hashes of Jaccard) goes: an unnamed temporary
     /// file in this directory, read back for candidate pairs only, so that memory per document
     /// stays about 160 bytes; `None` keeps it in memory (about 800 bytes more per 1 KB
@@ -168,17 +177,39 @@ pub struct DedupConfig {
     pub spill_dir: Option<PathBuf>,
 }
 
+/// The largest bucket of a batch candidate search paired in full, by default.
+pub const DEFAULT_MAX_BUCKET: usize = 2000;
+/// How many first members of a larger bucket are paired with the others, by default.
+pub const DEFAULT_STAR_WIDTH: usize = 2;
+
+fn default_max_bucket() -> usize {
+    DEFAULT_MAX_BUCKET
+}
+
+fn default_star_width() -> usize {
+    DEFAULT_STAR_WIDTH
+}
+
+impl DedupConfig {
+    /// The skew guard as the candidate search takes it.
+    pub fn bucket_cap(&self) -> neardup_index::BucketCap {
+        neardup_index::BucketCap { max_bucket: self.max_bucket, star_width: self.star_width }
+    }
+}
+
 impl Default for DedupConfig {
     fn default() -> Self {
         DedupConfig {
             method: Method::MinHash,
-            threshold: 0.8,
-            hamming: 3,
+            threshold: crate::DEFAULT_THRESHOLD,
+            hamming: crate::DEFAULT_HAMMING,
             verification: None,
             banding: None,
             weights: None,
             recall: None,
             keep: Keep::First,
+            max_bucket: DEFAULT_MAX_BUCKET,
+            star_width: DEFAULT_STAR_WIDTH,
             spill_dir: None,
         }
     }

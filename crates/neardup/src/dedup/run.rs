@@ -3,7 +3,7 @@
 //! expanded on demand so that every pair at or above the threshold can be listed without
 //! holding them all.
 
-use neardup_index::{candidate_pairs_by, hamming_pairs};
+use neardup_index::{candidate_pairs_capped, hamming_pairs_capped};
 use rayon::prelude::*;
 
 use super::store::ReadScratch;
@@ -315,17 +315,25 @@ impl Dedup<'_> {
         let mut candidates: Vec<(u32, u32)> = Vec::new();
         if self.plan.method.uses_minhash() && self.docs.bands() > 0 {
             let docs = &self.docs;
-            candidates = candidate_pairs_by(reps.len(), docs.bands(), |i, band| {
-                docs.keys(reps[i] as usize)[band]
-            });
+            candidates = candidate_pairs_capped(
+                reps.len(),
+                docs.bands(),
+                |i, band| docs.keys(reps[i] as usize)[band],
+                Some(self.config.bucket_cap()),
+            );
         }
         if self.plan.method.uses_simhash() {
             let fps: Vec<u128> = reps.iter().map(|&r| self.docs.simhash(r as usize)).collect();
             candidates.extend(
-                hamming_pairs(self.plan.bits, self.config.hamming, &fps)
-                    .expect("widths and distances are validated in Dedup::new")
-                    .into_iter()
-                    .map(|(x, y, _)| (x, y)),
+                hamming_pairs_capped(
+                    self.plan.bits,
+                    self.config.hamming,
+                    &fps,
+                    Some(self.config.bucket_cap()),
+                )
+                .expect("widths and distances are validated in Dedup::new")
+                .into_iter()
+                .map(|(x, y, _)| (x, y)),
             );
             if self.plan.method == Method::Both {
                 candidates.sort_unstable();

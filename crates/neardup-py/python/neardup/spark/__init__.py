@@ -271,8 +271,8 @@ def dedup(
     lsh_weights: Optional[tuple[float, float]] = None,
     pairs: bool = False,
     skip_bad: bool = False,
-    max_bucket: int = 2000,
-    star_width: int = 2,
+    max_bucket: Optional[int] = None,
+    star_width: Optional[int] = None,
     order_col: Optional[str] = None,
     cache_input: bool = True,
 ) -> SparkDedupResult:
@@ -288,7 +288,8 @@ def dedup(
         pipeline: a :class:`neardup.Pipeline` (default: the ``default`` preset).
         pairs: also compute every verified pair (copies included).
         skip_bad: drop rows whose text is null (counted) instead of failing.
-        max_bucket, star_width: the skew guard of the candidate stage (see the module doc).
+        max_bucket, star_width: the skew guard of the candidate stage (see the module doc; the
+            library's rule and defaults, 2,000 and 2, which `neardup dedup` applies too).
         order_col: a column giving input order (default: the order Spark reads the rows in).
         cache_input: persist ``df`` (memory and disk) for the run. Rows are numbered in the order
             Spark reads them, and the kept rows are joined back by number at the end, so the
@@ -311,15 +312,13 @@ def dedup(
         raise InputError(f"no column {id_col!r} (the id); the columns are {df.columns}")
     if not isinstance(df.schema[text_col].dataType, T.StringType):
         raise InputTypeError(f"column {text_col!r} must be a string column, not {df.schema[text_col].dataType}")
-    if max_bucket < 2 or star_width < 1:
-        raise InputError("max_bucket must be at least 2 and star_width at least 1")
     spark = df.sparkSession
     sc = spark.sparkContext
     pipeline = pipeline or neardup.Pipeline()
     options = {
         "threshold": threshold, "keep": keep, "verify": verify, "recall": recall,
         "bands": bands, "rows": rows, "method": method, "hamming": hamming,
-        "lsh_weights": lsh_weights,
+        "lsh_weights": lsh_weights, "max_bucket": max_bucket, "star_width": star_width,
     }
     # The library's JobSpec, checked on the driver at once with the library's messages and
     # defaults; executors receive it as JSON.
@@ -330,6 +329,7 @@ def dedup(
     n_bands, n_rows = local.banding or (0, 0)
     keep = local.keep
     threshold = local.threshold
+    max_bucket, star_width = local.max_bucket, local.star_width
     stage_seconds: dict = {}
 
     def stage(name: str, df_: Any) -> Any:

@@ -64,7 +64,6 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--pairs", default=None, help="also write every verified pair here")
     d.add_argument("--skip-bad", action="store_true",
                    help="skip malformed lines and rows without text (counted) instead of failing")
-    d.add_argument("--max-bucket", type=int, default=2000)
     d.add_argument("--master", default=None, help="the Spark master when not run by spark-submit")
     return ap
 
@@ -122,7 +121,6 @@ def main(argv: list[str] | None = None) -> int:
 
     result = dedup(df, text_col=text_col, id_col=id_col, pipeline=pipeline,
                    **search_options(args), pairs=args.pairs is not None, skip_bad=args.skip_bad,
-                   max_bucket=args.max_bucket,
                    # A plain read of files: Spark reads the same rows into the same partitions
                    # every time, so the input need not be cached.
                    cache_input=False)
