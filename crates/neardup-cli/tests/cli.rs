@@ -1942,13 +1942,7 @@ fn a_string_id_and_a_number_id_with_one_text_are_one_id() {
 /// through the built binary, each option given as its flag.
 #[test]
 fn the_conformance_table_through_the_cli() {
-    let table: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/table.json"),
-        )
-        .expect("the table"),
-    )
-    .expect("JSON");
+    let table = common::conformance_table();
     let dir = tempdir("conformance");
     let corpus = dir.join("corpus.jsonl");
     let lines: String =

@@ -1903,13 +1903,7 @@ fn a_collection_takes_the_search_options_of_the_table() {
 /// oracle) through the real service: a collection per row, the documents checked in order.
 #[test]
 fn the_conformance_table_through_the_service() {
-    let table: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/table.json"),
-        )
-        .expect("the table"),
-    )
-    .expect("JSON");
+    let table = common::conformance_table();
     let dir = tempdir("conformance-service");
     let s = Server::start(&dir, &[]);
     let docs = table["corpus"].as_array().expect("corpus");

@@ -39,3 +39,11 @@ pub fn tempdir(name: &str) -> TempDir {
     std::fs::create_dir_all(&dir).expect("temp dir");
     TempDir(dir)
 }
+
+/// The conformance table (`tests/conformance/table.json`; the library is its oracle).
+#[allow(dead_code)] // each test binary uses part of this module
+pub fn conformance_table() -> serde_json::Value {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/table.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the table")).expect("JSON")
+}
