@@ -315,6 +315,11 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
 
 /// Serves the API on `listener` until `shutdown` resolves, then lets in-flight requests finish.
 ///
+/// While it serves, a task reopens the store after a storage I/O error (redb then refuses
+/// everything until reopened; the service answers 503 meanwhile) and reloads every collection,
+/// once a second until it works: whoever embeds the service gets the recovery `neardup serve`
+/// has. It stops with the server.
+///
 /// On a loopback address, a request must name the server in its `Host` header (`localhost`,
 /// `127.0.0.1`, `[::1]` or the address itself, with its port): a page of another site whose
 /// name an attacker rebinds to 127.0.0.1 (DNS rebinding) sends its own name and is refused.
@@ -328,7 +333,18 @@ pub async fn serve(
     let _ = state.listening.set(addr);
     // Its connections answer hyper's own refusals (malformed heads) in JSON too.
     let listener = conn::Listener::new(listener, state.limits.max_uri_bytes);
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+    let recovering = state.clone();
+    let recovery = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            if recovering.unhealthy().is_some() {
+                recovering.recover().await;
+            }
+        }
+    });
+    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await;
+    recovery.abort();
+    served
 }
 
 /// Runs `f`, turning a panic inside it (redb asserts on some damage instead of answering an

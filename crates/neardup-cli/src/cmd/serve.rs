@@ -233,16 +233,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             "neardup serve: listening on http://{addr} (data in {})",
             args.data_dir.display()
         );
-        // Reopens the store after an I/O error, once a second until it works.
-        let recovering = state.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if recovering.unhealthy().is_some() {
-                    recovering.recover().await;
-                }
-            }
-        });
+        // The library's serve: the API, and the store reopened after an I/O error.
         neardup_server::serve(state, listener, shutdown_signal(grace)).await.context("serving")?;
         eprintln!("neardup serve: stopped");
         Ok::<(), anyhow::Error>(())
