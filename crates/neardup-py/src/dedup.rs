@@ -16,6 +16,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dedup_texts, m)?)?;
     m.add_function(wrap_pyfunction!(job_spec, m)?)?;
     m.add_function(wrap_pyfunction!(option_table, m)?)?;
+    m.add_function(wrap_pyfunction!(format_summary, m)?)?;
     Ok(())
 }
 
@@ -91,6 +92,15 @@ fn job_spec(
     })
 }
 
+/// A summary (the library's fields, as JSON: what Spark counts) as `neardup dedup` prints it;
+/// an unknown field is refused by name.
+#[pyfunction]
+fn format_summary(summary: &str) -> PyResult<String> {
+    let summary: neardup::Summary =
+        serde_json::from_str(summary).map_err(|e| crate::errors::input(format!("summary: {e}")))?;
+    Ok(summary.to_string())
+}
+
 /// The options of every surface, from the library's tables: `(group, name, collections)`, group
 /// one of `pipeline`, `search`, `passages`; `collections` is False for a search option that only
 /// a batch run takes (`keep`).
@@ -128,7 +138,10 @@ fn dedup_texts(
                 dedup.push(s).map_err(dedup_error)?;
             }
             let outcome = dedup.run().map_err(dedup_error)?;
+            let mut summary = neardup::Summary::of(&dedup, &outcome);
+            summary.bytes = Some(texts.iter().map(|t| t.len() as u64).sum());
             Ok(PyDedupResult {
+                summary,
                 banding: dedup.banding(),
                 candidate_probability: dedup.candidate_probability(),
                 verification: dedup.verification().name(),
@@ -147,6 +160,7 @@ type PairArrays<'py> =
 #[pyclass(frozen, module = "neardup._neardup", name = "DedupResult")]
 pub(crate) struct PyDedupResult {
     outcome: DedupOutcome,
+    summary: neardup::Summary,
     banding: Option<(usize, usize)>,
     candidate_probability: Option<f64>,
     verification: &'static str,
@@ -154,6 +168,16 @@ pub(crate) struct PyDedupResult {
 
 #[pymethods]
 impl PyDedupResult {
+    /// The library's summary of the run as JSON (the fields `neardup dedup` prints).
+    fn summary_json(&self) -> String {
+        serde_json::to_string(&self.summary).expect("a summary is plain data")
+    }
+
+    /// The summary as `neardup dedup` prints it.
+    fn summary_text(&self) -> String {
+        self.summary.to_string()
+    }
+
     /// Documents.
     #[getter]
     fn documents(&self) -> usize {

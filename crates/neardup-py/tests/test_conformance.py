@@ -7,7 +7,7 @@ import json
 import pytest
 
 import neardup
-from pyhelpers import ROOT
+from pyhelpers import ROOT, run_cli
 
 TABLE = json.loads((ROOT / "tests" / "conformance" / "table.json").read_text(encoding="utf-8"))
 DOCS = TABLE["corpus"]
@@ -38,3 +38,22 @@ def test_check_rows(row):
                "inserted": a["inserted"]}
         assert got == row["expect"][i], (row["name"], i)
     assert idx.ids() == row["ids"]
+
+
+def test_one_summary_in_every_surface(binary, tmp_path):
+    """The library's summary: the CLI prints it, Python returns and prints it, Spark prints it
+    through the same formatter (test_spark)."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    out = run_cli(binary, "dedup", str(corpus), "--threshold", "0.5", "-o", "/dev/null")
+    assert out.returncode == 0, out.stderr
+    cli = out.stderr.decode().removeprefix("neardup dedup: ").splitlines()
+    result = neardup.dedup([d["text"] for d in DOCS], threshold=0.5)
+    assert result.summary_text().splitlines() == cli[:2]
+    s = result.summary()
+    assert (s["documents"], s["clusters"], s["threshold"], s["method"]) == (8, 2, 0.5, "minhash")
+    assert s["bytes"] == sum(len(d["text"].encode()) for d in DOCS)
+    assert neardup._neardup.format_summary(json.dumps(
+        {k: v for k, v in s.items() if k not in ("pairs", "banding")})) == result.summary_text()
+    with pytest.raises(neardup.InputError, match="unknown field `pairs`"):
+        neardup._neardup.format_summary(json.dumps(s))

@@ -32,6 +32,7 @@ pub mod overlap;
 mod pipeline;
 mod search;
 mod spec;
+mod summary;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
@@ -55,6 +56,7 @@ pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
     MAX_NGRAM, MAX_TOP_N, PRESETS,
 };
+pub use summary::Summary;
 
 /// A name that no other call gives, in this process or another: the clock, the process id and a
 /// counter, hashed to 16 hex digits. Saved indexes name their docs files with it, and the

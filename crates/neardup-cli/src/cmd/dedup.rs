@@ -642,55 +642,23 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let write_time = write_started.elapsed();
 
     if !args.quiet && !output::stdout_closed() {
-        let new = places.len();
-        let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count();
-        let empty = (seen..dedup.len()).filter(|&i| dedup.is_empty_at(i)).count();
+        let mut summary = neardup::Summary::of(&dedup, &outcome);
+        summary.bytes = Some(bytes);
+        summary.skipped = skipped as u64;
+        summary.replaced = replaced as u64;
+        summary.repeated_ids = repeated_ids.records() as u64;
+        summary.repeated_id_examples = repeated_ids.examples().to_vec();
         let mut err = io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "neardup dedup: {new} documents ({:.1} MB, {empty} empty), {} clusters, {dropped} \
-             dropped, {} kept",
-            bytes as f64 / 1e6,
-            outcome.clusters.len(),
-            new - dropped
-        );
-        let how = method_line(&dedup, &config);
-        let _ = writeln!(
-            err,
-            "  {how}, verified by {}: {} candidate pairs, {} verified between distinct texts, \
-             {} exact copies",
-            dedup.verification().name(),
-            outcome.candidates,
-            outcome.edges.len(),
-            outcome.exact_duplicates
-        );
+        let _ = writeln!(err, "neardup dedup: {summary}");
         if let Some(n) = pairs_written {
             let _ = writeln!(err, "  {n} pairs written to --pairs (every pair, copies included)");
         }
-        if seen > 0 {
-            let _ = writeln!(err, "  against an index of {seen} documents");
-        }
-        if skipped > 0 {
-            let _ = writeln!(err, "  skipped {skipped} bad record(s) or file(s)");
-        }
-        if replaced > 0 {
-            let _ = writeln!(err, "  replaced {replaced} invalid UTF-8 sequence(s) (--lossy)");
-        }
-        if repeated_ids.records() > 0 {
+        if repeated_ids.records() > 0 && args.save_index.is_some() {
             let _ = writeln!(
                 err,
-                "  {} duplicate id(s) (records repeating an earlier record's id; \"7\" and 7 \
-                 are one id), kept as separate documents, e.g. {}",
-                repeated_ids.records(),
-                repeated_ids.examples().join(", ")
+                "  the saved index keeps the repeated ids apart too: --against searches it as it \
+                 is, but it cannot be loaded as a collection (Python's Index.load refuses it)"
             );
-            if args.save_index.is_some() {
-                let _ = writeln!(
-                    err,
-                    "  the saved index keeps them apart too: --against searches it as it is, \
-                     but it cannot be loaded as a collection (Python's Index.load refuses it)"
-                );
-            }
         }
         let _ = writeln!(
             err,
@@ -707,21 +675,6 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         return Err(Failure::Reported);
     }
     Ok(())
-}
-
-/// The candidate search of a run, in words: "minhash, 16 bands x 6 rows, P(candidate) ...".
-fn method_line(dedup: &Dedup<'_>, config: &DedupConfig) -> String {
-    let lsh = |b: usize, r: usize| {
-        let p = dedup.candidate_probability().unwrap_or(0.0);
-        format!("{b} bands x {r} rows, P(candidate) {p:.4} at Jaccard {}", config.threshold)
-    };
-    match (config.method, dedup.banding()) {
-        (Method::MinHash, Some((b, r))) => format!("minhash, {}", lsh(b, r)),
-        (Method::Both, Some((b, r))) => {
-            format!("minhash ({}) and simhash (Hamming <= {})", lsh(b, r), config.hamming)
-        }
-        _ => format!("simhash, Hamming <= {}", config.hamming),
-    }
 }
 
 /// What a run measured, for its report.
@@ -839,7 +792,7 @@ fn build_report(
         ("clusters".into(), n(outcome.clusters.len() as u64)),
         ("dropped".into(), n(dropped)),
         ("kept".into(), n(new - dropped)),
-        ("method".into(), method_line(dedup, config)),
+        ("method".into(), neardup::Summary::of(dedup, outcome).method_line()),
         (
             "verified by".into(),
             format!(

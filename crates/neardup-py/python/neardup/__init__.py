@@ -175,20 +175,17 @@ class DedupResult:
         return self._native.candidate_probability
 
     def summary(self) -> dict:
-        """The counts ``neardup dedup`` prints."""
-        return {
-            "documents": self.documents,
-            "clusters": len(self._native.clusters),
-            "dropped": self.dropped,
-            "kept": self.documents - self.dropped,
-            "candidates": self.candidates,
-            "verified": self.verified,
-            "exact_duplicates": self.exact_duplicates,
-            "pairs": self.pair_count,
-            "banding": self.banding,
-            "candidate_probability": self.candidate_probability,
-            "verification": self._native.verification,
-        }
+        """The counts ``neardup dedup`` prints: the library's summary (documents, bytes, empty,
+        clusters, dropped, kept, method, bands, rows, candidate_probability, threshold, hamming,
+        verification, candidates, verified, exact_duplicates, ...), plus ``pairs`` (every pair
+        at or above the threshold) and ``banding``."""
+        s = json.loads(self._native.summary_json())
+        s.update({"pairs": self.pair_count, "banding": self.banding})
+        return s
+
+    def summary_text(self) -> str:
+        """The summary as ``neardup dedup`` prints it."""
+        return self._native.summary_text()
 
     def __repr__(self) -> str:
         return (

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from ..errors import InputError, InputTypeError
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -205,17 +206,12 @@ def connected_components(edges: Any, max_rounds: int = 100, on_round: Any = None
     return leaves.unionByName(centers).groupBy("node").agg(F.min("component").alias("component"))
 
 
-def _method_text(s: dict) -> str:
-    """How candidates were found, as the summary says it."""
-    parts = []
-    if s.get("method", "minhash") in ("minhash", "both"):
-        parts.append(
-            f"minhash, {s.get('bands')} bands x {s.get('rows')} rows, P(candidate) "
-            f"{s.get('candidate_probability') or 0:.4f} at {s.get('threshold')}"
-        )
-    if s.get("method") in ("simhash", "both"):
-        parts.append(f"simhash, Hamming <= {s.get('hamming')} (permuted tables)")
-    return " + ".join(parts)
+# The fields of the library's summary that the Spark job counts.
+_SUMMARY_FIELDS = (
+    "documents", "empty", "clusters", "dropped", "kept", "method", "bands", "rows",
+    "candidate_probability", "threshold", "hamming", "verification", "candidates", "verified",
+    "exact_duplicates", "capped_buckets", "skipped",
+)
 
 
 @dataclass
@@ -233,20 +229,16 @@ class SparkDedupResult:
     """The counts `neardup dedup` prints, and each stage's seconds (``timings=True``)."""
 
     def print_summary(self) -> str:
+        """The summary as ``neardup dedup`` prints it (the library formats it), with the seconds
+        of each Spark stage. Returns the text (it prints nothing)."""
+        import neardup
+
         s = self.summary
-        lines = [
-            f"neardup dedup (spark): {s.get('documents')} documents ({s.get('empty')} empty), "
-            f"{s.get('clusters')} clusters, {s.get('dropped')} dropped, {s.get('kept')} kept",
-            f"  {_method_text(s)}, verified by "
-            f"{s.get('verification')}: {s.get('candidates')} candidate pairs, {s.get('verified')} "
-            f"verified between distinct texts, {s.get('exact_duplicates')} exact copies",
-        ]
-        if s.get("capped_buckets"):
-            lines.append(
-                f"  {s['capped_buckets']} bucket(s) over max_bucket paired as stars (skew guard)"
-            )
-        if s.get("skipped"):
-            lines.append(f"  skipped {s['skipped']} bad record(s)")
+        fields = {k: s[k] for k in _SUMMARY_FIELDS if s.get(k) is not None}
+        if not fields.get("bands"):
+            fields.pop("bands", None)
+            fields.pop("rows", None)
+        lines = ["neardup dedup (spark): " + neardup._neardup.format_summary(json.dumps(fields))]
         if s.get("stage_seconds"):
             lines.append(
                 "  time "

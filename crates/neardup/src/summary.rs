@@ -1,0 +1,218 @@
+//! `Summary`: the counts of a dedup run, one type for every surface. The CLI prints it (its
+//! `Display`), Python returns it as a dict (its serde form), and Spark fills the same fields from
+//! its aggregates and prints it the same way.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Dedup, DedupOutcome, Method, Verification};
+
+/// What a dedup run did, as counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Summary {
+    /// Documents of this run (not those of a saved index searched against).
+    pub documents: u64,
+    /// Their bytes of text, when counted.
+    pub bytes: Option<u64>,
+    /// Documents without features (near-duplicates of nothing).
+    pub empty: u64,
+    /// Clusters of two or more documents.
+    pub clusters: u64,
+    /// Documents dropped as near-duplicates.
+    pub dropped: u64,
+    /// Documents kept.
+    pub kept: u64,
+    /// How candidates were found.
+    pub method: Method,
+    /// LSH bands (MinHash).
+    pub bands: Option<usize>,
+    /// LSH rows per band (MinHash).
+    pub rows: Option<usize>,
+    /// The probability that a pair at the threshold becomes a candidate (MinHash).
+    pub candidate_probability: Option<f64>,
+    /// The threshold.
+    pub threshold: f64,
+    /// The Hamming distance (SimHash).
+    pub hamming: Option<u32>,
+    /// How candidates were confirmed.
+    pub verification: Verification,
+    /// Candidate pairs checked.
+    pub candidates: u64,
+    /// Pairs verified between distinct texts.
+    pub verified: u64,
+    /// Documents merged into an earlier exact copy before the candidate search.
+    pub exact_duplicates: u64,
+    /// Candidate buckets over `max_bucket`, paired as stars (counted where the run counts them).
+    pub capped_buckets: u64,
+    /// Documents of a saved index searched against.
+    pub against: u64,
+    /// Bad records or files skipped.
+    pub skipped: u64,
+    /// Invalid UTF-8 sequences replaced.
+    pub replaced: u64,
+    /// Records repeating an earlier record's id.
+    pub repeated_ids: u64,
+    /// The first repeated ids, each once.
+    pub repeated_id_examples: Vec<String>,
+}
+
+impl Default for Summary {
+    fn default() -> Self {
+        Summary {
+            documents: 0,
+            bytes: None,
+            empty: 0,
+            clusters: 0,
+            dropped: 0,
+            kept: 0,
+            method: Method::MinHash,
+            bands: None,
+            rows: None,
+            candidate_probability: None,
+            threshold: crate::DEFAULT_THRESHOLD,
+            hamming: None,
+            verification: Verification::Jaccard,
+            candidates: 0,
+            verified: 0,
+            exact_duplicates: 0,
+            capped_buckets: 0,
+            against: 0,
+            skipped: 0,
+            replaced: 0,
+            repeated_ids: 0,
+            repeated_id_examples: Vec::new(),
+        }
+    }
+}
+
+impl Summary {
+    /// The counts of a finished run (documents `dedup.seen()..` are this run's); the caller adds
+    /// what only it knows (bytes, skipped records, times).
+    pub fn of(dedup: &Dedup<'_>, outcome: &DedupOutcome) -> Summary {
+        let seen = dedup.seen();
+        let config = dedup.config();
+        let documents = (dedup.len() - seen) as u64;
+        let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count() as u64;
+        let (bands, rows) = dedup.banding().unzip();
+        Summary {
+            documents,
+            empty: (seen..dedup.len()).filter(|&i| dedup.is_empty_at(i)).count() as u64,
+            clusters: outcome.clusters.len() as u64,
+            dropped,
+            kept: documents - dropped,
+            method: config.method,
+            bands,
+            rows,
+            candidate_probability: dedup.candidate_probability(),
+            threshold: config.threshold,
+            hamming: (config.method != Method::MinHash).then_some(config.hamming),
+            verification: dedup.verification(),
+            candidates: outcome.candidates as u64,
+            verified: outcome.edges.len() as u64,
+            exact_duplicates: outcome.exact_duplicates as u64,
+            against: seen as u64,
+            ..Summary::default()
+        }
+    }
+
+    /// The candidate search in words: "minhash, 16 bands x 6 rows, P(candidate) 0.9923 at
+    /// Jaccard 0.8", "simhash, Hamming <= 3", or both.
+    pub fn method_line(&self) -> String {
+        let lsh = |b: usize, r: usize| {
+            let p = self.candidate_probability.unwrap_or(0.0);
+            format!("{b} bands x {r} rows, P(candidate) {p:.4} at Jaccard {}", self.threshold)
+        };
+        let hamming = self.hamming.unwrap_or(crate::DEFAULT_HAMMING);
+        match (self.method, self.bands.zip(self.rows)) {
+            (Method::MinHash, Some((b, r))) => format!("minhash, {}", lsh(b, r)),
+            (Method::Both, Some((b, r))) => {
+                format!("minhash ({}) and simhash (Hamming <= {hamming})", lsh(b, r))
+            }
+            _ => format!("simhash, Hamming <= {hamming}"),
+        }
+    }
+}
+
+/// The lines `neardup dedup` prints (each surface prints these).
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = self.bytes.map(|b| format!("{:.1} MB, ", b as f64 / 1e6)).unwrap_or_default();
+        writeln!(
+            f,
+            "{} documents ({size}{} empty), {} clusters, {} dropped, {} kept",
+            self.documents, self.empty, self.clusters, self.dropped, self.kept
+        )?;
+        write!(
+            f,
+            "  {}, verified by {}: {} candidate pairs, {} verified between distinct texts, {} \
+             exact copies",
+            self.method_line(),
+            self.verification.name(),
+            self.candidates,
+            self.verified,
+            self.exact_duplicates
+        )?;
+        if self.capped_buckets > 0 {
+            write!(
+                f,
+                "\n  {} bucket(s) over max_bucket paired as stars (skew guard)",
+                self.capped_buckets
+            )?;
+        }
+        if self.against > 0 {
+            write!(f, "\n  against an index of {} documents", self.against)?;
+        }
+        if self.skipped > 0 {
+            write!(f, "\n  skipped {} bad record(s) or file(s)", self.skipped)?;
+        }
+        if self.replaced > 0 {
+            write!(f, "\n  replaced {} invalid UTF-8 sequence(s) (--lossy)", self.replaced)?;
+        }
+        if self.repeated_ids > 0 {
+            write!(
+                f,
+                "\n  {} duplicate id(s) (records repeating an earlier record's id; \"7\" and 7 \
+                 are one id), kept as separate documents, e.g. {}",
+                self.repeated_ids,
+                self.repeated_id_examples.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_prints_the_cli_lines_and_round_trips() {
+        let s = Summary {
+            documents: 3,
+            bytes: Some(1_500_000),
+            clusters: 1,
+            dropped: 1,
+            kept: 2,
+            bands: Some(16),
+            rows: Some(6),
+            candidate_probability: Some(0.99234),
+            candidates: 2,
+            verified: 1,
+            repeated_ids: 1,
+            repeated_id_examples: vec!["7".into()],
+            ..Summary::default()
+        };
+        assert_eq!(
+            s.to_string(),
+            "3 documents (1.5 MB, 0 empty), 1 clusters, 1 dropped, 2 kept\n  minhash, 16 bands x \
+             6 rows, P(candidate) 0.9923 at Jaccard 0.8, verified by jaccard: 2 candidate pairs, \
+             1 verified between distinct texts, 0 exact copies\n  1 duplicate id(s) (records \
+             repeating an earlier record's id; \"7\" and 7 are one id), kept as separate \
+             documents, e.g. 7"
+        );
+        let json = serde_json::to_string(&s).expect("serializes");
+        assert_eq!(serde_json::from_str::<Summary>(&json).expect("parses"), s);
+        let simhash = Summary { method: Method::SimHash, hamming: Some(4), ..Summary::default() };
+        assert!(simhash.to_string().contains("  simhash, Hamming <= 4, verified by jaccard"));
+    }
+}
