@@ -1,0 +1,178 @@
+//! Documents: batch insert, read, delete.
+
+use super::*;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InsertRequest {
+    pub(super) docs: Vec<InDoc>,
+}
+
+pub(super) async fn insert_docs(
+    State(state): State<Shared>,
+    ApiPath(name): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    let req: InsertRequest = parse(body)?;
+    let limits = state.limits;
+    if req.docs.len() > limits.max_batch_docs {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "batch_too_large",
+            format!("{} documents, the limit is {}", req.docs.len(), limits.max_batch_docs),
+        ));
+    }
+    let mut docs = Vec::with_capacity(req.docs.len());
+    let mut seen = std::collections::HashSet::new();
+    for (i, d) in req.docs.into_iter().enumerate() {
+        let what = format!("docs[{i}]");
+        let id = doc_id(&d.id, &what)?;
+        if !seen.insert(id.clone()) {
+            return Err(ApiError::bad(
+                "duplicate_id",
+                format!("{what}: id {id:?} appears twice in the batch"),
+            ));
+        }
+        let body = Body::from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
+        check_metadata(&d.metadata, limits.max_metadata_bytes, &what, &id)?;
+        docs.push((id, body, d.metadata));
+    }
+    let turn = turn(&state).await?;
+    // Sketch outside every lock.
+    let c2 = c.clone();
+    let (records, turn): (Vec<(String, Record)>, Turn) = blocking(move || {
+        let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
+        let store_text = c2.info.store_text;
+        // Sketch the batch on every core (rayon), in order.
+        let records = docs
+            .into_par_iter()
+            .map_init(Scratch::default, |scratch, (id, body, metadata)| {
+                let sketch = live.engine().sketch(body.document(), body.len(), scratch);
+                let text = store_text.then(|| body.text());
+                (id, Record { sketch, metadata, text })
+            })
+            .collect();
+        Ok((records, turn))
+    })
+    .await?;
+    let _writer = c.writer.lock().await;
+    check_writable(&c)?;
+    let (st, c2) = (state.clone(), c.clone());
+    let (inserted, updated) = blocking(move || {
+        let _turn = turn;
+        let name = c2.info.name.as_str();
+        let updated = st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, &st, &c2)?;
+            let mut updated = 0usize;
+            {
+                let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+                for (id, record) in &records {
+                    let old = t
+                        .insert(id.as_str(), record.encode(id).as_slice())
+                        .map_err(|e| err(e.into()))?;
+                    updated += usize::from(old.is_some());
+                }
+            }
+            txn.commit().map_err(|e| err(e.into()))?;
+            Ok(updated)
+        })?;
+        // Durable: now visible to searches.
+        let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
+        let n = records.len();
+        for (id, record) in records {
+            live.insert_with_text(&id, record.sketch, record.text);
+        }
+        Ok((n - updated, updated))
+    })
+    .await?;
+    ok(StatusCode::OK, json!({"inserted": inserted, "updated": updated}))
+}
+
+pub(super) async fn get_doc(
+    State(state): State<Shared>,
+    ApiPath((name, id)): ApiPath<(String, String)>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    let (st, c2, key) = (state.clone(), c.clone(), id.clone());
+    let record = blocking(move || {
+        let name = c2.info.name.as_str();
+        st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_read().map_err(|e| err(e.into()))?;
+            let t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+            let v = t.get(key.as_str()).map_err(|e| err(e.into()))?;
+            v.map(|v| read_record(&st, &c2.info.name, &key, v.value())).transpose()
+        })
+    })
+    .await?;
+    let Some(record) = record else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "document_not_found",
+            format!("no document {id:?}"),
+        ));
+    };
+    let bits = c.info.spec.simhash_bits.get() as usize;
+    let mut fingerprints = serde_json::Map::new();
+    if c.info.method != Method::MinHash {
+        let v = record.sketch.simhash_value();
+        fingerprints.insert("simhash".into(), json!(format!("{v:0width$x}", width = bits / 4)));
+    }
+    if !record.sketch.band_keys().is_empty() {
+        let keys: Vec<String> =
+            record.sketch.band_keys().iter().map(|k| format!("{k:016x}")).collect();
+        fingerprints.insert("lsh_band_keys".into(), json!(keys));
+    }
+    ok(
+        StatusCode::OK,
+        json!({
+            "id": id,
+            "metadata": record.metadata,
+            "text": record.text,
+            "empty": record.sketch.empty,
+            "fingerprints": fingerprints,
+        }),
+    )
+}
+
+pub(super) async fn delete_doc(
+    State(state): State<Shared>,
+    ApiPath((name, id)): ApiPath<(String, String)>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    let _writer = c.writer.lock().await;
+    check_writable(&c)?;
+    let (st, c2, key) = (state.clone(), c.clone(), id.clone());
+    let existed = blocking(move || {
+        let name = c2.info.name.as_str();
+        let existed = st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, &st, &c2)?;
+            let existed = {
+                let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+                let old = t.remove(key.as_str()).map_err(|e| err(e.into()))?;
+                old.is_some()
+            };
+            txn.commit().map_err(|e| err(e.into()))?;
+            Ok(existed)
+        })?;
+        live(&c2)?.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
+        Ok(existed)
+    })
+    .await?;
+    if !existed {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "document_not_found",
+            format!("no document {id:?}"),
+        ));
+    }
+    ok(StatusCode::OK, json!({"deleted": id}))
+}

@@ -1,0 +1,420 @@
+//! The HTTP API: the error type, request parsing and the shared helpers here, the routes in one
+//! file each (`collections`, `docs`, `queries`, `passages`), `access` (token, Host, Origin,
+//! content types) and `ops` (health, metrics).
+
+mod access;
+mod body;
+mod collections;
+mod docs;
+mod ops;
+mod passages;
+mod queries;
+
+use access::*;
+use body::*;
+use collections::*;
+use docs::*;
+pub use ops::Metrics;
+use ops::*;
+use passages::*;
+pub(crate) use queries::PendingCheck;
+use queries::*;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Path, Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use neardup::overlap::{Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex};
+use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch, SearchUse};
+use rayon::prelude::*;
+use redb::{Database, ReadableTable};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use subtle::ConstantTimeEq;
+
+use crate::store::{docs_def, encode_record, new_incarnation, CollectionInfo, Record, COLLECTIONS};
+use crate::{build_engine, new_live, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
+
+type Shared = Arc<AppState>;
+
+/// An error reply: `{"error": {"code", "message"}}` with its status.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    /// Seconds for a `Retry-After` header (503 busy).
+    retry_after: Option<u32>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into(), retry_after: None }
+    }
+    fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+    fn internal(message: impl std::fmt::Display) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message.to_string())
+    }
+    fn unavailable(reason: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            format!("{reason}; the store is being reopened, retry later"),
+        )
+    }
+    fn collection_gone(name: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "collection_not_found",
+            format!("no collection {name:?} (it was deleted)"),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, seconds.into());
+        }
+        response
+    }
+}
+
+/// A turn of a heavy request (search, check, insert, compare); given back when dropped. It
+/// moves into the blocking work it guards, so a client that goes away does not free the turn
+/// while its work still runs.
+type Turn = tokio::sync::OwnedSemaphorePermit;
+
+/// Takes a turn for a heavy request: at once if one of the `max_concurrent` is free, else after
+/// waiting in a queue of at most `max_queued` for at most [`crate::HEAVY_WAIT`]; past either,
+/// 503 `busy` with `Retry-After`. Called once the request is read and checked, so a refused
+/// request never waits, and a slow client cannot hold a turn by sending its body slowly.
+async fn turn(state: &AppState) -> Result<Turn, ApiError> {
+    use std::sync::atomic::AtomicUsize;
+    use tokio::sync::TryAcquireError;
+    let busy = |why: String| ApiError {
+        retry_after: Some(1),
+        ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", format!("{why}; retry later"))
+    };
+    match state.turns.clone().try_acquire_owned() {
+        Ok(turn) => return Ok(turn),
+        Err(TryAcquireError::Closed) => return Err(ApiError::internal("the turns are closed")),
+        Err(TryAcquireError::NoPermits) => {}
+    }
+    /// Counts a waiting request for as long as it waits (a cancelled wait included).
+    struct Waiting<'a>(&'a AtomicUsize);
+    impl Drop for Waiting<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let ahead = state.waiting.fetch_add(1, Ordering::SeqCst);
+    let _waiting = Waiting(&state.waiting);
+    let limits = &state.limits;
+    if ahead >= limits.max_queued {
+        return Err(busy(format!(
+            "all {} turns for search, check, insert and compare are taken and {ahead} requests \
+             wait (--max-concurrent, --max-queued)",
+            limits.max_concurrent
+        )));
+    }
+    match tokio::time::timeout(crate::HEAVY_WAIT, state.turns.clone().acquire_owned()).await {
+        Ok(Ok(turn)) => Ok(turn),
+        Ok(Err(_)) => Err(ApiError::internal("the turns are closed")),
+        Err(_) => Err(busy(format!(
+            "no turn for search, check, insert or compare came in {} s (--max-concurrent {})",
+            crate::HEAVY_WAIT.as_secs(),
+            limits.max_concurrent
+        ))),
+    }
+}
+
+/// Refuses metadata over `--max-metadata-bytes` (measured as the JSON it is stored as): with
+/// `--max-top-k` it bounds what one search answer carries.
+fn check_metadata(metadata: &Value, limit: usize, what: &str, id: &str) -> Result<(), ApiError> {
+    let size = serde_json::to_vec(metadata).map_err(ApiError::internal)?.len();
+    if size > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "metadata_too_large",
+            format!(
+                "{what} (id {id:?}): metadata of {size} bytes as JSON, the limit is {limit} \
+                 (--max-metadata-bytes)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+type ApiResult = Result<Response, ApiError>;
+
+fn ok(status: StatusCode, body: Value) -> ApiResult {
+    Ok((status, Json(body)).into_response())
+}
+
+/// Maps a store error: an I/O error makes the service unhealthy (503 until the store is
+/// reopened); a table that no longer exists means the collection was deleted (404).
+fn store_err(state: &AppState, name: &str, e: impl Into<redb::Error>) -> ApiError {
+    match e.into() {
+        e @ (redb::Error::Io(_) | redb::Error::PreviousIo) => {
+            let reason = format!("storage I/O error: {e}");
+            state.set_unhealthy(reason.clone());
+            ApiError::unavailable(reason)
+        }
+        redb::Error::TableDoesNotExist(_) => ApiError::collection_gone(name),
+        e => ApiError::internal(format!("store: {e}")),
+    }
+}
+
+/// Decodes a stored record; one that fails its checksum is counted as damage (`/v1/health`
+/// reports it) and answered as a 500 naming it, never served.
+fn read_record(
+    state: &AppState,
+    collection: &str,
+    id: &str,
+    bytes: &[u8],
+) -> Result<Record, ApiError> {
+    Record::decode(id, bytes).map_err(|what| {
+        state.record_damage(collection, id, &what);
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "damaged_record",
+            format!("collection {collection:?}, document {id:?}: {what}"),
+        )
+    })
+}
+
+impl AppState {
+    /// Runs `f` on the store, unless the service is unhealthy (503).
+    fn with_db<T>(&self, f: impl FnOnce(&Database) -> Result<T, ApiError>) -> Result<T, ApiError> {
+        if let Some(reason) = self.unhealthy() {
+            return Err(ApiError::unavailable(reason));
+        }
+        let guard = self.db.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(db) => f(db),
+            None => Err(ApiError::unavailable("the store is closed")),
+        }
+    }
+}
+
+/// Parses a JSON body, saying what is wrong and where.
+fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", e.body_text())
+        } else {
+            ApiError::bad("bad_body", e.body_text())
+        }
+    })?;
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        return Err(ApiError::bad(
+            "invalid_utf8",
+            format!("the body is not UTF-8: invalid byte at offset {}", e.valid_up_to()),
+        ));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let code = match e.classify() {
+            serde_json::error::Category::Data => "invalid_field",
+            _ => "malformed_json",
+        };
+        ApiError::bad(code, friendly(&e.to_string()))
+    })
+}
+
+/// serde's messages name Rust types (`struct CreateRequest`); say what the client sent instead.
+fn friendly(message: &str) -> String {
+    let mut m = message.to_string();
+    for (from, to) in [
+        ("expected struct InsertRequest", "expected an object {\"docs\": [...]}"),
+        ("expected struct InDoc", "expected a document object {\"id\", \"text\" | \"tokens\"}"),
+        ("expected struct CreateRequest", "expected an object"),
+        ("expected struct SearchRequest", "expected an object"),
+        ("expected struct CheckRequest", "expected an object"),
+        ("expected struct CompareRequest", "expected an object {\"a\", \"b\"}"),
+        ("expected struct ", "expected an object "),
+    ] {
+        m = m.replace(from, to);
+    }
+    m
+}
+
+/// Path parameters, with errors as JSON.
+struct ApiPath<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(t)) => Ok(ApiPath(t)),
+            Err(e) => Err(ApiError::bad("invalid_path", e.body_text())),
+        }
+    }
+}
+
+/// Collection names: letters, digits, `_`, `-`, `.`, not starting with `.`, at most 64 bytes.
+fn check_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad(
+            "invalid_name",
+            format!("collection name {name:?}: use 1-64 letters, digits, '_', '-' or '.'"),
+        ))
+    }
+}
+
+fn collection(state: &AppState, name: &str) -> Result<Arc<Collection>, ApiError> {
+    check_name(name)?;
+    if let Some(reason) = state.unhealthy() {
+        return Err(ApiError::unavailable(reason));
+    }
+    let map = state.collections.read().unwrap_or_else(|p| p.into_inner());
+    map.get(name).cloned().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "collection_not_found",
+            format!("no collection {name:?}"),
+        )
+    })
+}
+
+fn live(c: &Collection) -> Result<&std::sync::RwLock<Live>, ApiError> {
+    c.live.as_ref().map_err(|m| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "spec_mismatch",
+            format!("collection {:?}: {m}", c.info.name),
+        )
+    })
+}
+
+/// Refuses a write on a collection object that was deleted or replaced (call under its
+/// writer lock).
+fn check_writable(c: &Collection) -> Result<(), ApiError> {
+    match c.retired.load(Ordering::SeqCst) {
+        LIVE => Ok(()),
+        DELETED => Err(ApiError::collection_gone(&c.info.name)),
+        RELOADED => Err(ApiError::unavailable("the store was reopened during the request")),
+        _ => Err(ApiError::internal("unknown collection state")),
+    }
+}
+
+/// In a write transaction: the collection must still be the stored incarnation (a delete may
+/// have committed since the request found it).
+fn check_incarnation(
+    txn: &redb::WriteTransaction,
+    state: &AppState,
+    c: &Collection,
+) -> Result<(), ApiError> {
+    let t = txn.open_table(COLLECTIONS).map_err(|e| store_err(state, &c.info.name, e))?;
+    let stored = t.get(c.info.name.as_str()).map_err(|e| store_err(state, &c.info.name, e))?;
+    let same = stored.is_some_and(|v| {
+        serde_json::from_str::<CollectionInfo>(v.value())
+            .is_ok_and(|i| i.incarnation == c.info.incarnation)
+    });
+    if same {
+        Ok(())
+    } else {
+        Err(ApiError::collection_gone(&c.info.name))
+    }
+}
+
+/// Runs blocking store work off the async workers. A panic in it is an internal error, never
+/// a dropped connection.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(ApiError::internal)?
+}
+
+/// The page at `/`: a static document whose script uses the public API of this origin.
+async fn page() -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CONTENT_SECURITY_POLICY, neardup_web::service::content_security_policy()),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-cache"),
+    ];
+    (StatusCode::OK, headers, neardup_web::service::page()).into_response()
+}
+
+async fn openapi(State(state): State<Shared>) -> Response {
+    Json(crate::openapi::document(&state.limits)).into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
+}
+
+/// The service's routes.
+pub fn router(state: Shared) -> Router {
+    let limit = state.limits.max_body_bytes;
+    Router::new()
+        .route(routes::PAGE, get(page))
+        .route(routes::COLLECTIONS, get(list_collections))
+        .route(
+            routes::COLLECTION,
+            put(create_collection).get(get_collection).delete(delete_collection),
+        )
+        .route(routes::DOCS, post(insert_docs))
+        .route(routes::DOC, get(get_doc).delete(delete_doc))
+        .route(routes::SEARCH, post(search))
+        .route(routes::CHECK, post(check))
+        .route(routes::OVERLAP, post(overlap))
+        .route(routes::COMPARE, post(compare))
+        .route(routes::HEALTH, get(health))
+        .route(routes::METRICS, get(metrics))
+        .route(routes::OPENAPI, get(openapi))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .route_layer(middleware::from_fn(route_label))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
+        .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER   abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+    }
+}

@@ -1,0 +1,147 @@
+//! The passage check of a text against a collection, and the comparison of two texts.
+
+use super::*;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OverlapRequest {
+    pub(super) text: Option<String>,
+    pub(super) tokens: Option<Vec<String>>,
+    /// The query's own id: a stored document of this id (its earlier version) is never its
+    /// source.
+    pub(super) id: Option<Box<RawValue>>,
+    /// Documents never counted as sources (the author's own earlier work).
+    #[serde(default)]
+    pub(super) exclude_source: Vec<Box<RawValue>>,
+}
+
+/// Which passages of a text are copied from which stored documents, and how much of the text
+/// that is: the passage check of `neardup overlap` against a collection that keeps passages.
+pub(super) async fn overlap(
+    State(state): State<Shared>,
+    ApiPath(name): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    if c.info.passages.is_none() {
+        return Err(ApiError::bad(
+            "no_passages",
+            format!(
+                "collection {name:?} keeps no passages: create a collection with \"passages\": \
+                 true to check texts against it"
+            ),
+        ));
+    }
+    let req: OverlapRequest = parse(body)?;
+    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
+    let own = req.id.as_deref().map(|r| doc_id(r, "id")).transpose()?;
+    if req.exclude_source.len() > state.limits.max_batch_docs {
+        return Err(ApiError::bad(
+            "invalid_field",
+            format!(
+                "exclude_source: {} ids, the limit is {} (--max-batch-docs)",
+                req.exclude_source.len(),
+                state.limits.max_batch_docs
+            ),
+        ));
+    }
+    let exclude: Vec<String> = req
+        .exclude_source
+        .iter()
+        .enumerate()
+        .map(|(i, r)| doc_id(r, &format!("exclude_source[{i}]")))
+        .collect::<Result<_, _>>()?;
+    let turn = turn(&state).await?;
+    blocking(move || {
+        let _turn = turn;
+        let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
+        let index = live.passages().ok_or_else(|| ApiError::internal("no passage index"))?;
+        let exclude: Vec<u32> = exclude
+            .iter()
+            .map(|id| {
+                index.find(id).ok_or_else(|| {
+                    ApiError::bad(
+                        "invalid_field",
+                        format!("exclude_source: no document {id:?} in collection {name:?}"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let text = body.text();
+        let found = index
+            .check(own.as_deref(), &text, &exclude)
+            .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
+        ok(StatusCode::OK, overlap_json(&found, index))
+    })
+    .await
+}
+
+/// The answer of the passage check: the summary of `neardup overlap --summary`, the passages
+/// of `--passages` (each with its source's text over the passage) and the excluded ones.
+pub(super) fn overlap_json(o: &Overlap, index: &PassageIndex) -> Value {
+    let share = |part: u64| o.share(part);
+    let passage = |p: &Passage| {
+        let source = index.text(p.source);
+        let mut v = json!({
+            "start": p.start, "end": p.end, "source": index.id(p.source),
+            "source_start": p.source_start, "source_end": p.source_end,
+            "similarity": p.similarity,
+            "start_byte": p.start_byte, "end_byte": p.end_byte,
+            "source_start_byte": p.source_start_byte, "source_end_byte": p.source_end_byte,
+            "also": p.also.iter().map(|&a| index.id(a)).collect::<Vec<_>>(),
+            "source_text": source.get(p.source_start_byte as usize..p.source_end_byte as usize),
+        });
+        if let Some(why) = p.exclusion {
+            v["exclusion"] = json!(why.as_str());
+        }
+        v
+    };
+    json!({
+        "chars": o.chars,
+        "copied_chars": o.copied_chars,
+        "copied": share(o.copied_chars),
+        "excluded_chars": o.excluded_chars,
+        "sources": o.sources.iter().map(|s| json!({
+            "id": index.id(s.source), "chars": s.chars, "copied": share(s.chars)
+        })).collect::<Vec<_>>(),
+        "passages": o.passages.iter().map(passage).collect::<Vec<_>>(),
+        "excluded": o.excluded.iter().map(passage).collect::<Vec<_>>(),
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CompareRequest {
+    pub(super) a: String,
+    pub(super) b: String,
+    pub(super) preset: Option<String>,
+    pub(super) spec: Option<Value>,
+}
+
+pub(super) async fn compare(
+    State(state): State<Shared>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let req: CompareRequest = parse(body)?;
+    for (what, t) in [("a", &req.a), ("b", &req.b)] {
+        if t.len() > state.limits.max_doc_bytes {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "document_too_large",
+                format!("{what}: {} bytes, the limit is {}", t.len(), state.limits.max_doc_bytes),
+            ));
+        }
+    }
+    let spec = resolve_spec(req.preset, req.spec)?;
+    let turn = turn(&state).await?;
+    blocking(move || {
+        let _turn = turn;
+        let pipeline =
+            Pipeline::new(spec).map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
+        let c = neardup::compare(&pipeline, Document::Text(&req.a), Document::Text(&req.b))
+            .map_err(ApiError::internal)?;
+        ok(StatusCode::OK, serde_json::to_value(c).map_err(ApiError::internal)?)
+    })
+    .await
+}

@@ -1,0 +1,247 @@
+//! Search and check (the group commit of checks, decided by the library).
+
+use super::*;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SearchRequest {
+    pub(super) text: Option<String>,
+    pub(super) tokens: Option<Vec<String>>,
+    pub(super) top_k: Option<usize>,
+    pub(super) threshold: Option<f64>,
+}
+
+/// The `top_k` of a request: 10 unless given (or the limit, if lower); one over the limit is
+/// refused, never silently cut to it (a client would take the shorter list for all there is).
+pub(super) fn top_k(given: Option<usize>, limits: &crate::Limits) -> Result<usize, ApiError> {
+    match given {
+        None => Ok(10.min(limits.max_top_k)),
+        Some(k) if k > limits.max_top_k => Err(ApiError::bad(
+            "invalid_field",
+            format!("top_k {k} is over the limit {} (--max-top-k)", limits.max_top_k),
+        )),
+        Some(k) => Ok(k),
+    }
+}
+
+pub(super) fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
+    match t {
+        Some(t) if !(t > 0.0 && t <= 1.0) => {
+            Err(ApiError::bad("invalid_field", format!("threshold {t} is not in (0, 1]")))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub(super) async fn search(
+    State(state): State<Shared>,
+    ApiPath(name): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    let req: SearchRequest = parse(body)?;
+    check_threshold(req.threshold)?;
+    let top_k = top_k(req.top_k, &state.limits)?;
+    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
+    let turn = turn(&state).await?;
+    let st = state.clone();
+    blocking(move || {
+        let _turn = turn;
+        let name = c.info.name.as_str();
+        st.with_db(|db| {
+            let err = |e: redb::Error| store_err(&st, name, e);
+            // The hits and the snapshot that gives their metadata are taken together, under
+            // the index's read lock: a hit whose delete committed since (and whose removal from
+            // the index waits for that lock) is left out, as the delete is then the earlier.
+            let (hits, txn) = {
+                let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
+                let mut scratch = Scratch::default();
+                let q = live.engine().sketch(body.document(), body.len(), &mut scratch);
+                let hits = live.search(&q, req.threshold, top_k, None);
+                (hits, db.begin_read().map_err(|e| err(e.into()))?)
+            };
+            let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+            let mut out = Vec::with_capacity(hits.len());
+            for (id, similarity) in hits {
+                let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? else { continue };
+                let metadata = read_record(&state, &c.info.name, &id, v.value())?.metadata;
+                out.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
+            }
+            ok(StatusCode::OK, json!({ "hits": out }))
+        })
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CheckRequest {
+    pub(super) id: Box<RawValue>,
+    pub(super) text: Option<String>,
+    pub(super) tokens: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) metadata: Value,
+    #[serde(default = "yes")]
+    pub(super) insert: bool,
+    pub(super) threshold: Option<f64>,
+    pub(super) top_k: Option<usize>,
+}
+
+pub(super) fn yes() -> bool {
+    true
+}
+
+/// One `check` waiting for its group commit.
+#[derive(Debug)]
+pub(crate) struct PendingCheck {
+    id: String,
+    sketch: neardup::DocSketch,
+    text: Option<String>,
+    metadata: Value,
+    insert: bool,
+    threshold: Option<f64>,
+    top_k: usize,
+    reply: tokio::sync::oneshot::Sender<Result<Value, ApiError>>,
+}
+
+/// "Is this a near-duplicate of anything stored? If not, store it", atomically, with group
+/// commit. The document is sketched outside every lock and queued on its collection; whoever
+/// then holds the collection's writer lock takes the whole queue and decides each check in
+/// queue order, as if they ran one after another: each is searched against the stored documents
+/// and against those accepted before it in the same group. The accepted documents are written
+/// in one transaction, one durable commit, and only then made visible to searches and
+/// acknowledged: no reply says "inserted" before its commit. While one group commits, the next
+/// gathers. The leader's work runs in a task of its own, so a client that disconnects cannot
+/// leave a queued check half done.
+pub(super) async fn check(
+    State(state): State<Shared>,
+    ApiPath(name): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let c = collection(&state, &name)?;
+    live(&c)?;
+    let req: CheckRequest = parse(body)?;
+    check_threshold(req.threshold)?;
+    let id = doc_id(&req.id, "id")?;
+    let top_k = top_k(req.top_k, &state.limits)?;
+    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
+    check_metadata(&req.metadata, state.limits.max_metadata_bytes, "document", &id)?;
+    // The turn covers the sketch only: waiting for the group commit is cheap, and holding it
+    // there would shrink the groups that share one durable commit.
+    let turn = turn(&state).await?;
+    let c2 = c.clone();
+    let (sketch, text) = blocking(move || {
+        let _turn = turn;
+        let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
+        let sketch = live.engine().sketch(body.document(), body.len(), &mut Scratch::default());
+        Ok((sketch, c2.info.store_text.then(|| body.text())))
+    })
+    .await?;
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let (metadata, insert, threshold) = (req.metadata, req.insert, req.threshold);
+    let pending = PendingCheck { id, sketch, text, metadata, insert, threshold, top_k, reply };
+    c.checks.lock().unwrap_or_else(|p| p.into_inner()).push(pending);
+    tokio::spawn(async move {
+        let _writer = c.writer.lock().await;
+        let group = std::mem::take(&mut *c.checks.lock().unwrap_or_else(|p| p.into_inner()));
+        if group.is_empty() {
+            return; // an earlier leader took this check into its group
+        }
+        if let Err(e) = check_writable(&c) {
+            group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone()))));
+            return;
+        }
+        // A panic in the group drops its replies: each waiting request answers 500.
+        let c2 = c.clone();
+        let _ = tokio::task::spawn_blocking(move || commit_checks(&state, &c2, group)).await;
+    });
+    match answer.await {
+        Ok(result) => ok(StatusCode::OK, result?),
+        Err(_) => Err(ApiError::internal("the check's group failed")),
+    }
+}
+
+/// Decides a group of checks in order, commits the accepted documents at once, then replies.
+pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
+    let live_lock = match live(c) {
+        Ok(l) => l,
+        Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
+    };
+    // Decisions, in queue order, as one-at-a-time checks would make them (the library's rule).
+    let (mut answers, accepted): (Vec<Value>, Vec<usize>) = {
+        let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
+        let checks: Vec<neardup::Check<'_>> = group
+            .iter()
+            .map(|p| neardup::Check {
+                id: &p.id,
+                sketch: &p.sketch,
+                insert: p.insert,
+                threshold: p.threshold,
+                top_k: p.top_k,
+            })
+            .collect();
+        let decided = live.decide_checks(&checks);
+        let accepted = decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i);
+        let accepted = accepted.collect();
+        let answers = decided
+            .into_iter()
+            .map(|a| {
+                let matches: Vec<Value> = a
+                    .matches
+                    .into_iter()
+                    .map(|(id, s)| json!({"id": id, "similarity": s}))
+                    .collect();
+                // `replaced` is settled by the commit, which sees whether the id was stored.
+                json!({
+                    "duplicate": a.duplicate, "matches": matches, "inserted": a.inserted,
+                    "replaced": false,
+                })
+            })
+            .collect();
+        (answers, accepted)
+    };
+    // One transaction, one durable commit for the whole group.
+    if !accepted.is_empty() {
+        let name = c.info.name.as_str();
+        let committed = state.with_db(|db| {
+            let err = |e: redb::Error| store_err(state, name, e);
+            let txn = db.begin_write().map_err(|e| err(e.into()))?;
+            check_incarnation(&txn, state, c)?;
+            {
+                let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+                for &i in &accepted {
+                    let p = &group[i];
+                    let record = encode_record(&p.id, &p.sketch, &p.metadata, p.text.as_deref());
+                    let old =
+                        t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
+                    // An upsert of a stored id (or of one accepted earlier in the group)
+                    // replaced that document: say so, `inserted` alone read as a new one.
+                    if old.is_some() {
+                        answers[i]["replaced"] = json!(true);
+                    }
+                }
+            }
+            txn.commit().map_err(|e| err(e.into()))
+        });
+        if let Err(e) = committed {
+            // Nothing of the group was stored; decisions that counted on it are void too.
+            return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone()))));
+        }
+        // Durable: now visible to searches.
+        let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
+        let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
+        for &i in &accepted {
+            let p = group[i].as_mut().expect("each accepted once");
+            live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
+        }
+        drop(live);
+        for (p, answer) in group.into_iter().flatten().zip(answers) {
+            let _ = p.reply.send(Ok(answer));
+        }
+        return;
+    }
+    for (p, answer) in group.into_iter().zip(answers) {
+        let _ = p.reply.send(Ok(answer));
+    }
+}
