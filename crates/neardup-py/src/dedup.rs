@@ -101,15 +101,16 @@ fn format_summary(summary: &str) -> PyResult<String> {
     Ok(summary.to_string())
 }
 
-/// The options of every surface, from the library's tables: `(group, name, collections)`, group
-/// one of `pipeline`, `search`, `passages`; `collections` is False for a search option that only
-/// a batch run takes (`keep`).
+/// The options of every surface, from the library's tables: `(group, name, collections, takes)`,
+/// group one of `pipeline`, `search`, `passages`; `collections` is False for a search option that
+/// only a batch run takes (`keep`, `max_bucket`, `star_width`); `takes` says what values a search
+/// option takes (empty for the others).
 #[pyfunction]
-fn option_table() -> Vec<(&'static str, &'static str, bool)> {
+fn option_table() -> Vec<(&'static str, &'static str, bool, &'static str)> {
     let mut rows = Vec::new();
-    rows.extend(neardup::PipelineOptions::NAMES.iter().map(|n| ("pipeline", *n, true)));
-    rows.extend(SearchSpec::OPTIONS.iter().map(|o| ("search", o.name, o.collections)));
-    rows.extend(neardup::overlap::OverlapOptions::NAMES.iter().map(|n| ("passages", *n, true)));
+    rows.extend(neardup::PipelineOptions::NAMES.iter().map(|n| ("pipeline", *n, true, "")));
+    rows.extend(SearchSpec::OPTIONS.iter().map(|o| ("search", o.name, o.collections, o.takes)));
+    rows.extend(neardup::overlap::OverlapOptions::NAMES.iter().map(|n| ("passages", *n, true, "")));
     rows
 }
 

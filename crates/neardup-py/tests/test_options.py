@@ -15,10 +15,10 @@ import neardup.spark.__main__ as spark_main
 from neardup import _neardup
 
 TABLE = _neardup.option_table()
-SEARCH = [name for group, name, _ in TABLE if group == "search"]
-COLLECTION = [name for group, name, collections in TABLE if group == "search" and collections]
-PASSAGES = [name for group, name, _ in TABLE if group == "passages"]
-PIPELINE = [name for group, name, _ in TABLE if group == "pipeline"]
+SEARCH = [name for group, name, _, _ in TABLE if group == "search"]
+COLLECTION = [name for group, name, collections, _ in TABLE if group == "search" and collections]
+PASSAGES = [name for group, name, _, _ in TABLE if group == "passages"]
+PIPELINE = [name for group, name, _, _ in TABLE if group == "pipeline"]
 STUB = Path(neardup.__file__).with_name("_neardup.pyi")
 
 

@@ -33,7 +33,7 @@ def search_options(args: argparse.Namespace) -> dict:
 
     return {
         name: getattr(args, name)
-        for group, name, _ in _neardup.option_table()
+        for group, name, _, _ in _neardup.option_table()
         if group == "search" and getattr(args, name) is not None
     }
 
@@ -54,10 +54,11 @@ def parser() -> argparse.ArgumentParser:
     # (`--lsh-weights 0.3,0.7`); defaults and rules are the library's.
     from neardup import _neardup
 
-    for group, name, _ in _neardup.option_table():
+    for group, name, _, takes in _neardup.option_table():
         if group == "search":
             d.add_argument("--" + name.replace("_", "-"), dest=name, type=_option_value,
-                           default=None, metavar=name.upper())
+                           default=None, metavar=name.upper(),
+                           help=f"{takes} (as `neardup dedup --{name.replace('_', '-')}`)")
     d.add_argument("--preset", default=None, help="the pipeline preset (default: default)")
     d.add_argument("--spec", default=None, help="a pipeline spec file (JSON, as `neardup spec`)")
     d.add_argument("--assignments", default=None, help="also write every document's cluster here")
