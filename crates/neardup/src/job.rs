@@ -100,11 +100,11 @@ impl JobSpec {
     }
 }
 
-/// A checked job: its pipeline compiled and its search settings resolved.
-#[derive(Debug, Clone)]
+/// A checked job: its pipeline compiled and its search settings resolved against it (an empty
+/// engine holds the resolved plan, so engines made from the job do not resolve it again).
+#[derive(Debug)]
 pub struct CompiledJob {
-    pipeline: Arc<Pipeline>,
-    config: DedupConfig,
+    engine: Engine,
     id: String,
 }
 
@@ -112,7 +112,7 @@ impl CompiledJob {
     /// A job from a compiled pipeline and resolved settings, checked against each other.
     pub fn new(pipeline: Arc<Pipeline>, config: DedupConfig) -> Result<CompiledJob, JobError> {
         // The engine's plan is where the settings meet the pipeline (ranges, the banding).
-        Engine::new(pipeline.clone(), config.clone()).map_err(JobError::Config)?;
+        let engine = Engine::new(pipeline.clone(), config.clone()).map_err(JobError::Config)?;
         let search = serde_json::json!({
             "method": config.method,
             "threshold": config.threshold,
@@ -130,17 +130,17 @@ impl CompiledJob {
             pipeline.id(),
             xxhash_rust::xxh3::xxh3_64(search.to_string().as_bytes())
         );
-        Ok(CompiledJob { pipeline, config, id })
+        Ok(CompiledJob { engine, id })
     }
 
     /// The pipeline.
     pub fn pipeline(&self) -> &Arc<Pipeline> {
-        &self.pipeline
+        self.engine.pipeline()
     }
 
     /// The resolved search settings.
     pub fn config(&self) -> &DedupConfig {
-        &self.config
+        self.engine.config()
     }
 
     /// An id of the job's answer: the pipeline's id (which covers the fingerprint format, the
@@ -150,10 +150,9 @@ impl CompiledJob {
         &self.id
     }
 
-    /// A live engine for this job.
+    /// An empty live engine for this job (its plan resolved once, at compile time).
     pub fn engine(&self) -> Engine {
-        Engine::new(self.pipeline.clone(), self.config.clone())
-            .expect("the settings were checked against this pipeline")
+        self.engine.empty_like()
     }
 }
 
