@@ -238,7 +238,7 @@ impl PipelineArgs {
         let spec = match &self.spec {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
-                    anyhow::anyhow!("{}: {}", path.display(), crate::input::io_message(&e))
+                    anyhow::anyhow!("{}: {}", path.display(), neardup_corpus::read::io_message(&e))
                 })?;
                 let base = PipelineSpec::from_json(&text).map_err(|e| {
                     anyhow::anyhow!("{}: invalid pipeline spec: {e}", path.display())
@@ -360,6 +360,21 @@ pub struct InputArgs {
     /// default, 32 MiB, keeps one document under about 1 GB; raise it for larger documents on
     /// a machine with the memory. A JSONL line longer than three times this (plus 1 MiB for
     /// other fields) is refused without being held.
-    #[arg(long, default_value_t = 32 << 20, value_name = "BYTES", value_parser = doc_bytes)]
+    #[arg(long, default_value_t = neardup_corpus::read::DEFAULT_MAX_DOC_BYTES, value_name = "BYTES", value_parser = doc_bytes)]
     pub max_doc_bytes: usize,
+}
+
+impl InputArgs {
+    /// The corpus reader's options these flags set.
+    pub fn read_options(&self) -> neardup_corpus::ReadOptions {
+        neardup_corpus::ReadOptions {
+            jsonl: self.jsonl,
+            text_field: self.text_field.clone(),
+            id_field: self.id_field.clone(),
+            tokens_field: self.tokens_field.clone(),
+            lossy: self.lossy,
+            skip_bad: self.skip_bad,
+            max_doc_bytes: self.max_doc_bytes,
+        }
+    }
 }

@@ -7,8 +7,6 @@
 
 mod args;
 mod cmd;
-mod input;
-mod output;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -72,7 +70,13 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
         if is_broken_pipe(&e) {
             return Failure::Reported;
         }
-        Failure::Runtime(e)
+        // The corpus crate says whose a failure is: the caller's (exit 2) or the run's.
+        match e.downcast::<neardup_corpus::CorpusError>() {
+            Ok(neardup_corpus::CorpusError::Usage(m)) => Failure::Usage(anyhow::anyhow!(m)),
+            Ok(neardup_corpus::CorpusError::StdoutClosed) => Failure::Reported,
+            Ok(other) => Failure::Runtime(other.into()),
+            Err(e) => Failure::Runtime(e),
+        }
     }
 }
 
@@ -83,7 +87,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn main() -> ExitCode {
-    output::init();
+    neardup_corpus::write::init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Fingerprint(args) => cmd::fingerprint::run(args),
@@ -120,7 +124,7 @@ fn main() -> ExitCode {
 }
 
 fn stdout_closed() -> bool {
-    output::stdout_closed()
+    neardup_corpus::write::stdout_closed()
 }
 
 #[cfg(test)]

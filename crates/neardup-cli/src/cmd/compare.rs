@@ -10,8 +10,8 @@ use neardup::compare;
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::profile::{Profile, ProfileArgs};
 use crate::cmd::{build_pipeline, build_pipeline_from, output_error};
-use crate::input::{read_all, Body, Record, Source};
 use crate::Failure;
+use neardup_corpus::read::{read_all, Body, Record, Source};
 
 /// Options of `neardup compare`.
 #[derive(Debug, Args)]
@@ -70,7 +70,7 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let sources = Source::from_args(&args.files, &args.text)?;
     let mut records: Vec<Record> = Vec::new();
     let mut failure = None;
-    let _ = read_all(&sources, &args.input, |item| match item {
+    let _ = read_all(&sources, &args.input.read_options(), |item| match item {
         Ok(r) => {
             records.push(r);
             ControlFlow::Continue(())

@@ -1,39 +1,31 @@
 //! `neardup dedup`: near-duplicate clusters of a corpus, and the deduplicated corpus.
 //!
-//! Two passes over the input. The first streams the records: a reader thread parses them while
-//! the rayon pool sketches each batch, and only the sketches (plus id, place and length) stay
-//! in memory, with a digest of every source's bytes. The library finds the clusters. The second
-//! pass reads the input again, checks that it is the same input (the same bytes, by digest),
-//! and copies each kept (or dropped) record byte for byte, so memory follows the number of
-//! documents, not the size of the text. Standard input is copied to an unnamed temporary file
-//! for the second pass. Every output is written to a temporary file and renamed into place only
-//! when everything succeeded (see `output.rs`).
+//! The flags of the corpus crate's two passes (`neardup_corpus::dedup`: sketch every record,
+//! `Dedup::run`, read the input again to copy kept records byte for byte after checking it is
+//! the same input): this module turns flags into a `DedupConfig` and `ReadOptions`, opens the
+//! outputs (each a temporary file renamed into place only when everything succeeded), holds the
+//! index lock, and says what happened on stderr.
 
 use std::collections::HashSet;
-use std::fs;
-use std::io::{self, BufRead, IsTerminal, Write};
-use std::ops::ControlFlow;
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use neardup::{
-    Dedup, DedupConfig, DedupOutcome, Keep, Method, Scratch, SearchSpec, SearchSpecError,
-    Verification,
+    Dedup, DedupConfig, DedupOutcome, Keep, Method, SearchSpec, SearchSpecError, Verification,
 };
-use rayon::prelude::*;
-use serde_json::Value;
+use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Lines, Sketched};
+pub(crate) use neardup_corpus::peak_memory;
+use neardup_corpus::read::{expand_inputs, InputError, ReadOptions, Source};
+use neardup_corpus::write::{self as output, check_conflicts, Input, Output, OutputFile};
+use neardup_corpus::CorpusError;
 
 use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::build_pipeline;
 use crate::cmd::report::{self, LimitArgs};
-use crate::input::{
-    expand_inputs, open, read_source, Digester, InputError, Record, Source, SourceDigest,
-};
-use crate::output::{self, check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
 
 /// Options of `neardup dedup`.
@@ -275,51 +267,6 @@ enum KeepArg {
     Shortest,
 }
 
-/// Where a document came from, for the second pass.
-#[derive(Debug, Clone, Copy)]
-struct Place {
-    source: u32,
-    /// 1-based JSONL line, or 0 for a whole-file document.
-    line: u64,
-}
-
-/// Every document's id, as JSON text, in one buffer.
-#[derive(Debug, Default)]
-struct Ids {
-    text: String,
-    ends: Vec<usize>,
-}
-
-impl Ids {
-    fn push(&mut self, id: &str) {
-        self.text.push_str(id);
-        self.ends.push(self.text.len());
-    }
-
-    fn get(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn to_vec(&self) -> Vec<String> {
-        (0..self.len()).map(|i| self.get(i).to_string()).collect()
-    }
-}
-
-/// Records per batch sent from the reader to the sketching pool.
-const BATCH_DOCS: usize = 2048;
-
-enum Item {
-    Records(Vec<Record>),
-    Bad(InputError),
-    /// A source read to its end, with its digest.
-    End(SourceDigest),
-}
-
 /// The outputs of a run, opened before the first pass and committed after the last write.
 struct Outputs {
     records: [Option<OutputFile>; 2],
@@ -424,27 +371,16 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let config = dedup_config(&args)?;
     let pipeline = build_pipeline(&args.pipeline)?;
     let mut dedup = Dedup::new(&pipeline, config.clone()).map_err(|e| Failure::Usage(e.into()))?;
-    let mut input = args.input.clone();
+    let mut input = args.input.read_options();
     input.jsonl = true;
     let progress = Progress::new(args.quiet);
 
     // Every input (sources, the index read, the files the spec names) and every output are
     // known before anything is opened for writing.
-    let mut skipped = 0usize;
+    let mut skipped = 0u64;
     let sources = expand_inputs(&args.inputs, args.input.skip_bad, |e| {
         progress.println(&format!("neardup: skipped: {e}"));
         skipped += 1;
-    })
-    .map_err(|e| {
-        // A path that does not exist is a mistake in the command line.
-        let missing = args.inputs.iter().any(|p| p.display().to_string() == e.place)
-            && !std::path::Path::new(&e.place).exists();
-        let e = anyhow!("{e}");
-        if missing {
-            Failure::Usage(e)
-        } else {
-            Failure::Runtime(e)
-        }
     })?;
     let mut inputs: Vec<Input> = sources
         .iter()
@@ -485,97 +421,17 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         output::register_index_dir(dir);
     }
 
-    let mut places: Vec<Place> = Vec::new();
-    let mut digests: Vec<Option<SourceDigest>> = vec![None; sources.len()];
-    let mut repeated_ids = neardup::RepeatedIds::default();
-    let (mut replaced, mut bytes) = (0usize, 0u64);
-    let mut fatal: Option<InputError> = None;
-
-    std::thread::scope(|scope| -> Result<(), Failure> {
-        let (tx, rx) = mpsc::sync_channel::<(u32, Item)>(4);
-        let reader_sources = &sources;
-        let reader_input = &input;
-        scope.spawn(move || {
-            let mut batch = Vec::with_capacity(BATCH_DOCS);
-            for (i, source) in reader_sources.iter().enumerate() {
-                let source_index = i as u32;
-                let send = |item| tx.send((source_index, item)).is_ok();
-                let (flow, digest) = read_source(source, reader_input, &mut |item| match item {
-                    Ok(record) => {
-                        batch.push(record);
-                        if batch.len() >= BATCH_DOCS {
-                            let full =
-                                std::mem::replace(&mut batch, Vec::with_capacity(BATCH_DOCS));
-                            if !send(Item::Records(full)) {
-                                return ControlFlow::Break(());
-                            }
-                        }
-                        ControlFlow::Continue(())
-                    }
-                    Err(e) => {
-                        let full = std::mem::take(&mut batch);
-                        if !send(Item::Records(full)) || !send(Item::Bad(e)) {
-                            return ControlFlow::Break(());
-                        }
-                        ControlFlow::Continue(())
-                    }
-                });
-                if flow.is_break() {
-                    return;
-                }
-                let full = std::mem::take(&mut batch);
-                if !send(Item::Records(full)) || !send(Item::End(digest)) {
-                    return;
-                }
-            }
-        });
-
-        for (source, item) in rx {
-            let records = match item {
-                Item::Bad(e) => {
-                    if args.input.skip_bad && e.skippable() {
-                        progress.println(&format!("neardup: skipped: {e}"));
-                        skipped += 1;
-                        continue;
-                    }
-                    fatal = Some(e);
-                    break; // dropping the receiver stops the reader
-                }
-                Item::End(digest) => {
-                    digests[source as usize] = Some(digest);
-                    continue;
-                }
-                Item::Records(records) => records,
-            };
-            let sketches: Vec<_> = records
-                .par_iter()
-                .map_init(Scratch::default, |scratch, r| {
-                    dedup.sketch(r.body.as_document(), r.body.len(), scratch)
-                })
-                .collect();
-            for (record, sketch) in records.iter().zip(sketches) {
-                dedup.push(sketch).map_err(|e| Failure::Runtime(e.into()))?;
-                let id = record.id.get();
-                // The library's id rule: `"7"` and `7` are one id (the reader let only
-                // strings and numbers through).
-                if let Ok(canonical) = neardup::id_from_json(id) {
-                    repeated_ids.note(&canonical);
-                }
-                ids.push(id);
-                places.push(Place { source, line: record.line });
-                replaced += record.replaced;
-                bytes += record.body.len() as u64;
-            }
-            progress.documents(places.len() as u64, bytes);
+    let mut observer = Observer { progress: &progress };
+    let read = match sketch_sources(&mut dedup, &sources, &input, &mut ids, &mut observer) {
+        Ok(read) => read,
+        Err(CorpusError::Input(e)) => {
+            let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
+            return Err(Failure::Runtime(anyhow!("{e}\n(no output was written{hint})")));
         }
-        Ok(())
-    })?;
+        Err(e) => return Err(e.into()),
+    };
     progress.finish();
-    drop(repeated_ids.take_seen());
-    if let Some(e) = fatal {
-        let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
-        return Err(Failure::Runtime(anyhow!("{e}\n(no output was written{hint})")));
-    }
+    let skipped = skipped + read.skipped;
     let read_time = started.elapsed();
 
     let search_started = Instant::now();
@@ -583,7 +439,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let search_time = search_started.elapsed();
 
     let write_started = Instant::now();
-    let writer = Writer { ids: &ids, outcome: &outcome, seen };
+    let writer = Lines { ids: &ids, outcome: &outcome, seen };
     let mut pairs_written = None;
     if let Some(out) = &mut outputs.clusters {
         writer.clusters(out)?;
@@ -601,22 +457,19 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     }
     stop_if_stdout_gone(&outputs, args.save_index.is_some())?;
     if outputs.records.iter().any(Option::is_some) {
-        pause_between_passes();
-        copy_records(&sources, &digests, &places, &outcome.kept[seen..], &mut outputs)?;
+        copy_records(&sources, &read.digests, &read.places, &outcome.kept[seen..], &mut outputs)?;
     }
     if outputs.report.is_some() {
         let figures = Figures {
-            new: places.len(),
-            bytes,
+            new: read.places.len(),
+            bytes: read.bytes,
             skipped,
             started,
             read_time,
             search_time,
             write_time: write_started.elapsed(),
         };
-        let page = build_report(
-            &args, &dedup, &outcome, &ids, &sources, &digests, &places, &input, &figures,
-        )?;
+        let page = build_report(&args, &dedup, &outcome, &ids, &sources, &read, &input, &figures)?;
         if let Some(out) = &mut outputs.report {
             out.write_bytes(page.as_bytes())?;
         }
@@ -630,7 +483,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    output::commit_section(|| {
+    output::commit_section(|| -> Result<(), Failure> {
         for out in outputs.all() {
             out.commit()?;
         }
@@ -643,17 +496,17 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
 
     if !args.quiet && !output::stdout_closed() {
         let mut summary = neardup::Summary::of(&dedup, &outcome);
-        summary.bytes = Some(bytes);
-        summary.skipped = skipped as u64;
-        summary.replaced = replaced as u64;
-        summary.repeated_ids = repeated_ids.records() as u64;
-        summary.repeated_id_examples = repeated_ids.examples().to_vec();
+        summary.bytes = Some(read.bytes);
+        summary.skipped = skipped;
+        summary.replaced = read.replaced;
+        summary.repeated_ids = read.repeated_ids.records() as u64;
+        summary.repeated_id_examples = read.repeated_ids.examples().to_vec();
         let mut err = io::stderr().lock();
         let _ = writeln!(err, "neardup dedup: {summary}");
         if let Some(n) = pairs_written {
             let _ = writeln!(err, "  {n} pairs written to --pairs (every pair, copies included)");
         }
-        if repeated_ids.records() > 0 && args.save_index.is_some() {
+        if read.repeated_ids.records() > 0 && args.save_index.is_some() {
             let _ = writeln!(
                 err,
                 "  the saved index keeps the repeated ids apart too: --against searches it as it \
@@ -681,7 +534,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
 struct Figures {
     new: usize,
     bytes: u64,
-    skipped: usize,
+    skipped: u64,
     started: Instant,
     read_time: Duration,
     search_time: Duration,
@@ -698,9 +551,8 @@ fn build_report(
     outcome: &DedupOutcome,
     ids: &Ids,
     sources: &[Source],
-    digests: &[Option<SourceDigest>],
-    places: &[Place],
-    input: &crate::args::InputArgs,
+    read: &Sketched,
+    input: &ReadOptions,
     figures: &Figures,
 ) -> Result<String, Failure> {
     let limits = args.report_limits.limits();
@@ -747,9 +599,9 @@ fn build_report(
     let mut texts = std::collections::HashMap::new();
     let mut next = 0usize;
     if !wanted.is_empty() {
-        report::read_again(sources, input, Some(digests), |source, record| {
+        report::read_again(sources, input, Some(&read.digests), |source, record| {
             // Records arrive in input order; the first pass placed each accepted one.
-            if let Some(place) = places.get(next) {
+            if let Some(place) = read.places.get(next) {
                 if place.source == source && place.line == record.line {
                     let position = (seen + next) as u32;
                     if wanted.contains(&position) {
@@ -810,7 +662,7 @@ fn build_report(
         rows.push(("against an index of".into(), format!("{} documents", n(seen as u64))));
     }
     if figures.skipped > 0 {
-        rows.push(("skipped (bad records)".into(), n(figures.skipped as u64)));
+        rows.push(("skipped (bad records)".into(), n(figures.skipped)));
     }
     rows.push((
         "time".into(),
@@ -886,191 +738,23 @@ pub(crate) fn search_failure(e: SearchSpecError) -> Failure {
     Failure::Usage(anyhow!("--{} {}", e.option.replace('_', "-"), e.message))
 }
 
-/// For tests of inputs that change between the passes: with `NEARDUP_TEST_PAUSE_BETWEEN_PASSES`
-/// set to a path, the run creates that file and waits (at most a minute) until it is removed.
-fn pause_between_passes() {
-    let Some(marker) = std::env::var_os("NEARDUP_TEST_PAUSE_BETWEEN_PASSES") else { return };
-    let marker = PathBuf::from(marker);
-    if fs::write(&marker, b"").is_err() {
-        return;
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while marker.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+/// The second pass writes each record to `--output` (kept) or `--dropped`, newline-ended, and
+/// stops when standard output is gone and nothing else is written.
+impl neardup_corpus::dedup::RecordSink for Outputs {
+    type Error = Failure;
 
-/// The second pass: reads each source again, checks it is the input of the first pass (the same
-/// bytes, by digest), and copies the records of kept (and dropped) documents, byte for byte.
-fn copy_records(
-    sources: &[Source],
-    digests: &[Option<SourceDigest>],
-    places: &[Place],
-    kept: &[bool],
-    outputs: &mut Outputs,
-) -> Result<(), Failure> {
-    let mut next = 0usize; // the next document, in input order
-    let changed = |source: &Source| {
-        Failure::Runtime(anyhow!(
-            "{}: the input changed between the two passes (its bytes differ from the first \
-             read); nothing was written, the outputs are as they were",
-            source.name()
-        ))
-    };
-    for (s, source) in sources.iter().enumerate() {
-        if next >= places.len() {
-            break;
-        }
-        if places[next].source as usize != s {
-            continue;
-        }
-        let mut digest = Digester::default();
-        let read_again = |e: io::Error| {
-            Failure::Runtime(anyhow!(
-                "{}: reading again: {}",
-                source.name(),
-                crate::input::io_message(&e)
-            ))
-        };
-        match source {
-            Source::Plain(path) => {
-                let bytes = fs::read(path).map_err(read_again)?;
-                digest.update(&bytes);
-                let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-                let text = String::from_utf8_lossy(body);
-                let line = serde_json::json!({"id": path.display().to_string(), "text": text});
-                let line = serde_json::to_vec(&line).map_err(anyhow::Error::from)?;
-                write_record(outputs, kept[next], &line)?;
-                next += 1;
-            }
-            Source::File(_) | Source::Spooled(_) => {
-                let mut reader = open(source).map_err(read_again)?.reader;
-                let mut line = Vec::new();
-                let mut number = 0u64;
-                loop {
-                    line.clear();
-                    let n = reader.read_until(b'\n', &mut line).map_err(read_again)?;
-                    if n == 0 {
-                        break;
-                    }
-                    digest.update(&line);
-                    number += 1;
-                    if next < places.len()
-                        && places[next].source as usize == s
-                        && number == places[next].line
-                    {
-                        let record = if number == 1 {
-                            line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line)
-                        } else {
-                            &line
-                        };
-                        write_record(outputs, kept[next], record)?;
-                        next += 1;
-                    }
-                }
-            }
-            Source::Stdin | Source::Text(..) => unreachable!("dedup spools stdin, takes no --text"),
-        }
-        if digests[s] != Some(digest.finish()) {
-            return Err(changed(source));
-        }
-        stop_if_stdout_gone(outputs, false)?;
-    }
-    Ok(())
-}
-
-/// Writes one record to `--output` (kept) or `--dropped`, newline-ended.
-fn write_record(outputs: &mut Outputs, keep: bool, record: &[u8]) -> Result<(), Failure> {
-    let Some(out) = &mut outputs.records[usize::from(!keep)] else { return Ok(()) };
-    out.write_bytes(record)?;
-    if record.last() != Some(&b'\n') {
-        out.write_bytes(b"\n")?;
-    }
-    Ok(())
-}
-
-struct Writer<'a> {
-    ids: &'a Ids,
-    outcome: &'a DedupOutcome,
-    seen: usize,
-}
-
-impl Writer<'_> {
-    fn clusters(&self, out: &mut OutputFile) -> Result<(), Failure> {
-        for c in &self.outcome.clusters {
-            let members: Vec<&str> = c.members.iter().map(|&m| self.id(m)).collect();
-            let line = format!(
-                "{{\"cluster\":[{}],\"keep\":{},\"size\":{},\"similarity\":{}}}\n",
-                members.join(","),
-                self.id(c.keep),
-                c.members.len(),
-                round(c.similarity)
-            );
-            out.write_bytes(line.as_bytes())?;
+    fn record(&mut self, keep: bool, record: &[u8]) -> Result<(), Failure> {
+        let Some(out) = &mut self.records[usize::from(!keep)] else { return Ok(()) };
+        out.write_bytes(record)?;
+        if record.last() != Some(&b'\n') {
+            out.write_bytes(b"\n")?;
         }
         Ok(())
     }
 
-    /// Writes pairs as they come (never all held); returns how many.
-    fn pairs(
-        &self,
-        out: &mut OutputFile,
-        pairs: impl Iterator<Item = neardup::Pair>,
-    ) -> Result<u64, Failure> {
-        let mut n = 0u64;
-        let mut line = String::new();
-        for p in pairs {
-            line.clear();
-            use std::fmt::Write as _;
-            let _ = writeln!(
-                line,
-                "{{\"a\":{},\"b\":{},\"similarity\":{}}}",
-                self.id(p.a),
-                self.id(p.b),
-                round(p.similarity)
-            );
-            out.write_bytes(line.as_bytes())?;
-            n += 1;
-            if n.is_multiple_of(1 << 16) && output::stdout_closed() && out.is_stdout() {
-                break;
-            }
-        }
-        Ok(n)
+    fn source_done(&mut self) -> Result<(), Failure> {
+        stop_if_stdout_gone(self, false)
     }
-
-    fn assignments(&self, out: &mut OutputFile) -> Result<(), Failure> {
-        let o = self.outcome;
-        for i in self.seen..self.ids.len() {
-            let (cluster, size) = match o.cluster_of[i] {
-                Some(c) => (c.to_string(), o.clusters[c as usize].members.len()),
-                None => ("null".to_string(), 1),
-            };
-            let line = format!(
-                "{{\"id\":{},\"cluster\":{cluster},\"size\":{size},\"kept\":{}}}\n",
-                self.ids.get(i),
-                o.kept[i]
-            );
-            out.write_bytes(line.as_bytes())?;
-        }
-        Ok(())
-    }
-
-    fn id(&self, position: u32) -> &str {
-        self.ids.get(position as usize)
-    }
-}
-
-/// Similarities to 6 decimals, as JSON numbers.
-fn round(s: f64) -> Value {
-    serde_json::json!((s * 1e6).round() / 1e6)
-}
-
-/// Peak resident memory, from /proc (Linux).
-pub(crate) fn peak_memory() -> Option<String> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(format!("{:.0} MB", kb / 1024.0))
 }
 
 /// A progress line on stderr, shown only on a terminal, without --quiet, after one second.
@@ -1121,5 +805,20 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The first pass's news, on the progress line.
+struct Observer<'a> {
+    progress: &'a Progress,
+}
+
+impl neardup_corpus::dedup::Observer for Observer<'_> {
+    fn skipped(&mut self, error: &InputError) {
+        self.progress.println(&format!("neardup: skipped: {error}"));
+    }
+
+    fn progress(&mut self, documents: u64, bytes: u64) {
+        self.progress.documents(documents, bytes);
     }
 }

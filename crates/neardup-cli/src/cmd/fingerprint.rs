@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::profile::{Profile, ProfileArgs};
 use crate::cmd::{build_pipeline_from, output_error};
-use crate::input::{read_all, Record, Source};
 use crate::Failure;
+use neardup_corpus::read::{read_all, Record, Source};
 
 /// Options of `neardup fingerprint`.
 #[derive(Debug, Args)]
@@ -108,7 +108,7 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     let jsonl = args.input.jsonl;
     let mut refused = Refused { skip: args.input.skip_bad, errors: 0, skipped: 0 };
 
-    let flow = read_all(&sources, &args.input, |item| {
+    let flow = read_all(&sources, &args.input.read_options(), |item| {
         match item {
             Ok(record) => {
                 replaced += record.replaced;

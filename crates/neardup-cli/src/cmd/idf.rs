@@ -9,9 +9,9 @@ use neardup::{IdfBuilder, Scratch};
 
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::{build_pipeline, output_error};
-use crate::input::{io_message, read_all, Source};
-use crate::output::{check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
+use neardup_corpus::read::{io_message, read_all, Source};
+use neardup_corpus::write::{check_conflicts, Input, Output, OutputFile};
 
 /// `neardup idf ...`.
 #[derive(Debug, Subcommand)]
@@ -59,7 +59,7 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
     let mut builder = IdfBuilder::new();
     let mut scratch = Scratch::default();
     let mut errors = 0usize;
-    let flow = read_all(&sources, &args.input, |item| match item {
+    let flow = read_all(&sources, &args.input.read_options(), |item| match item {
         Ok(record) => {
             builder.begin_document();
             pipeline.for_each_feature(record.body.as_document(), &mut scratch, |f| builder.add(f));

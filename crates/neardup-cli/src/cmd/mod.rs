@@ -22,12 +22,12 @@ use crate::Failure;
 /// exit 0).
 pub fn output_error(e: io::Error) -> Failure {
     if e.kind() == io::ErrorKind::BrokenPipe {
-        crate::output::mark_stdout_closed();
+        neardup_corpus::write::mark_stdout_closed();
         Failure::Reported
     } else {
         Failure::Runtime(anyhow::anyhow!(
             "writing standard output: {}",
-            crate::input::io_message(&e)
+            neardup_corpus::read::io_message(&e)
         ))
     }
 }

@@ -20,9 +20,11 @@ use serde_json::value::RawValue;
 
 use crate::args::{thread_pool, InputArgs};
 use crate::cmd::dedup::peak_memory;
-use crate::input::{expand_inputs, open, read_source, Body, InputError, Source};
-use crate::output::{self, check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
+use neardup_corpus::read::{
+    expand_inputs, open, read_source, Body, InputError, ReadOptions, Source,
+};
+use neardup_corpus::write::{self as output, check_conflicts, Input, Output, OutputFile};
 
 /// Options of `neardup overlap`.
 #[derive(Debug, Args)]
@@ -211,9 +213,9 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     };
     let loaded = index.len();
     let mut read_bytes = 0u64;
-    let collection = read_docs(&against_sources, &args.input, &mut read_bytes)?;
+    let collection = read_docs(&against_sources, &args.input.read_options(), &mut read_bytes)?;
     let within = args.against.is_empty();
-    let queries = read_docs(&query_sources, &args.input, &mut read_bytes)?;
+    let queries = read_docs(&query_sources, &args.input.read_options(), &mut read_bytes)?;
     if args.output.is_some() {
         if let Some(d) = queries.iter().find(|d| d.tokens) {
             return Err(Failure::Usage(anyhow!(
@@ -343,7 +345,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             removed_chars = write_without_repeats(
                 &mut out,
                 &query_sources,
-                &args.input,
+                &args.input.read_options(),
                 &places,
                 &query_ids,
                 &results,
@@ -371,7 +373,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             return Err(Failure::Reported);
         }
     }
-    output::commit_section(|| {
+    output::commit_section(|| -> Result<(), Failure> {
         for out in [passages_out, summary_out, report_out, kept_out].into_iter().flatten() {
             out.commit()?;
         }
@@ -467,7 +469,7 @@ fn without_repeats(text: &str, own: u32, o: &Overlap) -> (String, u64) {
 fn write_without_repeats(
     out: &mut OutputFile,
     sources: &[Source],
-    input: &InputArgs,
+    input: &ReadOptions,
     places: &[(usize, u64)],
     ids: &[String],
     results: &[Overlap],
@@ -603,15 +605,7 @@ fn is_passage_index(path: &Path) -> bool {
 
 /// The sources of the given paths: directories walked, `-` spooled.
 fn sources(paths: &[PathBuf], input: &InputArgs) -> Result<Vec<Source>, Failure> {
-    expand_inputs(paths, input.skip_bad, |e| eprintln!("neardup: skipped: {e}")).map_err(|e| {
-        let missing = paths.iter().any(|p| p.display().to_string() == e.place)
-            && !Path::new(&e.place).exists();
-        if missing {
-            Failure::Usage(anyhow!("{e}"))
-        } else {
-            Failure::Runtime(anyhow!("{e}"))
-        }
-    })
+    Ok(expand_inputs(paths, input.skip_bad, |e| eprintln!("neardup: skipped: {e}"))?)
 }
 
 /// True for the names of JSON Lines files (compressed or not).
@@ -622,7 +616,7 @@ fn is_jsonl_name(path: &Path) -> bool {
 }
 
 /// The reading options of one source: JSON Lines when its name says so (or with --jsonl).
-fn source_opts(source: &Source, input: &InputArgs) -> InputArgs {
+fn source_opts(source: &Source, input: &ReadOptions) -> ReadOptions {
     let mut opts = input.clone();
     opts.jsonl = input.jsonl
         || match source {
@@ -636,7 +630,11 @@ fn source_opts(source: &Source, input: &InputArgs) -> InputArgs {
 /// Reads every document of `sources`: a file given by name is JSON Lines when its name says
 /// so (or with --jsonl), else one plain-text document; files found in directories are plain
 /// text. Bad records stop the run unless --skip-bad.
-fn read_docs(sources: &[Source], input: &InputArgs, bytes: &mut u64) -> Result<Vec<Doc>, Failure> {
+fn read_docs(
+    sources: &[Source],
+    input: &ReadOptions,
+    bytes: &mut u64,
+) -> Result<Vec<Doc>, Failure> {
     let mut docs = Vec::new();
     let mut fatal: Option<InputError> = None;
     for (si, source) in sources.iter().enumerate() {

@@ -9,7 +9,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::args::PipelineArgs;
-use crate::input::Body;
+use neardup_corpus::read::Body;
 
 /// Compatibility profile options.
 #[derive(Debug, Args, Clone)]

@@ -27,9 +27,11 @@ use serde_json::value::RawValue;
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::build_pipeline;
 use crate::cmd::dedup::{peak_memory, search_failure, MethodArg, VerifyArg};
-use crate::input::{expand_inputs, io_message, read_source, Record, Source, SourceDigest};
-use crate::output::{check_conflicts, Input, Output, OutputFile};
 use crate::Failure;
+use neardup_corpus::read::{
+    expand_inputs, io_message, read_source, ReadOptions, Record, Source, SourceDigest,
+};
+use neardup_corpus::write::{check_conflicts, Input, Output, OutputFile};
 
 /// How much of a run the report shows (shared by `dedup --report` and `report`).
 #[derive(Debug, Clone, Args)]
@@ -121,8 +123,8 @@ pub struct ShownText {
 impl ShownText {
     pub fn of(record: &Record, max_chars: usize) -> ShownText {
         let (text, chars, cut) = match &record.body {
-            crate::input::Body::Text(t) => cut_text(t, max_chars),
-            crate::input::Body::Tokens(t) => cut_text(&t.join(" "), max_chars),
+            neardup_corpus::read::Body::Text(t) => cut_text(t, max_chars),
+            neardup_corpus::read::Body::Tokens(t) => cut_text(&t.join(" "), max_chars),
         };
         ShownText { text, chars, cut }
     }
@@ -183,7 +185,7 @@ impl<K: Copy + Eq + std::hash::Hash> Chosen<K> {
 /// Bad records are passed over when `--skip-bad` allowed them the first time.
 pub fn read_again(
     sources: &[Source],
-    input: &InputArgs,
+    input: &ReadOptions,
     expected: Option<&[Option<SourceDigest>]>,
     mut each: impl FnMut(u32, Record),
 ) -> Result<Vec<SourceDigest>, Failure> {
@@ -330,7 +332,7 @@ struct LineFile {
 impl LineFile {
     fn new(option: &'static str, path: &Path) -> Result<LineFile, Failure> {
         let source = if path.as_os_str() == "-" {
-            Source::Spooled(crate::input::spool_stdin().map_err(|e| {
+            Source::Spooled(neardup_corpus::read::spool_stdin().map_err(|e| {
                 Failure::Runtime(anyhow!(
                     "{option} -: cannot read standard input: {}",
                     io_message(&e)
@@ -354,7 +356,7 @@ fn each_line(
 ) -> Result<(), Failure> {
     let (option, name) = (file.option, file.name());
     let place = |n: u64| format!("{option} {name}:{n}");
-    let mut reader = crate::input::open(&file.source)
+    let mut reader = neardup_corpus::read::open(&file.source)
         .map_err(|e| Failure::Runtime(anyhow!("{option} {name}: {}", io_message(&e))))?
         .reader;
     let mut buf = Vec::new();
@@ -421,12 +423,11 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     .map_err(search_failure)?;
     let dedup = Dedup::new(&pipeline, config).map_err(|e| Failure::Usage(e.into()))?;
 
-    let mut input = args.input.clone();
+    let mut input = args.input.read_options();
     input.jsonl = true;
     let sources = expand_inputs(&args.inputs, args.input.skip_bad, |e| {
         eprintln!("neardup: skipped: {e}");
-    })
-    .map_err(|e| Failure::Runtime(anyhow!("{e}")))?;
+    })?;
     let mut inputs: Vec<Input> = sources
         .iter()
         .filter_map(|s| s.path().map(|p| Input { what: "input".into(), path: p.to_path_buf() }))

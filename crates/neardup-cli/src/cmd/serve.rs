@@ -13,8 +13,8 @@ use neardup_server::bounds::{
 use neardup_server::{is_loopback, Config, Limits};
 
 use crate::args::MAX_THREADS;
-use crate::input::io_message;
 use crate::Failure;
+use neardup_corpus::read::io_message;
 
 /// Options of `neardup serve`.
 #[derive(Debug, Args)]

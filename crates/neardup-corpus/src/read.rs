@@ -22,8 +22,46 @@ use std::sync::Arc;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::args::InputArgs;
-use crate::Failure;
+use crate::CorpusError;
+
+/// How records are read: the format, the fields of a JSONL record, and what to do with bad
+/// bytes. The CLI's input options are these (`--jsonl`, `--text-field`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Read JSON Lines (one record per line) instead of one plain-text document per file.
+    pub jsonl: bool,
+    /// The JSONL field holding the text.
+    pub text_field: String,
+    /// The JSONL field holding the id (a string or a number); without it the id is `FILE:LINE`.
+    pub id_field: String,
+    /// The JSONL field holding pre-tokenized text (an array of strings), used when the text
+    /// field is absent.
+    pub tokens_field: String,
+    /// Replace invalid UTF-8 with U+FFFD (counted in [`Record::replaced`]) instead of failing.
+    pub lossy: bool,
+    /// Bad records may be skipped (the caller skips them; [`InputError::skippable`] says which).
+    pub skip_bad: bool,
+    /// The largest document accepted, in bytes.
+    pub max_doc_bytes: usize,
+}
+
+/// The default of [`ReadOptions::max_doc_bytes`]: 32 MiB keeps one document's sketching under
+/// about 1 GB.
+pub const DEFAULT_MAX_DOC_BYTES: usize = 32 << 20;
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions {
+            jsonl: false,
+            text_field: "text".into(),
+            id_field: "id".into(),
+            tokens_field: "tokens".into(),
+            lossy: false,
+            skip_bad: false,
+            max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
+        }
+    }
+}
 
 /// One input.
 #[derive(Debug, Clone)]
@@ -46,12 +84,13 @@ impl Source {
     /// Sources from positional paths (`-` is stdin) followed by `--text` strings. Standard input
     /// can be read once: `-` given twice is refused (it was read as a document and then as an
     /// empty one).
-    pub fn from_args(paths: &[PathBuf], texts: &[String]) -> Result<Vec<Source>, Failure> {
+    pub fn from_args(paths: &[PathBuf], texts: &[String]) -> Result<Vec<Source>, CorpusError> {
         if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
-            return Err(Failure::Usage(anyhow::anyhow!(
+            return Err(CorpusError::Usage(
                 "standard input (-) is given twice: it can be read once; save it to a file to \
                  name it twice"
-            )));
+                    .into(),
+            ));
         }
         let mut sources: Vec<Source> = paths
             .iter()
@@ -61,6 +100,7 @@ impl Source {
         Ok(sources)
     }
 
+    /// Its name in messages: the path, `<stdin>` or `--text #N`.
     pub fn name(&self) -> String {
         match self {
             Source::File(p) | Source::Plain(p) => p.display().to_string(),
@@ -88,6 +128,7 @@ pub enum Body {
 }
 
 impl Body {
+    /// Its length in bytes (of every token, for tokens).
     pub fn len(&self) -> usize {
         match self {
             Body::Text(t) => t.len(),
@@ -95,6 +136,12 @@ impl Body {
         }
     }
 
+    /// True when it holds no text.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The library's view of it.
     pub fn as_document(&self) -> neardup::Document<'_> {
         match self {
             Body::Text(t) => neardup::Document::Text(t),
@@ -163,7 +210,9 @@ impl fmt::Display for InputError {
 /// so that a second pass can tell whether it reads the same input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SourceDigest {
+    /// Bytes read.
     pub bytes: u64,
+    /// Their xxh3-64 digest.
     pub digest: u64,
 }
 
@@ -171,7 +220,7 @@ pub struct SourceDigest {
 /// `Break` to stop reading.
 pub fn read_all(
     sources: &[Source],
-    opts: &InputArgs,
+    opts: &ReadOptions,
     mut visit: impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     for source in sources {
@@ -184,7 +233,7 @@ pub fn read_all(
 /// stopped, and the digest of what was read (complete when the source was read to its end).
 pub fn read_source(
     source: &Source,
-    opts: &InputArgs,
+    opts: &ReadOptions,
     visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
 ) -> (ControlFlow<()>, SourceDigest) {
     let name = source.name();
@@ -265,11 +314,13 @@ impl fmt::Debug for Digester {
 }
 
 impl Digester {
+    /// Adds bytes read.
     pub fn update(&mut self, bytes: &[u8]) {
         self.hasher.update(bytes);
         self.bytes += bytes.len() as u64;
     }
 
+    /// The digest of everything added so far.
     pub fn finish(&self) -> SourceDigest {
         SourceDigest { bytes: self.bytes, digest: self.hasher.digest() }
     }
@@ -277,8 +328,11 @@ impl Digester {
 
 /// An opened source: its (decompressed) reader, and for compressed files the count of
 /// compressed bytes read so far, for error messages.
+#[allow(missing_debug_implementations)] // a boxed reader has no Debug
 pub struct Opened {
+    /// The (decompressed) bytes.
     pub reader: Box<dyn BufRead + Send>,
+    /// Where a compressed file's stream stands.
     pub compressed: Option<Compressed>,
 }
 
@@ -444,7 +498,7 @@ fn read_plain<R: Read>(
     reader: R,
     name: &str,
     id: Box<RawValue>,
-    opts: &InputArgs,
+    opts: &ReadOptions,
     digest: &mut Digester,
 ) -> Result<Record, InputError> {
     let mut bytes = Vec::new();
@@ -484,7 +538,7 @@ fn decode(
     bytes: Vec<u8>,
     place: &(impl fmt::Display + ?Sized),
     base: usize,
-    opts: &InputArgs,
+    opts: &ReadOptions,
 ) -> Result<(String, usize), InputError> {
     match String::from_utf8(bytes) {
         Ok(text) => Ok((text, 0)),
@@ -523,7 +577,7 @@ fn count_invalid(mut bytes: &[u8]) -> usize {
 fn check_size(
     record: Record,
     place: &(impl fmt::Display + ?Sized),
-    opts: &InputArgs,
+    opts: &ReadOptions,
 ) -> Result<Record, InputError> {
     if record.body.len() > opts.max_doc_bytes {
         return Err(InputError {
@@ -540,7 +594,7 @@ fn check_size(
 fn read_jsonl<R: BufRead + ?Sized>(
     reader: &mut R,
     name: &str,
-    opts: &InputArgs,
+    opts: &ReadOptions,
     digest: &mut Digester,
     compressed: Option<&Compressed>,
     visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
@@ -774,7 +828,7 @@ fn parse_record(
     place: &LinePlace<'_>,
     number: u64,
     name: &str,
-    opts: &InputArgs,
+    opts: &ReadOptions,
     replaced: usize,
 ) -> Result<Record, InputError> {
     let bad = |message: String| InputError {
@@ -852,11 +906,28 @@ fn parse_record(
     check_size(Record { id, body, replaced, line: number }, place, opts)
 }
 
-/// Expands the inputs of `dedup`: files as given, directories walked in path order (following
+/// Expands the paths a user gave: files as given, directories walked in path order (following
 /// symbolic links to files and directories, with loops detected), `-` spooled. `report` receives
 /// each entry that cannot be read (by its own path) when `skip_bad` is set; without it the first
-/// such entry is the error.
+/// such entry is the error. A given path that does not exist is [`CorpusError::Usage`] (a
+/// mistake in the request); any other failure is [`CorpusError::Input`].
 pub fn expand_inputs(
+    inputs: &[PathBuf],
+    skip_bad: bool,
+    report: impl FnMut(&InputError),
+) -> Result<Vec<Source>, CorpusError> {
+    expand(inputs, skip_bad, report).map_err(|e| {
+        let missing = inputs.iter().any(|p| p.display().to_string() == e.place)
+            && !Path::new(&e.place).exists();
+        if missing {
+            CorpusError::Usage(e.to_string())
+        } else {
+            CorpusError::Input(e)
+        }
+    })
+}
+
+fn expand(
     inputs: &[PathBuf],
     skip_bad: bool,
     mut report: impl FnMut(&InputError),
@@ -947,8 +1018,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn opts() -> InputArgs {
-        InputArgs {
+    fn opts() -> ReadOptions {
+        ReadOptions {
             jsonl: true,
             text_field: "text".into(),
             id_field: "id".into(),
@@ -960,7 +1031,7 @@ mod tests {
     }
 
     /// Reads `bytes` as one JSONL source; returns the records and errors in order.
-    fn read(bytes: &[u8], opts: &InputArgs) -> Vec<Result<Record, InputError>> {
+    fn read(bytes: &[u8], opts: &ReadOptions) -> Vec<Result<Record, InputError>> {
         let mut out = Vec::new();
         let mut digest = Digester::default();
         let _ = read_jsonl(&mut &bytes[..], "f.jsonl", opts, &mut digest, None, &mut |r| {

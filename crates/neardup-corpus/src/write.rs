@@ -23,10 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, Once};
 
-use anyhow::anyhow;
-
-use crate::input::io_message;
-use crate::Failure;
+use crate::read::io_message;
+use crate::CorpusError;
 
 /// Set when a write to standard output failed because its reader went away.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -76,7 +74,7 @@ static COMMITTED: Mutex<bool> = Mutex::new(false);
 
 /// Runs `commit` (the renames that make a run's outputs and index the current ones) with
 /// termination signals deferred until it ends.
-pub fn commit_section<T>(commit: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+pub fn commit_section<T, E>(commit: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     install_handler();
     let mut done = COMMITTED.lock().unwrap_or_else(|p| p.into_inner());
     let result = commit();
@@ -149,13 +147,16 @@ pub fn register_index_dir(dir: &Path) {
 pub struct Input {
     /// What it is, for messages (`input`, `--against`, `--spec`).
     pub what: String,
+    /// Its path.
     pub path: PathBuf,
 }
 
 /// One file the run writes: the option and the path (`-` for standard output).
 #[derive(Debug, Clone)]
 pub struct Output {
+    /// The option that names it (`--output`), for messages.
     pub option: &'static str,
+    /// Its path.
     pub path: PathBuf,
 }
 
@@ -198,8 +199,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Refuses outputs that are an input, or another output, before anything is opened.
-pub fn check_conflicts(inputs: &[Input], outputs: &[Output]) -> Result<(), Failure> {
-    let usage = |m: String| Err(Failure::Usage(anyhow!(m)));
+pub fn check_conflicts(inputs: &[Input], outputs: &[Output]) -> Result<(), CorpusError> {
+    let usage = |m: String| Err(CorpusError::Usage(m));
     for (i, out) in outputs.iter().enumerate() {
         let stdout = is_stdout(&out.path);
         for other in &outputs[..i] {
@@ -323,13 +324,13 @@ fn is_descriptor_path(path: &Path) -> bool {
 
 impl OutputFile {
     /// Opens `path` (`-`: standard output) for the option `option`.
-    pub fn create(option: &'static str, path: &Path) -> Result<OutputFile, Failure> {
+    pub fn create(option: &'static str, path: &Path) -> Result<OutputFile, CorpusError> {
         if is_stdout(path) {
             let writer = BufWriter::with_capacity(1 << 16, io::stdout());
             return Ok(OutputFile { option, sink: Some(Sink::Stdout(writer)) });
         }
         let cannot = |e: io::Error| {
-            Failure::Runtime(anyhow!("{option} {}: {}", path.display(), io_message(&e)))
+            CorpusError::Runtime(format!("{option} {}: {}", path.display(), io_message(&e)))
         };
         let target = match resolve_target(path).map_err(cannot)? {
             Target::InPlace => {
@@ -354,7 +355,7 @@ impl OutputFile {
             .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(|e| {
-                Failure::Runtime(anyhow!(
+                CorpusError::Runtime(format!(
                     "{option} {}: cannot create a file in {}: {}",
                     path.display(),
                     dir.display(),
@@ -373,21 +374,21 @@ impl OutputFile {
     }
 
     /// Writes all of `bytes`; an error names the output.
-    pub fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+    pub fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), CorpusError> {
         self.write_all(bytes).map_err(|e| self.failure(e))
     }
 
-    fn failure(&self, e: io::Error) -> Failure {
+    fn failure(&self, e: io::Error) -> CorpusError {
         match &self.sink {
-            Some(Sink::File { target, .. } | Sink::InPlace { target, .. }) => Failure::Runtime(
-                anyhow!("{} {}: {}", self.option, target.display(), io_message(&e)),
+            Some(Sink::File { target, .. } | Sink::InPlace { target, .. }) => CorpusError::Runtime(
+                format!("{} {}: {}", self.option, target.display(), io_message(&e)),
             ),
-            _ => Failure::Runtime(anyhow!("writing standard output: {}", io_message(&e))),
+            _ => CorpusError::Runtime(format!("writing standard output: {}", io_message(&e))),
         }
     }
 
     /// Flushes, syncs and renames the file into place (flushes standard output).
-    pub fn commit(mut self) -> Result<(), Failure> {
+    pub fn commit(mut self) -> Result<(), CorpusError> {
         let option = self.option;
         match self.sink.take() {
             None => Ok(()),
@@ -396,7 +397,7 @@ impl OutputFile {
                     if e.kind() == io::ErrorKind::BrokenPipe {
                         mark_stdout_closed();
                     } else {
-                        return Err(Failure::Runtime(anyhow!(
+                        return Err(CorpusError::Runtime(format!(
                             "writing standard output: {}",
                             io_message(&e)
                         )));
@@ -406,7 +407,7 @@ impl OutputFile {
             }
             Some(Sink::InPlace { writer, target }) => {
                 writer.into_inner().map_err(|e| {
-                    Failure::Runtime(anyhow!(
+                    CorpusError::Runtime(format!(
                         "{option} {}: {}",
                         target.display(),
                         io_message(e.error())
@@ -416,7 +417,11 @@ impl OutputFile {
             }
             Some(Sink::File { writer, tmp, target }) => {
                 let fail = |e: io::Error| {
-                    Failure::Runtime(anyhow!("{option} {}: {}", target.display(), io_message(&e)))
+                    CorpusError::Runtime(format!(
+                        "{option} {}: {}",
+                        target.display(),
+                        io_message(&e)
+                    ))
                 };
                 let file = writer.into_inner().map_err(|e| fail(e.into_error()))?;
                 let mode = 0o666 & !UMASK.load(Ordering::Relaxed);
