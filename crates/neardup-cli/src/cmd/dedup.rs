@@ -437,6 +437,13 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let search_started = Instant::now();
     let outcome = dedup.run().map_err(|e| Failure::Runtime(e.into()))?;
     let search_time = search_started.elapsed();
+    // One summary of the run: what stderr says and what the report's table says.
+    let mut summary = neardup::Summary::of(&dedup, &outcome);
+    summary.bytes = Some(read.bytes);
+    summary.skipped = skipped;
+    summary.replaced = read.replaced;
+    summary.repeated_ids = read.repeated_ids.records() as u64;
+    summary.repeated_id_examples = read.repeated_ids.examples().to_vec();
 
     let write_started = Instant::now();
     let writer = Lines { ids: &ids, outcome: &outcome, seen };
@@ -461,9 +468,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     }
     if outputs.report.is_some() {
         let figures = Figures {
-            new: read.places.len(),
-            bytes: read.bytes,
-            skipped,
+            summary: &summary,
             started,
             read_time,
             search_time,
@@ -495,12 +500,6 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let write_time = write_started.elapsed();
 
     if !args.quiet && !output::stdout_closed() {
-        let mut summary = neardup::Summary::of(&dedup, &outcome);
-        summary.bytes = Some(read.bytes);
-        summary.skipped = skipped;
-        summary.replaced = read.replaced;
-        summary.repeated_ids = read.repeated_ids.records() as u64;
-        summary.repeated_id_examples = read.repeated_ids.examples().to_vec();
         let mut err = io::stderr().lock();
         let _ = writeln!(err, "neardup dedup: {summary}");
         if let Some(n) = pairs_written {
@@ -531,10 +530,8 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
 }
 
 /// What a run measured, for its report.
-struct Figures {
-    new: usize,
-    bytes: u64,
-    skipped: u64,
+struct Figures<'a> {
+    summary: &'a neardup::Summary,
     started: Instant,
     read_time: Duration,
     search_time: Duration,
@@ -553,7 +550,7 @@ fn build_report(
     sources: &[Source],
     read: &Sketched,
     input: &ReadOptions,
-    figures: &Figures,
+    figures: &Figures<'_>,
 ) -> Result<String, Failure> {
     let limits = args.report_limits.limits();
     let seen = outcome.seen() as usize;
@@ -623,9 +620,7 @@ fn build_report(
         })
         .collect();
     let n = |x: u64| neardup_web::thousands(x);
-    let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count() as u64;
-    let empty = (seen..dedup.len()).filter(|&i| dedup.is_empty_at(i)).count() as u64;
-    let new = figures.new as u64;
+    let summary = figures.summary;
     page.subtitle = format!(
         "neardup dedup {} · threshold {} · keep {}",
         env!("CARGO_PKG_VERSION"),
@@ -639,30 +634,41 @@ fn build_report(
     let mut rows = vec![
         (
             "documents".to_string(),
-            format!("{} ({:.1} MB, {} empty)", n(new), figures.bytes as f64 / 1e6, n(empty)),
+            format!(
+                "{} ({:.1} MB, {} empty)",
+                n(summary.documents),
+                summary.bytes.unwrap_or(0) as f64 / 1e6,
+                n(summary.empty)
+            ),
         ),
-        ("clusters".into(), n(outcome.clusters.len() as u64)),
-        ("dropped".into(), n(dropped)),
-        ("kept".into(), n(new - dropped)),
-        ("method".into(), neardup::Summary::of(dedup, outcome).method_line()),
+        ("clusters".into(), n(summary.clusters)),
+        ("dropped".into(), n(summary.dropped)),
+        ("kept".into(), n(summary.kept)),
+        ("method".into(), summary.method_line()),
         (
             "verified by".into(),
             format!(
                 "{}: {} candidate pairs, {} verified between distinct texts, {} exact copies",
-                dedup.verification().name(),
-                n(outcome.candidates as u64),
-                n(outcome.edges.len() as u64),
-                n(outcome.exact_duplicates as u64)
+                summary.verification.name(),
+                n(summary.candidates),
+                n(summary.verified),
+                n(summary.exact_duplicates)
             ),
         ),
         ("pairs at or above the threshold".into(), format!("{} (copies included)", n(pairs))),
         ("pipeline".into(), dedup.pipeline().id().to_string()),
     ];
-    if seen > 0 {
-        rows.push(("against an index of".into(), format!("{} documents", n(seen as u64))));
+    if summary.against > 0 {
+        rows.push(("against an index of".into(), format!("{} documents", n(summary.against))));
     }
-    if figures.skipped > 0 {
-        rows.push(("skipped (bad records)".into(), n(figures.skipped)));
+    if summary.capped_buckets > 0 {
+        rows.push(("large buckets paired as stars".into(), n(summary.capped_buckets)));
+    }
+    if summary.skipped > 0 {
+        rows.push(("skipped (bad records)".into(), n(summary.skipped)));
+    }
+    if summary.replaced > 0 {
+        rows.push(("invalid UTF-8 replaced".into(), n(summary.replaced)));
     }
     rows.push((
         "time".into(),
