@@ -2000,3 +2000,53 @@ fn the_conformance_table_through_the_cli() {
         );
     }
 }
+
+/// The saved index committed in `tests/fixtures/index_v3` (format 3, written by the build of
+/// its README) is read by this build: `--against` finds the same clusters and assignments,
+/// byte for byte. A later format must keep reading it, or refuse it by name.
+#[test]
+fn the_committed_saved_index_of_format_3_is_read_as_written() {
+    let fixture = repo().join("tests/fixtures/index_v3");
+    let dir = tempdir("index-v3");
+    // A copy: a run takes the index's lock file, and the fixture stays untouched.
+    let index = dir.join("index");
+    std::fs::create_dir(&index).expect("mkdir");
+    for entry in std::fs::read_dir(fixture.join("index")).expect("fixture") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), index.join(entry.file_name())).expect("copy");
+    }
+    let (clusters, assignments) = (dir.join("c.jsonl"), dir.join("a.jsonl"));
+    let out = run(&[
+        "dedup",
+        &fixture.join("query.jsonl").display().to_string(),
+        "--against",
+        &index.display().to_string(),
+        "--threshold",
+        "0.5",
+        "--clusters",
+        &clusters.display().to_string(),
+        "--assignments",
+        &assignments.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("against an index of 4 documents"), "{}", stderr(&out));
+    for (written, expected) in
+        [(clusters, "expected_clusters.jsonl"), (assignments, "expected_assignments.jsonl")]
+    {
+        let expected = std::fs::read_to_string(fixture.join(expected)).expect("expected");
+        assert_eq!(std::fs::read_to_string(written).expect("written"), expected);
+    }
+    // Other settings than the index's are refused by name, not answered.
+    let out = run(&[
+        "dedup",
+        &fixture.join("query.jsonl").display().to_string(),
+        "--against",
+        &index.display().to_string(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("use the same settings or build a new index"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -184,3 +184,29 @@ def test_ids_follow_the_library_rule(binary, tmp_path):
     out = run_cli(binary, "dedup", str(q), "--against", str(tmp_path / "rep"), "--clusters", "-")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["cluster"] == [7, "q"]
+
+
+def test_the_committed_saved_index_of_format_3_loads_and_answers_as_the_cli(root, tmp_path):
+    """tests/fixtures/index_v3 (written by an earlier build) loads in Python; checking the
+    query documents against it finds the clusters the CLI's `--against` run pinned."""
+    import shutil
+
+    fixture = root / "tests" / "fixtures" / "index_v3"
+    shutil.copytree(fixture / "index", tmp_path / "index")
+    idx = neardup.Index.load(tmp_path / "index")
+    assert sorted(idx.ids()) == ["70", "a", "d", "z"]
+    assert idx.banding == (35, 3)  # the settings of a 0.5 threshold, as saved
+    expected = {}
+    for line in (fixture / "expected_clusters.jsonl").read_text().splitlines():
+        cluster = json.loads(line)
+        for member in cluster["cluster"]:
+            if member != cluster["keep"]:
+                expected[member] = str(cluster["keep"])
+    for line in (fixture / "query.jsonl").read_text().splitlines():
+        doc = json.loads(line)
+        answer = idx.check(doc["id"], doc["text"], insert=False)
+        found = [m[0] for m in answer["matches"]] if answer["duplicate"] else []
+        if doc["id"] in expected:
+            assert expected[doc["id"]] in found, (doc["id"], answer)
+        else:
+            assert not found, (doc["id"], answer)
