@@ -7,7 +7,9 @@ use pyo3::types::PyDict;
 use neardup::compat::lucene::{
     self, MinHashParams, MAX_BUCKET_COUNT, MAX_HASH_COUNT, MAX_HASH_SET_SIZE,
 };
-use neardup::compat::{recipes, yanyiwu};
+use neardup::compat::yanyiwu;
+use neardup::profile::{Profile, ProfileError, ProfileFingerprint};
+use neardup::Document;
 
 use crate::guard;
 
@@ -33,6 +35,19 @@ fn size_option(value: &Bound<'_, PyAny>, name: &str, low: u64, high: u64) -> PyR
         _ => {
             Err(crate::errors::input(format!("{name} must be at most {high}, not {}", int.str()?)))
         }
+    }
+}
+
+/// A profile's fingerprint of a text, with the GIL released.
+fn fingerprint(py: Python<'_>, profile: &Profile, text: &str) -> PyResult<ProfileFingerprint> {
+    py.detach(|| profile.fingerprint(Document::Text(text), None)).map_err(profile_error)
+}
+
+/// A bad parameter is an `OptionError`; a text the profile cannot fingerprint an `InputError`.
+fn profile_error(e: ProfileError) -> PyErr {
+    match e {
+        ProfileError::Parameter { .. } => crate::errors::option(e.to_string()),
+        other => crate::errors::input(other.to_string()),
     }
 }
 
@@ -65,9 +80,10 @@ fn yanyiwu_simhash<'py>(
                 )))
             }
         };
-        let text = if strip_symbols { yanyiwu::strip_symbols(text) } else { text.to_string() };
-        let n = topn.unwrap_or_else(|| yanyiwu::default_topn(text.len()));
-        let r = py.detach(|| yanyiwu::simhasher_for(flavor).simhash(text.as_bytes(), n));
+        let profile = Profile::yanyiwu(flavor, topn, strip_symbols).map_err(profile_error)?;
+        let ProfileFingerprint::Yanyiwu(r) = fingerprint(py, &profile, text)? else {
+            unreachable!("the yanyiwu profile gives its fingerprint")
+        };
         let out = PyDict::new(py);
         out.set_item("simhash", r.simhash)?;
         let keywords: Vec<(String, f64)> =
@@ -109,20 +125,22 @@ fn lucene_min_hash(
             )?,
             with_rotation,
         };
-        params.validate().map_err(crate::errors::input)?;
         let max_ngram = u64::try_from(neardup::MAX_NGRAM).unwrap_or(u64::MAX);
         let shingle_size = match shingle_size {
             Some(v) => size_option(v, "shingle_size", 1, max_ngram)? as usize,
             None => 1,
         };
-        let tokens = if let Ok(s) = text.extract::<String>() {
-            lucene::shingles(&lucene::whitespace_tokenize(&s), shingle_size)
+        let profile = Profile::lucene(params, shingle_size).map_err(profile_error)?;
+        let fp = if let Ok(s) = text.extract::<String>() {
+            profile.fingerprint(Document::Text(&s), None)
         } else {
             let list: Vec<String> = text.extract()?;
-            lucene::given_tokens(&list)
+            profile.fingerprint(Document::Tokens(&list), None)
         };
-        let out = lucene::min_hash(&tokens, &params).map_err(crate::errors::input)?;
-        Ok(out.tokens.iter().map(|t| lucene::indexed_utf8(t)).collect())
+        let ProfileFingerprint::Lucene(tokens) = fp.map_err(profile_error)? else {
+            unreachable!("the lucene profile gives its tokens")
+        };
+        Ok(tokens.iter().map(|t| lucene::indexed_utf8(t)).collect())
     })
 }
 
@@ -134,8 +152,10 @@ fn gojieba_simhash<'py>(
     topn: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
-        let topn = topn_option(topn)?;
-        let f = py.detach(|| recipes::gojieba_simhash(text.as_bytes(), topn));
+        let profile = Profile::gojieba(topn_option(topn)?).map_err(profile_error)?;
+        let ProfileFingerprint::Gojieba(f) = fingerprint(py, &profile, text)? else {
+            unreachable!("the gojieba profile gives its fingerprint")
+        };
         let out = PyDict::new(py);
         out.set_item("bits", &f.bits)?;
         out.set_item("simhash", f.value)?;
@@ -151,9 +171,9 @@ fn gojieba_simhash<'py>(
 #[pyfunction]
 fn jieba_md5_simhash<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
-        let f = py
-            .detach(|| recipes::jieba_md5_simhash(text))
-            .map_err(|e| crate::errors::input(e.to_string()))?;
+        let ProfileFingerprint::JiebaMd5(f) = fingerprint(py, &Profile::jieba_md5(), text)? else {
+            unreachable!("the jieba-md5 profile gives its fingerprint")
+        };
         let out = PyDict::new(py);
         out.set_item("bits", &f.bits)?;
         out.set_item("simhash", f.value)?;

@@ -77,6 +77,9 @@ pub fn unique_name() -> String {
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(feature = "compat")]
+pub mod profile;
+
 /// The crates neardup is built from, re-exported for their types.
 #[cfg(feature = "compat")]
 pub use neardup_compat as compat;

@@ -11,6 +11,7 @@ use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::profile::{Profile, ProfileArgs};
 use crate::cmd::{build_pipeline, build_pipeline_from, output_error};
 use crate::Failure;
+use neardup::profile::ProfileDistance;
 use neardup_corpus::read::{read_all, Body, Record, Source};
 
 /// Options of `neardup compare`.
@@ -137,53 +138,6 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The distance of two fingerprints of one profile: `(measure, value, bits)`.
-fn profile_distance(
-    a: &serde_json::Value,
-    b: &serde_json::Value,
-) -> Result<(&'static str, serde_json::Value, Option<usize>), Failure> {
-    Ok(if let (Some(x), Some(y)) = (a["bits"].as_str(), b["bits"].as_str()) {
-        // The recipe's distance: its printed bit strings, compared character by character.
-        // Strings of other lengths (Go prints int64's minimum with a sign and 64 digits)
-        // have none: then the distance of the values, never a made-up 0.
-        match neardup::compat::recipes::bit_distance(x, y) {
-            Some(d) => ("hamming", serde_json::json!(d), Some(x.len())),
-            None => {
-                let value =
-                    |v: &serde_json::Value| v["simhash_u64"].as_u64().or(v["simhash_u32"].as_u64());
-                let (Some(p), Some(q)) = (value(a), value(b)) else {
-                    return Err(Failure::Runtime(anyhow::anyhow!(
-                        "the two fingerprints print with {} and {} characters: they cannot \
-                         be compared",
-                        x.len(),
-                        y.len()
-                    )));
-                };
-                let width = if a["simhash_u64"].is_u64() { 64 } else { 32 };
-                ("hamming", serde_json::json!((p ^ q).count_ones()), Some(width))
-            }
-        }
-    } else if let (Some(x), Some(y)) = (a["simhash_u64"].as_u64(), b["simhash_u64"].as_u64()) {
-        ("hamming", serde_json::json!((x ^ y).count_ones()), Some(64))
-    } else if let (Some(x), Some(y)) = (a["minhash"].as_array(), b["minhash"].as_array()) {
-        let equal = x.iter().zip(y).filter(|(p, q)| p == q).count();
-        ("jaccard_estimate", serde_json::json!(equal as f64 / x.len().max(1) as f64), None)
-    } else {
-        let set = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
-            v["min_hash_tokens"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.as_str().map(String::from))
-                .collect()
-        };
-        let (x, y) = (set(a), set(b));
-        let union = x.union(&y).count();
-        let j = if union == 0 { 0.0 } else { x.intersection(&y).count() as f64 / union as f64 };
-        ("jaccard_tokens", serde_json::json!(j), None)
-    })
-}
-
 /// `compare --profile`: both fingerprints of the profile and their distance.
 fn compare_profiles(args: &CompareArgs, records: &[Record]) -> Result<(), Failure> {
     let profile =
@@ -193,13 +147,22 @@ fn compare_profiles(args: &CompareArgs, records: &[Record]) -> Result<(), Failur
     let mut fps = Vec::with_capacity(2);
     for r in records {
         let fp = profile
-            .fingerprint(&pipeline, &r.id, &r.body, &mut scratch)
+            .fingerprint_of(&pipeline, &r.body, &mut scratch)
             .map_err(|m| Failure::Runtime(anyhow::anyhow!("{}: {m}", r.id.get())))?;
         fps.push(fp);
     }
-    let (a, b) = (&fps[0], &fps[1]);
+    let distance = fps[0].distance(&fps[1]).map_err(|e| Failure::Runtime(e.into()))?;
+    let (a, b) = (profile.json(&records[0].id, &fps[0]), profile.json(&records[1].id, &fps[1]));
+    let (a, b) = (&a, &b);
     let name = args.profile.profile.map(|p| p.name()).unwrap_or_default();
-    let (measure, value, width) = profile_distance(a, b)?;
+    let measure = distance.measure();
+    let width = distance.bits();
+    let value = match distance {
+        ProfileDistance::Hamming { distance, .. } => serde_json::json!(distance),
+        ProfileDistance::JaccardEstimate(j) | ProfileDistance::JaccardTokens(j) => {
+            serde_json::json!(j)
+        }
+    };
     let mut out = io::stdout().lock();
     if args.json {
         let v = serde_json::json!({"profile": name, measure: value, "bits": width, "a": a, "b": b});
@@ -218,25 +181,4 @@ fn compare_profiles(args: &CompareArgs, records: &[Record]) -> Result<(), Failur
             .map_err(output_error)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn bit_strings_of_other_lengths_are_compared_by_value_never_as_zero() {
-        // Go prints int64's minimum as "-1" and 63 zeros: 65 characters beside 64.
-        let min = json!({"bits": format!("-1{}", "0".repeat(63)), "simhash_u64": 1u64 << 63});
-        let one = json!({"bits": format!("{:064b}", 1), "simhash_u64": 1u64});
-        let (measure, d, width) = profile_distance(&min, &one).expect("comparable");
-        assert_eq!((measure, d, width), ("hamming", json!(2), Some(64)));
-        // Without values, it is an error, not a distance.
-        let e = profile_distance(&json!({"bits": "101"}), &json!({"bits": "10"}));
-        assert!(e.is_err());
-        // Same lengths: the recipe's own distance, character by character.
-        let d = profile_distance(&json!({"bits": "1010"}), &json!({"bits": "1001"})).expect("ok");
-        assert_eq!(d.1, json!(2));
-    }
 }

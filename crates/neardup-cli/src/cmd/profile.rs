@@ -1,10 +1,11 @@
 //! `--profile`: reproduce another system's fingerprints exactly.
 
 use clap::{Args, ValueEnum};
-use neardup::compat::datasketch::{Permutations, Scheme};
+use neardup::compat::datasketch::Scheme;
 use neardup::compat::lucene::{self, MinHashParams};
-use neardup::compat::{recipes, yanyiwu};
-use neardup::{Document, Pipeline, Scratch, MAX_NGRAM, MAX_TOP_N};
+use neardup::compat::yanyiwu;
+use neardup::profile::{self, ProfileError, ProfileFingerprint};
+use neardup::{Pipeline, Scratch};
 use serde_json::json;
 use serde_json::value::RawValue;
 
@@ -104,13 +105,24 @@ pub enum SchemeArg {
     Affine64,
 }
 
-/// A compiled profile.
-pub enum Profile {
-    Yanyiwu { flavor: yanyiwu::Flavor, topn: Option<usize>, strip_symbols: bool },
-    Gojieba { topn: usize },
-    JiebaMd5,
-    Lucene { params: MinHashParams, shingle_size: usize, utf8: bool },
-    Datasketch { permutations: Permutations },
+/// A compiled profile: the library's, and whether to print Lucene's tokens as UTF-8 too.
+#[derive(Debug)]
+pub struct Profile {
+    inner: profile::Profile,
+    utf8: bool,
+}
+
+/// A profile's parameter error, with the parameter named as its flag (`--topn`, `--hash-count`).
+fn profile_usage(e: ProfileError) -> crate::Failure {
+    let message = match &e {
+        ProfileError::Parameter { name, message } => {
+            let flags: Vec<String> =
+                name.split(" x ").map(|n| format!("--{}", n.replace('_', "-"))).collect();
+            format!("{} {message}", flags.join(" x "))
+        }
+        _ => e.to_string(),
+    };
+    crate::Failure::Usage(anyhow::anyhow!(message))
 }
 
 impl ProfileArgs {
@@ -184,8 +196,8 @@ impl Profile {
                 )));
             }
         }
-        match args.profile {
-            None => Ok(None),
+        let inner = match args.profile {
+            None => return Ok(None),
             Some(ProfileArg::Gojieba) => {
                 let topn = args.topn.ok_or_else(|| {
                     usage(
@@ -194,34 +206,16 @@ impl Profile {
                             .into(),
                     )
                 })?;
-                if topn > MAX_TOP_N {
-                    return Err(usage(format!("--topn must be at most {MAX_TOP_N}, not {topn}")));
-                }
-                let _ = yanyiwu::simhasher_for(yanyiwu::Flavor::Gojieba);
-                Ok(Some(Profile::Gojieba { topn }))
+                profile::Profile::gojieba(topn)
             }
-            Some(ProfileArg::JiebaMd5) => {
-                let _ = neardup::text::zh::jieba();
-                Ok(Some(Profile::JiebaMd5))
-            }
+            Some(ProfileArg::JiebaMd5) => Ok(profile::Profile::jieba_md5()),
             Some(p @ (ProfileArg::Yanyiwu | ProfileArg::Jiebar)) => {
                 let flavor = if p == ProfileArg::Jiebar {
                     yanyiwu::Flavor::JiebaR09
                 } else {
                     yanyiwu::Flavor::Yanyiwu
                 };
-                if let Some(n) = args.topn {
-                    if n > MAX_TOP_N {
-                        return Err(usage(format!("--topn must be at most {MAX_TOP_N}, not {n}")));
-                    }
-                }
-                // Build the dictionaries now, not inside the first parallel batch.
-                let _ = yanyiwu::simhasher_for(flavor);
-                Ok(Some(Profile::Yanyiwu {
-                    flavor,
-                    topn: args.topn,
-                    strip_symbols: args.strip_symbols,
-                }))
+                profile::Profile::yanyiwu(flavor, args.topn, args.strip_symbols)
             }
             Some(ProfileArg::Lucene) => {
                 let d = MinHashParams::default();
@@ -231,36 +225,23 @@ impl Profile {
                     hash_set_size: args.hash_set_size.unwrap_or(d.hash_set_size),
                     with_rotation: args.with_rotation.unwrap_or(d.with_rotation),
                 };
-                params.validate().map_err(usage)?;
-                let shingle_size = args.shingle_size.unwrap_or(1);
-                if !(1..=MAX_NGRAM).contains(&shingle_size) {
-                    return Err(usage(format!(
-                        "--shingle-size must be in 1..={MAX_NGRAM}, not {shingle_size}"
-                    )));
-                }
-                Ok(Some(Profile::Lucene { params, shingle_size, utf8: args.utf8 }))
+                profile::Profile::lucene(params, args.shingle_size.unwrap_or(1))
             }
             Some(ProfileArg::Datasketch) => {
-                let num_perm = pipeline.num_perm.unwrap_or(128);
-                let seed = pipeline.seed.unwrap_or(1);
-                let seed = u32::try_from(seed)
-                    .map_err(|_| usage(format!("datasketch seeds are below 2^32, not {seed}")))?;
-                if !(1..=neardup::sketch::MAX_NUM_PERM).contains(&num_perm) {
-                    return Err(usage(format!(
-                        "--num-perm must be in 1..={}, not {num_perm}",
-                        neardup::sketch::MAX_NUM_PERM
-                    )));
-                }
                 let scheme = match args.scheme.unwrap_or(SchemeArg::Legacy) {
                     SchemeArg::Legacy => Scheme::Legacy,
                     SchemeArg::Affine32 => Scheme::Affine32,
                     SchemeArg::Affine64 => Scheme::Affine64,
                 };
-                Ok(Some(Profile::Datasketch {
-                    permutations: Permutations::new(num_perm, seed, scheme),
-                }))
+                profile::Profile::datasketch(
+                    pipeline.num_perm.unwrap_or(128),
+                    pipeline.seed.unwrap_or(1),
+                    scheme,
+                )
             }
         }
+        .map_err(profile_usage)?;
+        Ok(Some(Profile { inner, utf8: args.utf8 }))
     }
 
     /// The preset a profile starts from when no --preset is given.
@@ -271,42 +252,34 @@ impl Profile {
         }
     }
 
-    /// The output object of one document; `pipeline` makes the datasketch profile's features.
-    /// An error is a document the profile cannot fingerprint (jieba-md5 without a Han word).
-    pub fn fingerprint(
+    /// The library's fingerprint of one document; `pipeline` makes the datasketch profile's
+    /// features. An error is a document the profile cannot fingerprint (jieba-md5 without a Han
+    /// word).
+    pub fn fingerprint_of(
         &self,
         pipeline: &Pipeline,
-        id: &RawValue,
         body: &Body,
         scratch: &mut Scratch,
-    ) -> Result<serde_json::Value, String> {
-        Ok(match self {
-            Profile::Gojieba { topn } => {
-                let text = match body {
-                    Body::Text(t) => t.clone(),
-                    // Given tokens are the text laid end to end, as the Go program would get it.
-                    Body::Tokens(t) => t.concat(),
-                };
-                let f = recipes::gojieba_simhash(text.as_bytes(), *topn);
-                let keywords: Vec<serde_json::Value> = f
-                    .keywords
-                    .iter()
-                    .map(|k| json!({"word": k.text(), "weight": k.weight}))
-                    .collect();
-                json!({
-                    "id": id,
-                    "bits": f.bits,
-                    "simhash": format!("{:016x}", f.value),
-                    "simhash_u64": f.value,
-                    "keywords": keywords,
-                })
-            }
-            Profile::JiebaMd5 => {
-                let text = match body {
-                    Body::Text(t) => t.clone(),
-                    Body::Tokens(t) => t.concat(),
-                };
-                let f = recipes::jieba_md5_simhash(&text).map_err(|e| e.to_string())?;
+    ) -> Result<ProfileFingerprint, String> {
+        self.inner
+            .fingerprint(body.as_document(), Some((pipeline, scratch)))
+            .map_err(|e| e.to_string())
+    }
+
+    /// The output object of one fingerprint.
+    pub fn json(&self, id: &RawValue, fp: &ProfileFingerprint) -> serde_json::Value {
+        let words = |keywords: &[yanyiwu::Keyword]| -> Vec<serde_json::Value> {
+            keywords.iter().map(|k| json!({"word": k.text(), "weight": k.weight})).collect()
+        };
+        match fp {
+            ProfileFingerprint::Gojieba(f) => json!({
+                "id": id,
+                "bits": f.bits,
+                "simhash": format!("{:016x}", f.value),
+                "simhash_u64": f.value,
+                "keywords": words(&f.keywords),
+            }),
+            ProfileFingerprint::JiebaMd5(f) => {
                 let words: Vec<serde_json::Value> =
                     f.words.iter().map(|(w, x)| json!({"word": w, "weight": x})).collect();
                 json!({
@@ -317,50 +290,24 @@ impl Profile {
                     "words": words,
                 })
             }
-            Profile::Yanyiwu { flavor, topn, strip_symbols } => {
-                let s = yanyiwu::simhasher_for(*flavor);
-                let result = match body {
-                    Body::Text(text) => {
-                        let text = if *strip_symbols {
-                            yanyiwu::strip_symbols(text)
-                        } else {
-                            text.clone()
-                        };
-                        let n = topn.unwrap_or_else(|| yanyiwu::default_topn(text.len()));
-                        s.simhash(text.as_bytes(), n)
-                    }
-                    Body::Tokens(words) => {
-                        let bytes: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
-                        let len = bytes.iter().map(|w| w.len()).sum();
-                        s.simhash_words(&bytes, topn.unwrap_or_else(|| yanyiwu::default_topn(len)))
-                    }
-                };
-                let keywords: Vec<serde_json::Value> = result
+            ProfileFingerprint::Yanyiwu(r) => {
+                let keywords: Vec<serde_json::Value> = r
                     .keywords
                     .iter()
                     .map(|k| json!({"word": k.text(), "weight": k.weight, "weight_printed": k.weight_printed()}))
                     .collect();
                 json!({
                     "id": id,
-                    "simhash": format!("{:016x}", result.simhash),
-                    "simhash_u64": result.simhash,
+                    "simhash": format!("{:016x}", r.simhash),
+                    "simhash_u64": r.simhash,
                     "keywords": keywords,
                 })
             }
-            Profile::Lucene { params, shingle_size, utf8 } => {
-                let tokens = match body {
-                    Body::Text(text) => {
-                        lucene::shingles(&lucene::whitespace_tokenize(text), *shingle_size)
-                    }
-                    // Given tokens reach the filter as they are, laid end to end.
-                    Body::Tokens(list) => lucene::given_tokens(list),
-                };
-                let out = lucene::min_hash(&tokens, params).expect("parameters validated at build");
-                let hex: Vec<String> = out.tokens.iter().map(|t| lucene::units_hex(t)).collect();
-                let mut obj = json!({"id": id, "min_hash_tokens": hex, "count": out.tokens.len()});
-                if *utf8 {
-                    let bytes: Vec<String> = out
-                        .tokens
+            ProfileFingerprint::Lucene(tokens) => {
+                let hex: Vec<String> = tokens.iter().map(|t| lucene::units_hex(t)).collect();
+                let mut obj = json!({"id": id, "min_hash_tokens": hex, "count": tokens.len()});
+                if self.utf8 {
+                    let bytes: Vec<String> = tokens
                         .iter()
                         .map(|t| {
                             lucene::indexed_utf8(t).iter().map(|b| format!("{b:02x}")).collect()
@@ -370,22 +317,21 @@ impl Profile {
                 }
                 obj
             }
-            Profile::Datasketch { permutations } => {
-                let mut features: Vec<String> = Vec::new();
-                match body {
-                    // datasketch hashes exactly the bytes it is given.
-                    Body::Tokens(list) => features.clone_from(list),
-                    Body::Text(text) => {
-                        pipeline.for_each_feature(Document::Text(text), scratch, |f| {
-                            features.push(f.to_string())
-                        })
-                    }
-                }
-                let values = permutations.hash_values(features.iter().map(String::as_bytes));
-                features.sort_unstable();
-                features.dedup();
-                json!({"id": id, "minhash": values, "features": features.len()})
+            ProfileFingerprint::Datasketch { values, features } => {
+                json!({"id": id, "minhash": values, "features": features})
             }
-        })
+            other => json!({"id": id, "fingerprint": format!("{other:?}")}),
+        }
+    }
+
+    /// The output object of one document.
+    pub fn fingerprint(
+        &self,
+        pipeline: &Pipeline,
+        id: &RawValue,
+        body: &Body,
+        scratch: &mut Scratch,
+    ) -> Result<serde_json::Value, String> {
+        Ok(self.json(id, &self.fingerprint_of(pipeline, body, scratch)?))
     }
 }
