@@ -118,37 +118,8 @@ impl Source {
     }
 }
 
-/// A document's content.
-#[derive(Debug, Clone)]
-pub enum Body {
-    /// Text.
-    Text(String),
-    /// Pre-tokenized text.
-    Tokens(Vec<String>),
-}
-
-impl Body {
-    /// Its length in bytes (of every token, for tokens).
-    pub fn len(&self) -> usize {
-        match self {
-            Body::Text(t) => t.len(),
-            Body::Tokens(t) => t.iter().map(|s| s.len()).sum(),
-        }
-    }
-
-    /// True when it holds no text.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The library's view of it.
-    pub fn as_document(&self) -> neardup::Document<'_> {
-        match self {
-            Body::Text(t) => neardup::Document::Text(t),
-            Body::Tokens(t) => neardup::Document::Tokens(t),
-        }
-    }
-}
+/// A document's content: text, or pre-tokenized text (the library's owned document).
+pub use neardup::OwnedDocument as Body;
 
 /// A document read from a source.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpe
 
 use crate::dedup::search_config;
 use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
-use crate::pipeline::{Doc, PyPipeline};
+use crate::pipeline::{doc_from_py, Doc, PyPipeline};
 use crate::texts::Source;
 use crate::{build_error, dedup_error, guard};
 
@@ -59,7 +59,7 @@ impl PyIndex {
     fn sketch(&self, py: Python<'_>, doc: &Doc) -> PyResult<DocSketch> {
         py.detach(|| {
             let state = self.state.read().map_err(poisoned)?;
-            Ok(state.engine().sketch(doc.document(), doc.len(), &mut Scratch::default()))
+            Ok(state.engine().sketch(doc.as_document(), doc.len(), &mut Scratch::default()))
         })
     }
 
@@ -140,11 +140,11 @@ impl PyIndex {
     ) -> PyResult<()> {
         guard(|| {
             let id = &doc_id(id, "id")?;
-            let doc = Doc::from_py(text, "text")?;
+            let doc = doc_from_py(text, "text")?;
             let sketch = self.sketch(py, &doc)?;
             self.write(py, |state| {
                 // The text is kept only by an index that keeps passages.
-                let text = state.passages().is_some().then(|| doc.into_text());
+                let text = state.passages().is_some().then(|| doc.into_display_text());
                 state.insert_with_text(id, sketch, text)
             })
         })
@@ -208,7 +208,7 @@ impl PyIndex {
     ) -> PyResult<Vec<(String, f64)>> {
         guard(|| {
             check_threshold(threshold)?;
-            let doc = Doc::from_py(text, "text")?;
+            let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             self.read(py, |state| state.search(&q, threshold, top_k, None))
         })
@@ -229,14 +229,14 @@ impl PyIndex {
         guard(|| {
             let id = &doc_id(id, "id")?;
             check_threshold(threshold)?;
-            let doc = Doc::from_py(text, "text")?;
+            let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             let (matches, duplicate, inserted) = self.write(py, |state| {
                 // The library's check, as the service's group commit decides it.
                 let check = neardup::Check { id, sketch: &q, insert, threshold, top_k };
                 let answer = state.decide_checks(&[check]).remove(0);
                 if answer.inserted {
-                    let text = state.passages().is_some().then(|| doc.into_text());
+                    let text = state.passages().is_some().then(|| doc.into_display_text());
                     state.insert_with_text(id, q, text);
                 }
                 (answer.matches, answer.duplicate, answer.inserted)
@@ -270,7 +270,7 @@ impl PyIndex {
                 .enumerate()
                 .map(|(i, id)| doc_id(id, &format!("exclude_source[{i}]")))
                 .collect::<PyResult<Vec<String>>>()?;
-            let text = Doc::from_py(text, "text")?.into_text();
+            let text = doc_from_py(text, "text")?.into_display_text();
             let (found, ids) = self.read(py, |state| -> PyResult<_> {
                 let Some(index) = state.passages() else {
                     return Err(crate::errors::input(

@@ -155,51 +155,24 @@ impl PyPipeline {
     }
 }
 
-/// A document: `str`, or a list of `str` tokens (which skip segmentation).
-pub(crate) enum Doc {
-    Text(String),
-    Tokens(Vec<String>),
-}
+/// A document argument: a `str`, or a list (or tuple) of `str` tokens.
+pub(crate) type Doc = neardup::OwnedDocument;
 
-impl Doc {
-    pub(crate) fn from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Doc> {
-        if let Ok(s) = obj.cast::<PyString>() {
-            return Ok(Doc::Text(s.to_str()?.to_string()));
-        }
-        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-            let tokens: Vec<String> = obj.extract().map_err(|_| {
-                crate::errors::input_type(format!("{what}: tokens must all be str"))
-            })?;
-            return Ok(Doc::Tokens(tokens));
-        }
-        let name =
-            if obj.is_none() { "None".to_string() } else { obj.get_type().name()?.to_string() };
-        Err(crate::errors::input_type(format!(
-            "{what} is {name}: expected str (or a list of str tokens)"
-        )))
+/// The document a Python argument holds; `what` names the argument in errors.
+pub(crate) fn doc_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Doc> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Doc::Text(s.to_str()?.to_string()));
     }
-
-    /// The text (tokens joined by spaces), as the passage check reads it.
-    pub(crate) fn into_text(self) -> String {
-        match self {
-            Doc::Text(t) => t,
-            Doc::Tokens(t) => t.join(" "),
-        }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let tokens: Vec<String> = obj
+            .extract()
+            .map_err(|_| crate::errors::input_type(format!("{what}: tokens must all be str")))?;
+        return Ok(Doc::Tokens(tokens));
     }
-
-    pub(crate) fn document(&self) -> Document<'_> {
-        match self {
-            Doc::Text(t) => Document::Text(t),
-            Doc::Tokens(t) => Document::Tokens(t),
-        }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Doc::Text(t) => t.len(),
-            Doc::Tokens(t) => t.iter().map(String::len).sum(),
-        }
-    }
+    let name = if obj.is_none() { "None".to_string() } else { obj.get_type().name()?.to_string() };
+    Err(crate::errors::input_type(format!(
+        "{what} is {name}: expected str (or a list of str tokens)"
+    )))
 }
 
 #[pymethods]
@@ -264,10 +237,10 @@ impl PyPipeline {
         minhash: bool,
     ) -> PyResult<PyFingerprint> {
         guard(|| {
-            let doc = Doc::from_py(text, "text")?;
+            let doc = doc_from_py(text, "text")?;
             let sketches = if minhash { Sketches::MINHASH } else { Sketches::SIMHASH };
             let fp = py.detach(|| {
-                self.inner.fingerprint(doc.document(), &mut Scratch::default(), sketches)
+                self.inner.fingerprint(doc.as_document(), &mut Scratch::default(), sketches)
             });
             Ok(PyFingerprint {
                 simhash: fp.simhash.value(),
@@ -341,9 +314,9 @@ impl PyPipeline {
     /// The features of a document as text, in document order (before weighting).
     fn features(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         guard(|| {
-            let doc = Doc::from_py(text, "text")?;
+            let doc = doc_from_py(text, "text")?;
             let mut out = Vec::new();
-            self.inner.for_each_feature(doc.document(), &mut Scratch::default(), |f| {
+            self.inner.for_each_feature(doc.as_document(), &mut Scratch::default(), |f| {
                 out.push(f.to_string())
             });
             Ok(out)
@@ -459,10 +432,10 @@ fn compare<'py>(
     pipeline: Option<&Bound<'py, PyPipeline>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     guard(|| {
-        let (da, db) = (Doc::from_py(a, "a")?, Doc::from_py(b, "b")?);
+        let (da, db) = (doc_from_py(a, "a")?, doc_from_py(b, "b")?);
         let pipeline = PyPipeline::or_default(pipeline)?;
         let c = py
-            .detach(|| neardup::compare(&pipeline, da.document(), db.document()))
+            .detach(|| neardup::compare(&pipeline, da.as_document(), db.as_document()))
             .map_err(|e| crate::errors::input(e.to_string()))?;
         let v = serde_json::to_value(c).map_err(|e| crate::errors::input(e.to_string()))?;
         to_py(py, &v)

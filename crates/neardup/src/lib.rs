@@ -48,7 +48,9 @@ pub use idf::IdfBuilder;
 pub use job::{CompiledJob, JobError, JobSpec, RunOptions};
 pub use named::{Check, CheckAnswer, NamedEngine};
 pub use options::{FeatureChoice, PipelineOptions};
-pub use pipeline::{Document, Fingerprint, Pipeline, Scratch, Sketches, WeightedFeature};
+pub use pipeline::{
+    Document, Fingerprint, OwnedDocument, Pipeline, Scratch, Sketches, WeightedFeature,
+};
 pub use search::{
     SearchOption, SearchSpec, SearchSpecError, SearchUse, DEFAULT_HAMMING, DEFAULT_THRESHOLD,
 };

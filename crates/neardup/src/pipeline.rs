@@ -22,6 +22,67 @@ pub enum Document<'a> {
     Tokens(&'a [String]),
 }
 
+impl Document<'_> {
+    /// Its length in bytes (of every token, for tokens): what size limits count.
+    pub fn len(&self) -> usize {
+        match self {
+            Document::Text(t) => t.len(),
+            Document::Tokens(t) => t.iter().map(String::len).sum(),
+        }
+    }
+
+    /// True when it holds no text.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The text a reader sees: the text, or the tokens joined by single spaces (what the
+    /// passage check aligns and the pages show).
+    pub fn display_text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Document::Text(t) => std::borrow::Cow::Borrowed(t),
+            Document::Tokens(t) => std::borrow::Cow::Owned(t.join(" ")),
+        }
+    }
+}
+
+/// An owned [`Document`]: what a reader, a request body or a Python argument holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnedDocument {
+    /// Raw text.
+    Text(String),
+    /// Pre-tokenized text.
+    Tokens(Vec<String>),
+}
+
+impl OwnedDocument {
+    /// The borrowed view the pipeline takes.
+    pub fn as_document(&self) -> Document<'_> {
+        match self {
+            OwnedDocument::Text(t) => Document::Text(t),
+            OwnedDocument::Tokens(t) => Document::Tokens(t),
+        }
+    }
+
+    /// Its length in bytes (of every token, for tokens).
+    pub fn len(&self) -> usize {
+        self.as_document().len()
+    }
+
+    /// True when it holds no text.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The text a reader sees (tokens joined by single spaces), owned.
+    pub fn into_display_text(self) -> String {
+        match self {
+            OwnedDocument::Text(t) => t,
+            OwnedDocument::Tokens(t) => t.join(" "),
+        }
+    }
+}
+
 /// Which sketches [`Pipeline::fingerprint`] computes, beyond SimHash (always computed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sketches(u8);

@@ -12,7 +12,7 @@ use crate::cmd::profile::{Profile, ProfileArgs};
 use crate::cmd::{build_pipeline, build_pipeline_from, output_error};
 use crate::Failure;
 use neardup::profile::ProfileDistance;
-use neardup_corpus::read::{read_all, Body, Record, Source};
+use neardup_corpus::read::{read_all, Record, Source};
 
 /// Options of `neardup compare`.
 #[derive(Debug, Args)]
@@ -119,10 +119,7 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     if args.html {
         let side = |r: &Record| neardup_web::compare::Side {
             title: crate::cmd::report::display_id(r.id.get()),
-            text: match &r.body {
-                Body::Text(t) => t.clone(),
-                Body::Tokens(t) => t.join(" "),
-            },
+            text: r.body.as_document().display_text().into_owned(),
         };
         let page = neardup_web::compare::ComparePage {
             a: side(&records[0]),

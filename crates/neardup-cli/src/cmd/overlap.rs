@@ -641,10 +641,8 @@ fn read_docs(
         let opts = source_opts(source, input);
         let (flow, _) = read_source(source, &opts, &mut |item| match item {
             Ok(record) => {
-                let (text, tokens) = match record.body {
-                    Body::Text(t) => (t, false),
-                    Body::Tokens(t) => (t.join(" "), true),
-                };
+                let tokens = matches!(record.body, Body::Tokens(_));
+                let text = record.body.into_display_text();
                 *bytes += text.len() as u64;
                 docs.push(Doc { id: record.id, text, place: (si, record.line), tokens });
                 ControlFlow::Continue(())

@@ -122,10 +122,7 @@ pub struct ShownText {
 
 impl ShownText {
     pub fn of(record: &Record, max_chars: usize) -> ShownText {
-        let (text, chars, cut) = match &record.body {
-            neardup_corpus::read::Body::Text(t) => cut_text(t, max_chars),
-            neardup_corpus::read::Body::Tokens(t) => cut_text(&t.join(" "), max_chars),
-        };
+        let (text, chars, cut) = cut_text(&record.body.as_document().display_text(), max_chars);
         ShownText { text, chars, cut }
     }
 

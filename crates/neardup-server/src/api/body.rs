@@ -22,60 +22,36 @@ pub(super) struct InDoc {
     pub(super) metadata: Value,
 }
 
-/// Text or tokens, checked against the limits.
-pub(super) enum Body {
-    Text(String),
-    Tokens(Vec<String>),
-}
+/// A request's document: text or tokens (the library's owned document).
+pub(super) type Body = neardup::OwnedDocument;
 
-impl Body {
-    pub(super) fn from_parts(
-        text: Option<String>,
-        tokens: Option<Vec<String>>,
-        limit: usize,
-        what: &str,
-    ) -> Result<Body, ApiError> {
-        let body = match (text, tokens) {
-            (Some(t), None) => Body::Text(t),
-            (None, Some(t)) => Body::Tokens(t),
-            (Some(_), Some(_)) => {
-                return Err(ApiError::bad(
-                    "invalid_field",
-                    format!("{what}: give text or tokens, not both"),
-                ))
-            }
-            (None, None) => {
-                return Err(ApiError::bad("invalid_field", format!("{what}: no text or tokens")))
-            }
-        };
-        if body.len() > limit {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "document_too_large",
-                format!("{what}: {} bytes, the limit is {limit}", body.len()),
-            ));
+/// The document of a request's `text` or `tokens` field (one of them), checked against the
+/// size limit; `what` names it in errors.
+pub(super) fn body_from_parts(
+    text: Option<String>,
+    tokens: Option<Vec<String>>,
+    limit: usize,
+    what: &str,
+) -> Result<Body, ApiError> {
+    let body = match (text, tokens) {
+        (Some(t), None) => Body::Text(t),
+        (None, Some(t)) => Body::Tokens(t),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad(
+                "invalid_field",
+                format!("{what}: give text or tokens, not both"),
+            ))
         }
-        Ok(body)
-    }
-
-    pub(super) fn len(&self) -> usize {
-        match self {
-            Body::Text(t) => t.len(),
-            Body::Tokens(t) => t.iter().map(String::len).sum(),
+        (None, None) => {
+            return Err(ApiError::bad("invalid_field", format!("{what}: no text or tokens")))
         }
+    };
+    if body.len() > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "document_too_large",
+            format!("{what}: {} bytes, the limit is {limit}", body.len()),
+        ));
     }
-
-    pub(super) fn document(&self) -> Document<'_> {
-        match self {
-            Body::Text(t) => Document::Text(t),
-            Body::Tokens(t) => Document::Tokens(t),
-        }
-    }
-
-    pub(super) fn text(&self) -> String {
-        match self {
-            Body::Text(t) => t.clone(),
-            Body::Tokens(t) => t.join(" "),
-        }
-    }
+    Ok(body)
 }

@@ -35,7 +35,7 @@ pub(super) async fn insert_docs(
                 format!("{what}: id {id:?} appears twice in the batch"),
             ));
         }
-        let body = Body::from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
+        let body = body_from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
         check_metadata(&d.metadata, limits.max_metadata_bytes, &what, &id)?;
         docs.push((id, body, d.metadata));
     }
@@ -49,8 +49,8 @@ pub(super) async fn insert_docs(
         let records = docs
             .into_par_iter()
             .map_init(Scratch::default, |scratch, (id, body, metadata)| {
-                let sketch = live.engine().sketch(body.document(), body.len(), scratch);
-                let text = store_text.then(|| body.text());
+                let sketch = live.engine().sketch(body.as_document(), body.len(), scratch);
+                let text = store_text.then(|| body.as_document().display_text().into_owned());
                 (id, Record { sketch, metadata, text })
             })
             .collect();

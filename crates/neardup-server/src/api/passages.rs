@@ -34,7 +34,7 @@ pub(super) async fn overlap(
         ));
     }
     let req: OverlapRequest = parse(body)?;
-    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
+    let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
     let own = req.id.as_deref().map(|r| doc_id(r, "id")).transpose()?;
     if req.exclude_source.len() > state.limits.max_batch_docs {
         return Err(ApiError::bad(
@@ -68,7 +68,7 @@ pub(super) async fn overlap(
                 })
             })
             .collect::<Result<_, _>>()?;
-        let text = body.text();
+        let text = body.as_document().display_text().into_owned();
         let found = index
             .check(own.as_deref(), &text, &exclude)
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;

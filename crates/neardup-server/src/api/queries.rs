@@ -43,7 +43,7 @@ pub(super) async fn search(
     let req: SearchRequest = parse(body)?;
     check_threshold(req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
-    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
+    let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
     let turn = turn(&state).await?;
     let st = state.clone();
     blocking(move || {
@@ -57,7 +57,7 @@ pub(super) async fn search(
             let (hits, txn) = {
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
                 let mut scratch = Scratch::default();
-                let q = live.engine().sketch(body.document(), body.len(), &mut scratch);
+                let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
                 let hits = live.search(&q, req.threshold, top_k, None);
                 (hits, db.begin_read().map_err(|e| err(e.into()))?)
             };
@@ -125,7 +125,7 @@ pub(super) async fn check(
     check_threshold(req.threshold)?;
     let id = doc_id(&req.id, "id")?;
     let top_k = top_k(req.top_k, &state.limits)?;
-    let body = Body::from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
+    let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
     check_metadata(&req.metadata, state.limits.max_metadata_bytes, "document", &id)?;
     // The turn covers the sketch only: waiting for the group commit is cheap, and holding it
     // there would shrink the groups that share one durable commit.
@@ -134,8 +134,8 @@ pub(super) async fn check(
     let (sketch, text) = blocking(move || {
         let _turn = turn;
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
-        let sketch = live.engine().sketch(body.document(), body.len(), &mut Scratch::default());
-        Ok((sketch, c2.info.store_text.then(|| body.text())))
+        let sketch = live.engine().sketch(body.as_document(), body.len(), &mut Scratch::default());
+        Ok((sketch, c2.info.store_text.then(|| body.as_document().display_text().into_owned())))
     })
     .await?;
     let (reply, answer) = tokio::sync::oneshot::channel();
