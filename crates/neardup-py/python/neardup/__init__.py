@@ -39,6 +39,7 @@ from ._neardup import (
     presets,
 )
 from ._input import as_texts
+from . import errors
 from .errors import (
     Error,
     FileError,
@@ -64,13 +65,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_NUM_PERM",
     "__version__",
-    "Error",
-    "InputError",
-    "OptionError",
-    "InputTypeError",
-    "IndexFileError",
-    "PipelineMismatchError",
-    "FileError",
+    *errors.__all__,
 ]
 
 

@@ -10,12 +10,8 @@ pub(super) struct InsertRequest {
 
 pub(super) async fn insert_docs(
     State(state): State<Shared>,
-    ApiPath(name): ApiPath<String>,
-    body: Result<Bytes, BytesRejection>,
+    OnLive { c, req }: OnLive<InsertRequest>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
-    live(&c)?;
-    let req: InsertRequest = parse(body)?;
     let limits = state.limits;
     if req.docs.len() > limits.max_batch_docs {
         return Err(ApiError::new(
@@ -94,10 +90,9 @@ pub(super) async fn insert_docs(
 
 pub(super) async fn get_doc(
     State(state): State<Shared>,
-    ApiPath((name, id)): ApiPath<(String, String)>,
+    LiveCollection(c): LiveCollection,
+    ApiPath((_, id)): ApiPath<(String, String)>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
-    live(&c)?;
     let (st, c2, key) = (state.clone(), c.clone(), id.clone());
     let record = blocking(move || {
         let name = c2.info.name.as_str();
@@ -142,10 +137,9 @@ pub(super) async fn get_doc(
 
 pub(super) async fn delete_doc(
     State(state): State<Shared>,
-    ApiPath((name, id)): ApiPath<(String, String)>,
+    LiveCollection(c): LiveCollection,
+    ApiPath((_, id)): ApiPath<(String, String)>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
-    live(&c)?;
     let _writer = c.writer.lock().await;
     check_writable(&c)?;
     let (st, c2, key) = (state.clone(), c.clone(), id.clone());

@@ -27,7 +27,9 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Path, Request, State};
+use axum::extract::{
+    DefaultBodyLimit, FromRequest, FromRequestParts, MatchedPath, Path, Request, State,
+};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
@@ -266,6 +268,42 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             Ok(Path(t)) => Ok(ApiPath(t)),
             Err(e) => Err(ApiError::bad("invalid_path", e.body_text())),
         }
+    }
+}
+
+/// The collection a route's `{name}` names, found and answering (not one whose stored pipeline
+/// this build cannot run): the preamble of every route on a collection's documents.
+struct LiveCollection(Arc<Collection>);
+
+impl FromRequestParts<Shared> for LiveCollection {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Shared) -> Result<Self, ApiError> {
+        let ApiPath(params) =
+            ApiPath::<BTreeMap<String, String>>::from_request_parts(parts, state).await?;
+        let name =
+            params.get("name").ok_or_else(|| ApiError::internal("a route without {name}"))?;
+        let c = collection(state, name)?;
+        live(&c)?;
+        Ok(LiveCollection(c))
+    }
+}
+
+/// A request to a live collection ([`LiveCollection`]) and its JSON body, parsed (errors in the
+/// order a client fixes them: the collection first, then the body).
+struct OnLive<T> {
+    c: Arc<Collection>,
+    req: T,
+}
+
+impl<T: DeserializeOwned> FromRequest<Shared> for OnLive<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &Shared) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let LiveCollection(c) = LiveCollection::from_request_parts(&mut parts, state).await?;
+        let bytes = Bytes::from_request(Request::from_parts(parts, body), state).await;
+        Ok(OnLive { c, req: parse(bytes)? })
     }
 }
 

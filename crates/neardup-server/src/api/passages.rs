@@ -19,17 +19,16 @@ pub(super) struct OverlapRequest {
 /// that is: the passage check of `neardup overlap` against a collection that keeps passages.
 pub(super) async fn overlap(
     State(state): State<Shared>,
-    ApiPath(name): ApiPath<String>,
+    LiveCollection(c): LiveCollection,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
-    live(&c)?;
     if c.info.passages.is_none() {
         return Err(ApiError::bad(
             "no_passages",
             format!(
-                "collection {name:?} keeps no passages: create a collection with \"passages\": \
-                 true to check texts against it"
+                "collection {:?} keeps no passages: create a collection with \"passages\": \
+                 true to check texts against it",
+                c.info.name
             ),
         ));
     }
@@ -63,7 +62,10 @@ pub(super) async fn overlap(
                 index.find(id).ok_or_else(|| {
                     ApiError::bad(
                         "invalid_field",
-                        format!("exclude_source: no document {id:?} in collection {name:?}"),
+                        format!(
+                            "exclude_source: no document {id:?} in collection {:?}",
+                            c.info.name
+                        ),
                     )
                 })
             })

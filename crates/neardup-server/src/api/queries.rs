@@ -35,12 +35,8 @@ pub(super) fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
 
 pub(super) async fn search(
     State(state): State<Shared>,
-    ApiPath(name): ApiPath<String>,
-    body: Result<Bytes, BytesRejection>,
+    OnLive { c, req }: OnLive<SearchRequest>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
-    live(&c)?;
-    let req: SearchRequest = parse(body)?;
     check_threshold(req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
@@ -116,12 +112,8 @@ pub(crate) struct PendingCheck {
 /// leave a queued check half done.
 pub(super) async fn check(
     State(state): State<Shared>,
-    ApiPath(name): ApiPath<String>,
-    body: Result<Bytes, BytesRejection>,
+    OnLive { c, req }: OnLive<CheckRequest>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
-    live(&c)?;
-    let req: CheckRequest = parse(body)?;
     check_threshold(req.threshold)?;
     let id = doc_id(&req.id, "id")?;
     let top_k = top_k(req.top_k, &state.limits)?;
