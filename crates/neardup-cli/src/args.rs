@@ -1,5 +1,6 @@
 //! Options shared by every command: the pipeline (preset plus overrides) and the input.
 
+use neardup_corpus::read::Format;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -328,18 +329,26 @@ impl PipelineArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
-    /// Read JSON Lines: one object per line, text in --text-field (or a token array in
-    /// --tokens-field), id in --id-field.
+    /// The format of the input files: jsonl (one object per line, text in --text-field or a
+    /// token array in --tokens-field, id in --id-field) or text (one document per file).
+    /// [default: by each file's name: .jsonl, .ndjson and .json (also .gz, .zst) are JSON
+    /// Lines; other files and standard input as the command reads them]
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "jsonl")]
+    pub format: Option<FormatArg>,
+
+    /// Read JSON Lines whatever the files' names (--format jsonl).
     #[arg(long)]
     pub jsonl: bool,
 
-    /// JSONL field holding the text.
+    /// JSONL field holding the text; a dotted name (content.body) reaches into objects.
     #[arg(long, default_value = "text", value_name = "NAME")]
     pub text_field: String,
 
-    /// JSONL field holding the id (string or number). Without it, the id is FILE:LINE.
-    #[arg(long, default_value = "id", value_name = "NAME")]
-    pub id_field: String,
+    /// JSONL field holding the id (string or number); a dotted name (meta.url) reaches into
+    /// objects. Without it, the id is FILE:LINE; a field named here that no record of a file
+    /// has is an error.
+    #[arg(long, value_name = "NAME")]
+    pub id_field: Option<String>,
 
     /// JSONL field holding pre-tokenized text (an array of strings), used when the text field
     /// is absent; tokens skip segmentation.
@@ -364,17 +373,39 @@ pub struct InputArgs {
     pub max_doc_bytes: usize,
 }
 
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// JSON Lines.
+    Jsonl,
+    /// One plain-text document per file.
+    Text,
+}
+
 impl InputArgs {
-    /// The corpus reader's options these flags set.
-    pub fn read_options(&self) -> neardup_corpus::ReadOptions {
+    /// The corpus reader's options these flags set; `fallback` is the command's format for
+    /// standard input and files whose names do not say.
+    pub fn read_options_or(&self, fallback: Format) -> neardup_corpus::ReadOptions {
+        let format = match (self.jsonl, self.format) {
+            (true, _) | (_, Some(FormatArg::Jsonl)) => Some(Format::Jsonl),
+            (_, Some(FormatArg::Text)) => Some(Format::Text),
+            (false, None) => None,
+        };
         neardup_corpus::ReadOptions {
-            jsonl: self.jsonl,
+            format,
+            fallback,
             text_field: self.text_field.clone(),
-            id_field: self.id_field.clone(),
+            id_field: self.id_field.clone().unwrap_or_else(|| "id".into()),
+            id_field_named: self.id_field.is_some(),
             tokens_field: self.tokens_field.clone(),
             lossy: self.lossy,
             skip_bad: self.skip_bad,
             max_doc_bytes: self.max_doc_bytes,
         }
+    }
+
+    /// The reader's options for a command that reads plain text unless told otherwise.
+    pub fn read_options(&self) -> neardup_corpus::ReadOptions {
+        self.read_options_or(Format::Text)
     }
 }

@@ -1901,8 +1901,8 @@ fn messages_name_what_the_user_gave() {
     let o = run(&["dedup", docs.to_str().expect("p"), "--clusters", "/dev/null"]);
     assert!(o.status.success(), "a loop loses nothing: {}", stderr(&o));
     assert!(stderr(&o).contains("symbolic link loop back to"), "{}", stderr(&o));
-    // A directory's files are documents: the one file, read once.
-    assert!(stderr(&o).contains("dedup: 1 document"), "each file read once: {}", stderr(&o));
+    // A JSON Lines file in a directory is read as JSON Lines: its two records, read once.
+    assert!(stderr(&o).contains("dedup: 2 documents"), "each file read once: {}", stderr(&o));
 
     for (name, format) in [("plain.gz", "gzip"), ("plain.zst", "zstd")] {
         let path = dir.join(name);
@@ -2049,4 +2049,132 @@ fn the_committed_saved_index_of_format_3_is_read_as_written() {
         "{}",
         stderr(&out)
     );
+}
+
+/// A Spark (or Hadoop) output folder is read as Spark wrote it: its `part-*` files by their
+/// format, and nothing of `_SUCCESS`, the hidden `.crc` checksums or other side files.
+#[test]
+fn a_spark_output_folder_is_its_part_files() {
+    let dir = tempdir("spark-folder");
+    let out = dir.join("out.json");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("part-00000-c0ffee.json"), distinct_docs("a", 2)).expect("write");
+    std::fs::write(out.join("part-00001-c0ffee.json"), distinct_docs("b", 3)).expect("write");
+    std::fs::write(out.join("_SUCCESS"), "").expect("write");
+    std::fs::write(out.join(".part-00000-c0ffee.json.crc"), b"crc\x00\x01\x02").expect("write");
+    std::fs::write(out.join("part-00000-c0ffee.json.crc"), b"crc\x00\x01\x02").expect("write");
+    std::fs::create_dir_all(out.join("_temporary/0")).expect("mkdir");
+    std::fs::write(out.join("_temporary/0/part-9.json"), distinct_docs("t", 4)).expect("write");
+    let kept = dir.join("kept.jsonl");
+    let o = run(&[
+        "dedup",
+        out.to_str().expect("p"),
+        "--assignments",
+        "-",
+        "-o",
+        kept.to_str().expect("p"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> =
+        json_lines(&o).iter().map(|a| a["id"].as_str().expect("id").to_string()).collect();
+    assert_eq!(ids, ["a-0", "a-1", "b-0", "b-1", "b-2"], "{}", stderr(&o));
+    // The records, byte for byte, as the part files hold them.
+    let written = std::fs::read_to_string(&kept).expect("kept");
+    assert_eq!(written, distinct_docs("a", 2) + &distinct_docs("b", 3));
+}
+
+/// `--text-field` and `--id-field` reach into objects by a dotted name; a key with the whole
+/// name wins; a named id field that no record has is an error naming it, with nothing written.
+#[test]
+fn nested_fields_by_dotted_names_and_a_misspelt_id_field_is_an_error() {
+    let dir = tempdir("nested-fields");
+    let corpus = dir.join("crawl.jsonl");
+    let text = "the quick brown fox jumps over the lazy dog near the river bank today";
+    let lines = [
+        format!(r#"{{"meta": {{"url": "https://a.example/1", "lang": "en"}}, "content": {{"body": "{text}"}}}}"#),
+        format!(r#"{{"content": {{"title": "t", "body": "{text}"}}, "meta": {{"url": "https://a.example/2"}}}}"#),
+        // A key with the whole dotted name is that field.
+        r#"{"meta.url": "https://b.example/3", "meta": {"url": "ignored"}, "content": {"body": "another page entirely about trains and timetables"}}"#.to_string(),
+    ];
+    std::fs::write(&corpus, lines.join("\n") + "\n").expect("write");
+    let c = corpus.to_str().expect("p");
+    let o = run(&[
+        "dedup",
+        c,
+        "--id-field",
+        "meta.url",
+        "--text-field",
+        "content.body",
+        "--clusters",
+        "-",
+        "--threshold",
+        "0.9",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let clusters = json_lines(&o);
+    assert_eq!(clusters.len(), 1, "{}", stdout(&o));
+    assert_eq!(
+        clusters[0]["cluster"],
+        serde_json::json!(["https://a.example/1", "https://a.example/2"])
+    );
+    let o = run(&["fingerprint", c, "--id-field", "meta.url", "--text-field", "content.body"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<Value> = json_lines(&o).iter().map(|f| f["id"].clone()).collect();
+    assert_eq!(
+        ids,
+        [
+            serde_json::json!("https://a.example/1"),
+            serde_json::json!("https://a.example/2"),
+            serde_json::json!("https://b.example/3")
+        ]
+    );
+
+    let kept = dir.join("kept.jsonl");
+    let o = run(&[
+        "dedup",
+        c,
+        "--id-field",
+        "nosuch",
+        "--text-field",
+        "content.body",
+        "-o",
+        kept.to_str().expect("p"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{c}: none of its 3 records has the field \"nosuch\"")), "{err}");
+    assert!(!kept.exists(), "nothing written");
+    // Without --id-field, records without an "id" are named FILE:LINE, as before.
+    let o = run(&["dedup", c, "--text-field", "content.body", "--assignments", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_lines(&o)[0]["id"], serde_json::json!(format!("{c}:1")));
+}
+
+/// A file's name says its format: `fingerprint corpus.jsonl` reads records without --jsonl,
+/// `--format text` reads any file as one document, and a directory mixes both.
+#[test]
+fn the_format_follows_the_file_name_unless_given() {
+    let dir = tempdir("format-by-name");
+    let corpus = dir.join("corpus.jsonl");
+    std::fs::write(&corpus, distinct_docs("r", 3)).expect("write");
+    let c = corpus.to_str().expect("p");
+    let o = run(&["fingerprint", c]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_lines(&o).len(), 3);
+    let o = run(&["fingerprint", c, "--format", "text"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = json_lines(&o);
+    assert_eq!((lines.len(), &lines[0]["id"]), (1, &serde_json::json!(c)));
+
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).expect("mkdir");
+    std::fs::write(docs.join("a.txt"), "a plain text page about the weather").expect("write");
+    std::fs::write(docs.join("b.jsonl"), distinct_docs("b", 2)).expect("write");
+    let o = run(&["dedup", docs.to_str().expect("p"), "--assignments", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<Value> = json_lines(&o).iter().map(|a| a["id"].clone()).collect();
+    let a = docs.join("a.txt").display().to_string();
+    assert_eq!(ids, [serde_json::json!(a), serde_json::json!("b-0"), serde_json::json!("b-1")]);
+    let o = run(&["fingerprint", c, "--format", "text", "--jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "contradictory: {}", stderr(&o));
 }

@@ -9,7 +9,7 @@
 //! clusters, pairs and assignments as JSON Lines with the ids as the input wrote them.
 
 use std::fs;
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -20,7 +20,8 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::read::{
-    io_message, open, read_source, Digester, InputError, ReadOptions, Record, Source, SourceDigest,
+    io_message, open, read_source, Digester, Format, InputError, ReadOptions, Record, Source,
+    SourceDigest,
 };
 use crate::write::{stdout_closed, OutputFile};
 use crate::CorpusError;
@@ -238,6 +239,7 @@ impl<E: From<CorpusError>, F: FnMut(bool, &[u8]) -> Result<(), E>> RecordSink fo
 /// whole-file document becomes `{"id": PATH, "text": CONTENT}`), in input order, with `kept[i]`.
 pub fn copy_records<S: RecordSink>(
     sources: &[Source],
+    opts: &ReadOptions,
     digests: &[Option<SourceDigest>],
     places: &[Place],
     kept: &[bool],
@@ -256,13 +258,22 @@ pub fn copy_records<S: RecordSink>(
         let read_again = |e: io::Error| {
             CorpusError::Runtime(format!("{}: reading again: {}", source.name(), io_message(&e)))
         };
+        let format = opts.format_of(source);
         match source {
-            Source::Plain(path) => {
-                let bytes = fs::read(path).map_err(read_again)?;
+            Source::Plain(_) | Source::File(_) | Source::Spooled(_) if format == Format::Text => {
+                // One document: written as the JSON object {"id": PATH, "text": CONTENT}.
+                let mut bytes = Vec::new();
+                if let Source::Plain(path) = source {
+                    bytes = fs::read(path).map_err(read_again)?;
+                } else {
+                    let mut reader = open(source).map_err(read_again)?.reader;
+                    reader.read_to_end(&mut bytes).map_err(read_again)?;
+                }
                 digest.update(&bytes);
                 let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
                 let text = String::from_utf8_lossy(body);
-                let line = serde_json::json!({"id": path.display().to_string(), "text": text});
+                let id = source.path().map_or("-".into(), |p| p.display().to_string());
+                let line = serde_json::json!({"id": id, "text": text});
                 let line =
                     serde_json::to_vec(&line).map_err(|e| CorpusError::Runtime(e.to_string()))?;
                 sink.record(kept[next], &line)?;
@@ -294,7 +305,7 @@ pub fn copy_records<S: RecordSink>(
                     }
                 }
             }
-            Source::Stdin | Source::Text(..) => {
+            Source::Plain(_) | Source::Stdin | Source::Text(..) => {
                 return Err(CorpusError::Usage(format!(
                     "{}: read once only (spool standard input to read it twice)",
                     source.name()

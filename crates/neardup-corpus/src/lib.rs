@@ -16,13 +16,13 @@
 //! ```no_run
 //! use neardup::{Dedup, DedupConfig, Pipeline, PipelineSpec};
 //! use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Silent};
-//! use neardup_corpus::read::{ReadOptions, Source};
+//! use neardup_corpus::read::{Format, ReadOptions, Source};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let pipeline = Pipeline::new(PipelineSpec::preset("default")?)?;
 //! let mut dedup = Dedup::new(&pipeline, DedupConfig::default())?;
 //! let sources = vec![Source::File("corpus.jsonl".into())];
-//! let opts = ReadOptions { jsonl: true, ..ReadOptions::default() };
+//! let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
 //! let mut ids = Ids::default();
 //! let read = sketch_sources(&mut dedup, &sources, &opts, &mut ids, &mut Silent)?;
 //! let outcome = dedup.run()?;
@@ -33,7 +33,7 @@
 //!     }
 //!     Ok::<(), neardup_corpus::CorpusError>(())
 //! };
-//! copy_records(&sources, &read.digests, &read.places, &outcome.kept, &mut keep_kept)?;
+//! copy_records(&sources, &opts, &read.digests, &read.places, &outcome.kept, &mut keep_kept)?;
 //! # Ok(())
 //! # }
 //! ```

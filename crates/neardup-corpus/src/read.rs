@@ -24,16 +24,45 @@ use serde_json::value::RawValue;
 
 use crate::CorpusError;
 
+/// How a file holds its documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// JSON Lines: one object per line.
+    Jsonl,
+    /// One plain-text document per file.
+    Text,
+}
+
+impl Format {
+    /// The format a file's name says: JSON Lines for `.jsonl`, `.ndjson` and `.json` (also
+    /// compressed: `.jsonl.gz`, `.json.zst`, ...; Spark writes JSON Lines as `part-*.json`).
+    pub fn by_name(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_string_lossy().to_lowercase();
+        let name = name.trim_end_matches(".gz").trim_end_matches(".zst").trim_end_matches(".zstd");
+        [".jsonl", ".ndjson", ".json"].iter().any(|e| name.ends_with(e)).then_some(Format::Jsonl)
+    }
+}
+
 /// How records are read: the format, the fields of a JSONL record, and what to do with bad
-/// bytes. The CLI's input options are these (`--jsonl`, `--text-field`, ...).
+/// bytes. The CLI's input options are these (`--format`, `--text-field`, ...).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadOptions {
-    /// Read JSON Lines (one record per line) instead of one plain-text document per file.
-    pub jsonl: bool,
-    /// The JSONL field holding the text.
+    /// The format of every file and of standard input; `None`: each file's own by its name
+    /// ([`Format::by_name`]), else [`ReadOptions::fallback`].
+    pub format: Option<Format>,
+    /// The format of a file whose name does not say, and of standard input, when
+    /// [`ReadOptions::format`] is `None`.
+    pub fallback: Format,
+    /// The JSONL field holding the text; a dotted path (`content.body`) reaches into objects
+    /// when no field has the whole name.
     pub text_field: String,
-    /// The JSONL field holding the id (a string or a number); without it the id is `FILE:LINE`.
+    /// The JSONL field holding the id (a string or a number), dotted like `text_field`; without
+    /// it the id is `FILE:LINE`.
     pub id_field: String,
+    /// The id field was named by the user: a JSONL source none of whose records has it is an
+    /// error (a misspelt name would otherwise give every record a `FILE:LINE` id).
+    pub id_field_named: bool,
     /// The JSONL field holding pre-tokenized text (an array of strings), used when the text
     /// field is absent.
     pub tokens_field: String,
@@ -49,12 +78,27 @@ pub struct ReadOptions {
 /// about 1 GB.
 pub const DEFAULT_MAX_DOC_BYTES: usize = 32 << 20;
 
+impl ReadOptions {
+    /// The format `source` is read in: a `--text` string and a file found in a directory
+    /// under a name that does not say JSON Lines are text; a named file by
+    /// [`ReadOptions::format`], else its name, else [`ReadOptions::fallback`].
+    pub fn format_of(&self, source: &Source) -> Format {
+        match source {
+            Source::Text(..) | Source::Plain(_) => Format::Text,
+            Source::File(p) => self.format.or_else(|| Format::by_name(p)).unwrap_or(self.fallback),
+            Source::Stdin | Source::Spooled(_) => self.format.unwrap_or(self.fallback),
+        }
+    }
+}
+
 impl Default for ReadOptions {
     fn default() -> ReadOptions {
         ReadOptions {
-            jsonl: false,
+            format: None,
+            fallback: Format::Text,
             text_field: "text".into(),
             id_field: "id".into(),
+            id_field_named: false,
             tokens_field: "tokens".into(),
             lossy: false,
             skip_bad: false,
@@ -66,10 +110,10 @@ impl Default for ReadOptions {
 /// One input.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A file (plain text: one document; with --jsonl: one per line). `.gz` and `.zst` files
-    /// are decompressed.
+    /// A file, in the format [`ReadOptions::format_of`] gives it (one text document, or one
+    /// record per line). `.gz` and `.zst` files are decompressed.
     File(PathBuf),
-    /// A file that is always one plain-text document (found in a directory given to `dedup`).
+    /// A file found in a directory that is one plain-text document.
     Plain(PathBuf),
     /// Standard input copied to an unnamed temporary file (so that `dedup` can read it twice);
     /// it is named `<stdin>` in messages.
@@ -219,7 +263,7 @@ pub fn read_source(
             Ok(opened) => {
                 let mut reader = opened.reader;
                 let compressed = opened.compressed;
-                let flow = if opts.jsonl {
+                let flow = if opts.format_of(source) == Format::Jsonl {
                     read_jsonl(&mut reader, &name, opts, &mut digest, compressed.as_ref(), visit)
                 } else {
                     let id =
@@ -239,7 +283,7 @@ pub fn read_source(
         },
         Source::Stdin => {
             let mut stdin = io::stdin().lock();
-            if opts.jsonl {
+            if opts.format_of(source) == Format::Jsonl {
                 read_jsonl(&mut stdin, &name, opts, &mut digest, None, visit)
             } else {
                 visit(read_plain(stdin, &name, json_string("-"), opts, &mut digest))
@@ -573,6 +617,8 @@ fn read_jsonl<R: BufRead + ?Sized>(
     let mut line = Vec::new();
     let mut offset = 0u64;
     let max_line = max_line_bytes(opts.max_doc_bytes);
+    // Records read, and how many of them had the id field.
+    let (mut records, mut with_id) = (0u64, 0u64);
     for number in 1u64.. {
         line.clear();
         let (n, over) = match read_line_bounded(reader, &mut line, max_line, digest) {
@@ -613,7 +659,25 @@ fn read_jsonl<R: BufRead + ?Sized>(
                     |(text, replaced)| parse_record(&text, &place, number, name, opts, replaced),
                 ),
             };
+        let record = record.map(|(record, has_id)| {
+            records += 1;
+            with_id += u64::from(has_id);
+            record
+        });
         visit(record)?;
+    }
+    if opts.id_field_named && records > 0 && with_id == 0 {
+        // Most likely a misspelt name: every record would otherwise get a FILE:LINE id.
+        return visit(Err(InputError {
+            place: name.to_string(),
+            message: format!(
+                "none of its {records} records has the field {:?} named by --id-field (check \
+                 the name; a dotted name such as meta.url reaches into an object); without \
+                 --id-field, records are named FILE:LINE",
+                opts.id_field
+            ),
+            kind: InputErrorKind::Record,
+        }));
     }
     ControlFlow::Continue(())
 }
@@ -680,12 +744,14 @@ impl fmt::Display for LinePlace<'_> {
     }
 }
 
-/// Which wanted field a key names.
+/// Which wanted field a key names: one of them, the first segment of dotted ones (a bit per
+/// wanted field: id 1, text 2, tokens 4), or none.
 #[derive(Clone, Copy)]
 enum Field {
     Id,
     Text,
     Tokens,
+    Parent(u8),
     Other,
 }
 
@@ -695,14 +761,62 @@ struct Wanted<'o> {
     id: &'o str,
     text: &'o str,
     tokens: &'o str,
+    /// The first segment of each dotted name (`meta` of `meta.url`), in the order id, text,
+    /// tokens.
+    heads: [Option<&'o str>; 3],
 }
 
-/// The raw values of the wanted fields of one line (the last one, if a key repeats).
+impl<'o> Wanted<'o> {
+    fn new(id: &'o str, text: &'o str, tokens: &'o str) -> Wanted<'o> {
+        let head = |name: &'o str| name.split_once('.').map(|(h, _)| h);
+        Wanted { id, text, tokens, heads: [head(id), head(text), head(tokens)] }
+    }
+}
+
+/// The raw values of the wanted fields of one line (the last one, if a key repeats), and of
+/// the objects that dotted names reach into.
 #[derive(Default)]
 struct Found<'a> {
     id: Option<&'a RawValue>,
     text: Option<&'a RawValue>,
     tokens: Option<&'a RawValue>,
+    parents: [Option<&'a RawValue>; 3],
+}
+
+impl<'a> Found<'a> {
+    /// Fills each field not found by its whole name from its dotted path, if it has one.
+    fn resolve_paths(&mut self, wanted: &Wanted<'_>) -> Result<(), serde_json::Error> {
+        let names = [wanted.id, wanted.text, wanted.tokens];
+        for (i, slot) in [&mut self.id, &mut self.text, &mut self.tokens].into_iter().enumerate() {
+            if slot.is_some() {
+                continue;
+            }
+            if let (Some(parent), Some((_, rest))) = (self.parents[i], names[i].split_once('.')) {
+                *slot = lookup(parent, rest)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value at a dotted `path` inside the JSON value `raw` (a key with the whole remaining
+/// name first, then its first segment and the rest); `None` when it is not there or a step is
+/// not an object.
+fn lookup<'a>(raw: &'a RawValue, path: &str) -> Result<Option<&'a RawValue>, serde_json::Error> {
+    if !raw.get().starts_with('{') {
+        return Ok(None);
+    }
+    let object: std::collections::BTreeMap<String, &'a RawValue> = serde_json::from_str(raw.get())?;
+    if let Some(value) = object.get(path) {
+        return Ok(Some(value));
+    }
+    match path.split_once('.') {
+        Some((head, rest)) => match object.get(head) {
+            Some(inner) => lookup(inner, rest),
+            None => Ok(None),
+        },
+        None => Ok(None),
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Wanted<'_> {
@@ -727,6 +841,14 @@ impl<'de> Visitor<'de> for Wanted<'_> {
                 Field::Id => found.id = Some(map.next_value()?),
                 Field::Text => found.text = Some(map.next_value()?),
                 Field::Tokens => found.tokens = Some(map.next_value()?),
+                Field::Parent(bits) => {
+                    let raw: &RawValue = map.next_value()?;
+                    for (i, parent) in found.parents.iter_mut().enumerate() {
+                        if bits & (1 << i) != 0 {
+                            *parent = Some(raw);
+                        }
+                    }
+                }
                 Field::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -766,7 +888,17 @@ impl Visitor<'_> for KeyVisitor<'_> {
         } else if key == w.tokens {
             Field::Tokens
         } else {
-            Field::Other
+            let bits = w
+                .heads
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| **h == Some(key))
+                .fold(0u8, |bits, (i, _)| bits | 1 << i);
+            if bits == 0 {
+                Field::Other
+            } else {
+                Field::Parent(bits)
+            }
         })
     }
 }
@@ -801,7 +933,7 @@ fn parse_record(
     name: &str,
     opts: &ReadOptions,
     replaced: usize,
-) -> Result<Record, InputError> {
+) -> Result<(Record, bool), InputError> {
     let bad = |message: String| InputError {
         place: place.to_string(),
         message,
@@ -820,10 +952,11 @@ fn parse_record(
             Ok(_) => bad("expected a JSON object".to_string()),
         });
     }
-    let wanted = Wanted { id: &opts.id_field, text: &opts.text_field, tokens: &opts.tokens_field };
+    let wanted = Wanted::new(&opts.id_field, &opts.text_field, &opts.tokens_field);
     let mut de = serde_json::Deserializer::from_str(line);
-    let found =
+    let mut found =
         wanted.deserialize(&mut de).and_then(|f| de.end().map(|()| f)).map_err(malformed)?;
+    found.resolve_paths(&wanted).map_err(malformed)?;
     let id = match found.id {
         Some(raw) if matches!(kind(raw), "a string" | "a number") => raw.to_owned(),
         Some(raw) => {
@@ -835,6 +968,7 @@ fn parse_record(
         }
         None => json_string(format!("{name}:{number}")),
     };
+    let has_id = found.id.is_some();
     let string = |raw: &RawValue| unescape(raw).map_err(malformed);
     let body = match (found.text, found.tokens) {
         (Some(raw), _) if kind(raw) == "a string" => Body::Text(string(raw)?),
@@ -874,20 +1008,24 @@ fn parse_record(
             )))
         }
     };
-    check_size(Record { id, body, replaced, line: number }, place, opts)
+    check_size(Record { id, body, replaced, line: number }, place, opts).map(|r| (r, has_id))
 }
 
 /// Expands the paths a user gave: files as given, directories walked in path order (following
-/// symbolic links to files and directories, with loops detected), `-` spooled. `report` receives
-/// each entry that cannot be read (by its own path) when `skip_bad` is set; without it the first
-/// such entry is the error. A given path that does not exist is [`CorpusError::Usage`] (a
-/// mistake in the request); any other failure is [`CorpusError::Input`].
+/// symbolic links to files and directories, with loops detected), `-` spooled. In a directory,
+/// a file whose name says JSON Lines (or every file, under `--format jsonl`) is read as JSON
+/// Lines, any other as one text document; what Spark and Hadoop write beside their data is
+/// passed over: names starting with `_` (`_SUCCESS`, `_metadata`) or `.` (hidden, the `.crc`
+/// checksums), and `.crc` files. `report` receives each entry that cannot be read (by its own
+/// path) when `opts.skip_bad` is set; without it the first such entry is the error. A given path
+/// that does not exist is [`CorpusError::Usage`] (a mistake in the request); any other failure
+/// is [`CorpusError::Input`].
 pub fn expand_inputs(
     inputs: &[PathBuf],
-    skip_bad: bool,
+    opts: &ReadOptions,
     report: impl FnMut(&InputError),
 ) -> Result<Vec<Source>, CorpusError> {
-    expand(inputs, skip_bad, report).map_err(|e| {
+    expand(inputs, opts, report).map_err(|e| {
         let missing = inputs.iter().any(|p| p.display().to_string() == e.place)
             && !Path::new(&e.place).exists();
         if missing {
@@ -898,11 +1036,18 @@ pub fn expand_inputs(
     })
 }
 
+/// True for the files a Spark or Hadoop job writes beside its data, and hidden files.
+fn is_side_file(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with('_') || name.starts_with('.') || name.ends_with(".crc")
+}
+
 fn expand(
     inputs: &[PathBuf],
-    skip_bad: bool,
+    opts: &ReadOptions,
     mut report: impl FnMut(&InputError),
 ) -> Result<Vec<Source>, InputError> {
+    let skip_bad = opts.skip_bad;
     let mut out = Vec::new();
     let mut stdin_used = false;
     for input in inputs {
@@ -935,7 +1080,11 @@ fn expand(
             out.push(Source::File(input.clone()));
             continue;
         }
-        let walker = walkdir::WalkDir::new(input).follow_links(true).sort_by_file_name();
+        let walker = walkdir::WalkDir::new(input)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !is_side_file(e.file_name()));
         for entry in walker {
             let entry = match entry {
                 Ok(entry) => entry,
@@ -970,7 +1119,9 @@ fn expand(
             };
             let kind = entry.file_type();
             if kind.is_file() {
-                out.push(Source::Plain(entry.into_path()));
+                let path = entry.into_path();
+                let jsonl = opts.format.or_else(|| Format::by_name(&path)) == Some(Format::Jsonl);
+                out.push(if jsonl { Source::File(path) } else { Source::Plain(path) });
             } else if !kind.is_dir() {
                 // FIFOs, sockets, devices: reading them could block or never end.
                 report(&InputError {
@@ -991,7 +1142,9 @@ mod tests {
 
     fn opts() -> ReadOptions {
         ReadOptions {
-            jsonl: true,
+            format: Some(Format::Jsonl),
+            fallback: Format::Jsonl,
+            id_field_named: false,
             text_field: "text".into(),
             id_field: "id".into(),
             tokens_field: "tokens".into(),
@@ -1058,6 +1211,37 @@ mod tests {
                 Body::Tokens(_) => prop_assert!(false, "tokens"),
             }
         }
+    }
+
+    #[test]
+    fn dotted_names_reach_into_objects_and_a_whole_key_wins() {
+        let mut o = opts();
+        o.id_field = "meta.url".into();
+        o.text_field = "a.b.c".into();
+        let lines = concat!(
+            r#"{"meta": {"url": "u1"}, "a": {"b": {"c": "deep"}}}"#,
+            "\n",
+            r#"{"a": {"b.c": "flat inside"}, "meta": {"u\u0072l": "escaped key"}}"#,
+            "\n",
+            r#"{"a.b.c": "whole key", "a": {"b": {"c": "no"}}, "meta": "not an object"}"#,
+            "\n",
+            r#"{"a": {"b": [1]}}"#,
+            "\n",
+        );
+        let got = read(lines.as_bytes(), &o);
+        let ok = |i: usize| got[i].as_ref().expect("a record");
+        assert_eq!((ok(0).id.get(), ok(0).body.clone()), ("\"u1\"", Body::Text("deep".into())));
+        assert_eq!(
+            (ok(1).id.get(), ok(1).body.clone()),
+            ("\"escaped key\"", Body::Text("flat inside".into()))
+        );
+        // `meta` is not an object: no id, so FILE:LINE.
+        assert_eq!(
+            (ok(2).id.get(), ok(2).body.clone()),
+            ("\"f.jsonl:3\"", Body::Text("whole key".into()))
+        );
+        let e = got[3].as_ref().expect_err("no text");
+        assert!(e.message.contains("no \"a.b.c\" field"), "{}", e.message);
     }
 
     #[test]

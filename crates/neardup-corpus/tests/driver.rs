@@ -2,7 +2,7 @@
 
 use neardup::{Dedup, DedupConfig, Pipeline, PipelineSpec};
 use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Silent};
-use neardup_corpus::read::{expand_inputs, ReadOptions, Source};
+use neardup_corpus::read::{expand_inputs, Format, ReadOptions, Source};
 use neardup_corpus::CorpusError;
 
 const TEXT: &str =
@@ -25,8 +25,8 @@ fn corpus() -> String {
 fn dedup_file(path: &std::path::Path) -> Result<(Vec<String>, Vec<String>), CorpusError> {
     let pipeline = Pipeline::new(PipelineSpec::preset("default").expect("preset")).expect("builds");
     let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
-    let sources = expand_inputs(&[path.to_path_buf()], false, |_| {})?;
-    let opts = ReadOptions { jsonl: true, ..ReadOptions::default() };
+    let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
+    let sources = expand_inputs(&[path.to_path_buf()], &opts, |_| {})?;
     let mut ids = Ids::default();
     let read = sketch_sources(&mut dedup, &sources, &opts, &mut ids, &mut Silent)?;
     assert_eq!(read.places.len(), 4, "the blank line is not a record");
@@ -41,7 +41,7 @@ fn dedup_file(path: &std::path::Path) -> Result<(Vec<String>, Vec<String>), Corp
         }
         Ok::<(), CorpusError>(())
     };
-    copy_records(&sources, &read.digests, &read.places, &outcome.kept, &mut sink)?;
+    copy_records(&sources, &opts, &read.digests, &read.places, &outcome.kept, &mut sink)?;
     assert_eq!(ids.len(), 4);
     Ok((kept, dropped))
 }
@@ -71,13 +71,13 @@ fn an_input_that_changes_between_the_passes_is_refused_by_name() {
     let pipeline = Pipeline::new(PipelineSpec::preset("default").expect("preset")).expect("builds");
     let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
     let sources = vec![Source::File(path.clone())];
-    let opts = ReadOptions { jsonl: true, ..ReadOptions::default() };
+    let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
     let mut ids = Ids::default();
     let read = sketch_sources(&mut dedup, &sources, &opts, &mut ids, &mut Silent).expect("reads");
     let outcome = dedup.run().expect("runs");
     std::fs::write(&path, corpus().replace("quick", "quack")).expect("rewrite");
     let mut sink = |_: bool, _: &[u8]| Ok::<(), CorpusError>(());
-    let err = copy_records(&sources, &read.digests, &read.places, &outcome.kept, &mut sink)
+    let err = copy_records(&sources, &opts, &read.digests, &read.places, &outcome.kept, &mut sink)
         .expect_err("changed input");
     assert!(matches!(err, CorpusError::Runtime(_)), "{err:?}");
     assert!(
@@ -98,7 +98,7 @@ fn bad_records_stop_the_first_pass_with_their_place_or_are_skipped_and_counted()
     let pipeline = Pipeline::new(PipelineSpec::preset("default").expect("preset")).expect("builds");
     let sources = vec![Source::File(path.clone())];
     let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
-    let opts = ReadOptions { jsonl: true, ..ReadOptions::default() };
+    let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
     let err = sketch_sources(&mut dedup, &sources, &opts, &mut Ids::default(), &mut Silent)
         .expect_err("bad record");
     match err {
@@ -110,7 +110,8 @@ fn bad_records_stop_the_first_pass_with_their_place_or_are_skipped_and_counted()
     }
 
     let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
-    let opts = ReadOptions { jsonl: true, skip_bad: true, ..ReadOptions::default() };
+    let opts =
+        ReadOptions { format: Some(Format::Jsonl), skip_bad: true, ..ReadOptions::default() };
     let mut ids = Ids::default();
     let read = sketch_sources(&mut dedup, &sources, &opts, &mut ids, &mut Silent).expect("skips");
     assert_eq!((read.skipped, ids.len()), (2, 1));
@@ -119,7 +120,8 @@ fn bad_records_stop_the_first_pass_with_their_place_or_are_skipped_and_counted()
 
 #[test]
 fn a_missing_path_is_the_callers_mistake() {
-    let err = expand_inputs(&["/no/such/corpus.jsonl".into()], false, |_| {}).expect_err("missing");
+    let err = expand_inputs(&["/no/such/corpus.jsonl".into()], &ReadOptions::default(), |_| {})
+        .expect_err("missing");
     assert!(matches!(err, CorpusError::Usage(_)), "{err:?}");
     assert!(err.to_string().starts_with("/no/such/corpus.jsonl: "), "{err}");
 }

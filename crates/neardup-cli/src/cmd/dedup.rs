@@ -19,7 +19,7 @@ use neardup::{
 };
 use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Lines, Sketched};
 pub(crate) use neardup_corpus::peak_memory;
-use neardup_corpus::read::{expand_inputs, InputError, ReadOptions, Source};
+use neardup_corpus::read::{expand_inputs, Format, InputError, ReadOptions, Source};
 use neardup_corpus::write::{self as output, check_conflicts, Input, Output, OutputFile};
 use neardup_corpus::CorpusError;
 
@@ -32,9 +32,12 @@ use crate::Failure;
 #[derive(Debug, Args)]
 #[command(
     after_help = "Input: JSON Lines files (plain, .gz or .zst; one record per line, text in --text-field
-or a token array in --tokens-field, id in --id-field, else FILE:LINE), directories (every file
-under them, in path order, is one plain-text document whose id is its path; symbolic links are
-followed, loops detected), or `-` for standard input (JSONL).
+or a token array in --tokens-field, id in --id-field, else FILE:LINE; dotted names such as
+meta.url reach into objects), directories (walked in path order, symbolic links followed, loops
+detected: files named .jsonl, .ndjson or .json are JSON Lines, any other file is one plain-text
+document whose id is its path; names starting with _ or . and .crc files, which Spark and
+Hadoop write beside their part files, are passed over), or `-` for standard input (JSONL).
+--format text reads every file as one document.
 
 Method: minhash (default) finds candidates with LSH bands, then verifies each candidate with the
 exact Jaccard similarity of the two feature sets. The bands are the cheapest under which a pair
@@ -371,14 +374,13 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let config = dedup_config(&args)?;
     let pipeline = build_pipeline(&args.pipeline)?;
     let mut dedup = Dedup::new(&pipeline, config.clone()).map_err(|e| Failure::Usage(e.into()))?;
-    let mut input = args.input.read_options();
-    input.jsonl = true;
+    let input = args.input.read_options_or(Format::Jsonl);
     let progress = Progress::new(args.quiet);
 
     // Every input (sources, the index read, the files the spec names) and every output are
     // known before anything is opened for writing.
     let mut skipped = 0u64;
-    let sources = expand_inputs(&args.inputs, args.input.skip_bad, |e| {
+    let sources = expand_inputs(&args.inputs, &input, |e| {
         progress.println(&format!("neardup: skipped: {e}"));
         skipped += 1;
     })?;
@@ -464,7 +466,14 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     }
     stop_if_stdout_gone(&outputs, args.save_index.is_some())?;
     if outputs.records.iter().any(Option::is_some) {
-        copy_records(&sources, &read.digests, &read.places, &outcome.kept[seen..], &mut outputs)?;
+        copy_records(
+            &sources,
+            &input,
+            &read.digests,
+            &read.places,
+            &outcome.kept[seen..],
+            &mut outputs,
+        )?;
     }
     if outputs.report.is_some() {
         let figures = Figures {

@@ -31,11 +31,12 @@ everything before it was written (exit 1); with --skip-bad it is reported and sk
 
 Examples:
   neardup fingerprint examples/data/en/*.txt
-  neardup fingerprint --jsonl corpus.jsonl --minhash --preset zh-news
+  neardup fingerprint corpus.jsonl --minhash --preset zh-news
   neardup fingerprint --text '你妈妈叫你回家吃饭啊' --preset zh-keywords --explain")]
 pub struct FingerprintArgs {
-    /// Input files: plain text (one document per file) or, with --jsonl, JSON Lines. `-` reads
-    /// standard input.
+    /// Input files: JSON Lines when named .jsonl, .ndjson or .json (or with --format jsonl),
+    /// otherwise plain text, one document per file. `-` reads standard input (plain text unless
+    /// --format jsonl).
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
 
@@ -105,10 +106,11 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     let mut batch_bytes = 0usize;
     let (mut errors, mut skipped, mut replaced) = (0usize, 0usize, 0usize);
     let mut write_error: Option<Failure> = None;
-    let jsonl = args.input.jsonl;
+    let opts = args.input.read_options();
+    let jsonl = sources.iter().any(|s| opts.format_of(s) == neardup_corpus::read::Format::Jsonl);
     let mut refused = Refused { skip: args.input.skip_bad, errors: 0, skipped: 0 };
 
-    let flow = read_all(&sources, &args.input.read_options(), |item| {
+    let flow = read_all(&sources, &opts, |item| {
         match item {
             Ok(record) => {
                 replaced += record.replaced;

@@ -59,7 +59,9 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
     let mut builder = IdfBuilder::new();
     let mut scratch = Scratch::default();
     let mut errors = 0usize;
-    let flow = read_all(&sources, &args.input.read_options(), |item| match item {
+    let opts = args.input.read_options();
+    let jsonl = sources.iter().any(|s| opts.format_of(s) == neardup_corpus::read::Format::Jsonl);
+    let flow = read_all(&sources, &opts, |item| match item {
         Ok(record) => {
             builder.begin_document();
             pipeline.for_each_feature(record.body.as_document(), &mut scratch, |f| builder.add(f));
@@ -72,7 +74,7 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
         Err(e) => {
             eprintln!("neardup: error: {e}");
             errors += 1;
-            if (args.input.jsonl && !e.fatal_for_source()) || !e.skippable() {
+            if (jsonl && !e.fatal_for_source()) || !e.skippable() {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())

@@ -22,7 +22,7 @@ use crate::args::{thread_pool, InputArgs};
 use crate::cmd::dedup::peak_memory;
 use crate::Failure;
 use neardup_corpus::read::{
-    expand_inputs, open, read_source, Body, InputError, ReadOptions, Source,
+    expand_inputs, open, read_source, Body, Format, InputError, ReadOptions, Source,
 };
 use neardup_corpus::write::{self as output, check_conflicts, Input, Output, OutputFile};
 
@@ -491,7 +491,7 @@ fn write_without_repeats(
         if docs.is_empty() {
             continue;
         }
-        if !source_opts(source, input).jsonl {
+        if source_opts(source, input).format_of(source) != Format::Jsonl {
             for &(_, q) in docs {
                 let (_, (text, r)) = rewrite(q);
                 removed += r;
@@ -605,25 +605,17 @@ fn is_passage_index(path: &Path) -> bool {
 
 /// The sources of the given paths: directories walked, `-` spooled.
 fn sources(paths: &[PathBuf], input: &InputArgs) -> Result<Vec<Source>, Failure> {
-    Ok(expand_inputs(paths, input.skip_bad, |e| eprintln!("neardup: skipped: {e}"))?)
+    let opts = input.read_options();
+    Ok(expand_inputs(paths, &opts, |e| eprintln!("neardup: skipped: {e}"))?)
 }
 
-/// True for the names of JSON Lines files (compressed or not).
-fn is_jsonl_name(path: &Path) -> bool {
-    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-    let name = name.trim_end_matches(".gz").trim_end_matches(".zst");
-    name.ends_with(".jsonl") || name.ends_with(".ndjson") || name.ends_with(".json")
-}
-
-/// The reading options of one source: JSON Lines when its name says so (or with --jsonl).
+/// The reading options of one source: JSON Lines when its name says so (or with --format
+/// jsonl), and standard input is JSON Lines unless --format says otherwise.
 fn source_opts(source: &Source, input: &ReadOptions) -> ReadOptions {
     let mut opts = input.clone();
-    opts.jsonl = input.jsonl
-        || match source {
-            Source::File(p) => is_jsonl_name(p),
-            Source::Spooled(_) | Source::Stdin => true,
-            _ => false,
-        };
+    if matches!(source, Source::Spooled(_) | Source::Stdin) {
+        opts.format = Some(input.format.unwrap_or(Format::Jsonl));
+    }
     opts
 }
 

@@ -420,9 +420,8 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     .map_err(search_failure)?;
     let dedup = Dedup::new(&pipeline, config).map_err(|e| Failure::Usage(e.into()))?;
 
-    let mut input = args.input.read_options();
-    input.jsonl = true;
-    let sources = expand_inputs(&args.inputs, args.input.skip_bad, |e| {
+    let input = args.input.read_options_or(neardup_corpus::read::Format::Jsonl);
+    let sources = expand_inputs(&args.inputs, &input, |e| {
         eprintln!("neardup: skipped: {e}");
     })?;
     let mut inputs: Vec<Input> = sources
