@@ -235,3 +235,37 @@ def test_the_spark_submit_command(spark, binary, tmp_path):
     good.write_text("\n".join(lines) + "\n")
     cli = run_cli(binary, "dedup", str(good), "-o", "-", "-q")
     assert kept_lines == cli.stdout.decode().splitlines(), "the kept lines byte for byte, in order"
+
+
+def test_the_readme_spark_submit_line_runs_as_written(binary, tmp_path):
+    """The README's spark-submit line, copied from the README and run by a shell in a folder
+    holding corpus.jsonl, with the test venv's python and spark-submit first on PATH."""
+    readme = (ROOT / "README.md").read_text()
+    lines = [l for l in readme.splitlines() if l.startswith("spark-submit --master")]
+    assert len(lines) == 1, lines
+    docs = example_texts() + example_texts()[:2]
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(docs))
+    )
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"],
+               PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    run = subprocess.run(["bash", "-c", lines[0]], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    # spark-submit's Python runner sends the job's stderr to stdout.
+    said = run.stdout + run.stderr
+    assert "neardup dedup (spark):" in said, said[-2000:]
+    # Nobody set spark.sql.shuffle.partitions: the job chose it from the input's size.
+    assert "2 shuffle partitions (from the input size" in said, said[-2000:]
+    kept = [l for p in sorted((tmp_path / "kept").glob("part-*")) for l in p.read_text().splitlines()]
+    cli = run_cli(binary, "dedup", str(tmp_path / "corpus.jsonl"), "-o", "-", "-q")
+    assert kept == cli.stdout.decode().splitlines()
+
+
+def test_shuffle_partitions_the_user_set_are_left_alone(spark):
+    from neardup.spark import choose_shuffle_partitions
+
+    df = spark.createDataFrame([(1, "a b c")], "id long, text string")
+    assert choose_shuffle_partitions(df) is None  # the fixture sets 4
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"

@@ -1,10 +1,11 @@
-"""``python -m neardup.spark dedup INPUT OUTPUT``: corpus dedup on Spark, for spark-submit.
+"""``python -m neardup.spark dedup INPUT OUTPUT``: corpus dedup on Spark.
 
 Reads JSON Lines (each line kept byte for byte, as ``neardup dedup`` keeps it) or Parquet with
 Spark's readers (any filesystem Spark supports), writes the kept records as JSON Lines or
-Parquet, and prints the summary ``neardup dedup`` prints.
+Parquet, and prints the summary ``neardup dedup`` prints. spark-submit runs a file, not a
+module: ``python -m neardup.spark --script`` prints the file to give it.
 
-    spark-submit --master local[2] -m neardup.spark dedup corpus.jsonl kept/ --threshold 0.8
+    spark-submit --master local[2] "$(python -m neardup.spark --script)" dedup corpus.jsonl kept/ --threshold 0.8
     python -m neardup.spark dedup s3a://bucket/crawl/*.jsonl.gz s3a://bucket/kept --format parquet
 """
 
@@ -41,7 +42,9 @@ def search_options(args: argparse.Namespace) -> dict:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m neardup.spark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap.add_argument("--script", action="store_true",
+                    help="print the path of the file spark-submit runs for this command, and exit")
+    sub = ap.add_subparsers(dest="command")
     d = sub.add_parser("dedup", help="near-duplicate clusters and the kept records")
     d.add_argument("input", nargs="+", help="JSONL (plain, .gz, .bz2) or Parquet paths or globs")
     d.add_argument("output", help="the directory of the kept records")
@@ -70,7 +73,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.script:
+        from pathlib import Path
+
+        print(Path(__file__).with_name("submit.py"))
+        return 0
+    if args.command is None:
+        ap.error("a command is required: dedup")
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
