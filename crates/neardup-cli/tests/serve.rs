@@ -1931,3 +1931,66 @@ fn the_conformance_table_through_the_service() {
         assert_eq!(v["documents"], json!(row["ids"].as_array().expect("ids").len()), "{v}");
     }
 }
+
+/// Issue 20: a search below the collection's threshold found 1 of 6 stored pairs at Jaccard
+/// 0.5-0.6, silently. It now scans (said: `"scanned": true`) and finds every one, or, on a
+/// collection larger than --max-scan-docs, is refused naming both thresholds; a check too.
+#[test]
+fn a_search_below_the_collections_threshold_is_exact_or_refused() {
+    let dir = tempdir("below-threshold");
+    let s = Server::start(&dir, &["--max-scan-docs", "20"]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"preset": "shingles"})).0, 201);
+    let base: Vec<String> = (0..60).map(|i| format!("w{i}")).collect();
+    // Copies of the base with k of its 60 words replaced: Jaccard of 5-shingles from 1 down.
+    let docs: Vec<Value> = (0..16)
+        .map(|k| {
+            let mut w = base.clone();
+            for (j, word) in w.iter_mut().enumerate().take(k) {
+                *word = format!("x{k}y{j}");
+            }
+            json!({"id": format!("k{k}"), "text": w.join(" ")})
+        })
+        .collect();
+    let (st, v) = s.json("POST", "/v1/collections/c/docs", json!({ "docs": docs }));
+    assert_eq!(st, 200, "{v}");
+    let query = base.join(" ");
+    let (st, at) = s.json("POST", "/v1/collections/c/search", json!({"text": query, "top_k": 100}));
+    assert_eq!((st, &at["scanned"]), (200, &json!(false)), "{at}");
+    let (st, below) = s.json(
+        "POST",
+        "/v1/collections/c/search",
+        json!({"text": query, "top_k": 100, "threshold": 0.3}),
+    );
+    assert_eq!((st, &below["scanned"]), (200, &json!(true)), "{below}");
+    let sims: Vec<f64> = below["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["similarity"].as_f64().expect("similarity"))
+        .collect();
+    assert!(sims.iter().all(|&x| x >= 0.3), "{below}");
+    let between = sims.iter().filter(|&&x| (0.3..0.8).contains(&x)).count();
+    assert!(between >= 4, "the pairs between the two thresholds are found: {below}");
+    assert!(sims.len() > at["hits"].as_array().expect("hits").len());
+
+    // Past --max-scan-docs: refused by name, never answered from the index in part.
+    let more: Vec<Value> = (0..10)
+        .map(|i| json!({"id": format!("o{i}"), "text": format!("other page {i} about trains and timetables")}))
+        .collect();
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({ "docs": more })).0, 200);
+    for (route, body) in [
+        ("search", json!({"text": query, "threshold": 0.5})),
+        ("check", json!({"id": "q", "text": query, "threshold": 0.5})),
+    ] {
+        let (st, v) = s.json("POST", &format!("/v1/collections/c/{route}"), body);
+        assert_eq!((st, error_code(&v)), (400, "threshold_below_collection"), "{route}: {v}");
+        let m = v["error"]["message"].as_str().expect("message");
+        assert!(m.contains("threshold 0.5 is below this index's threshold 0.8"), "{m}");
+        assert!(m.contains("(this index holds 26)"), "{m}");
+    }
+    assert_eq!(
+        s.call("GET", "/v1/collections/c/docs/q", None).0,
+        404,
+        "the refused check stored nothing"
+    );
+}

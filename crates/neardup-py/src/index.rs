@@ -210,7 +210,8 @@ impl PyIndex {
             check_threshold(threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
-            self.read(py, |state| state.search(&q, threshold, top_k, None))
+            self.read(py, |state| state.search(&q, threshold, top_k, None))?
+                .map_err(|e| crate::errors::option(e.to_string()))
         })
     }
 
@@ -232,6 +233,8 @@ impl PyIndex {
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             let (matches, duplicate, inserted) = self.write(py, |state| {
+                // Below the index's threshold: answered by a scan, or refused, never in part.
+                state.plan_search(threshold).map_err(|e| crate::errors::option(e.to_string()))?;
                 // The library's check, as the service's group commit decides it.
                 let check = neardup::Check { id, sketch: &q, insert, threshold, top_k };
                 let answer = state.decide_checks(&[check]).remove(0);
@@ -239,8 +242,8 @@ impl PyIndex {
                     let text = state.passages().is_some().then(|| doc.into_display_text());
                     state.insert_with_text(id, q, text);
                 }
-                (answer.matches, answer.duplicate, answer.inserted)
-            })?;
+                Ok::<_, PyErr>((answer.matches, answer.duplicate, answer.inserted))
+            })??;
             let out = PyDict::new(py);
             out.set_item("duplicate", duplicate)?;
             out.set_item("matches", PyList::new(py, matches)?)?;

@@ -210,3 +210,19 @@ def test_the_committed_saved_index_of_format_3_loads_and_answers_as_the_cli(root
             assert expected[doc["id"]] in found, (doc["id"], answer)
         else:
             assert not found, (doc["id"], answer)
+
+
+def test_a_search_below_the_index_threshold_scans_or_is_refused():
+    """Never answered in part: below the index's threshold every document is verified while
+    they are at most the scan limit (100,000); the pairs between the thresholds are found."""
+    base = [f"w{i}" for i in range(60)]
+    idx = neardup.Index(pipeline=neardup.Pipeline("shingles"))  # threshold 0.8
+    for k in range(16):
+        words = [f"x{k}y{j}" if j < k else w for j, w in enumerate(base)]
+        idx.insert(f"k{k}", " ".join(words))
+    at = idx.search(" ".join(base), top_k=100)
+    below = idx.search(" ".join(base), top_k=100, threshold=0.3)
+    assert all(s >= 0.3 for _, s in below) and len(below) > len(at)
+    assert sum(1 for _, s in below if 0.3 <= s < 0.8) >= 4
+    answer = idx.check("q", " ".join(base), insert=False, threshold=0.3, top_k=100)
+    assert [m[0] for m in answer["matches"]] == [h[0] for h in below]

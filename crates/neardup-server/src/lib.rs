@@ -59,6 +59,9 @@ pub struct Limits {
     /// Heavy requests that may wait for a turn (for at most [`HEAVY_WAIT`]); one more is
     /// answered 503 with `Retry-After` at once.
     pub max_queued: usize,
+    /// Most documents a search or check below its collection's threshold scans; on a larger
+    /// collection such a request is refused (400), never answered from the index in part.
+    pub max_scan_docs: usize,
 }
 
 /// How long a heavy request waits for a turn before it is answered 503 with `Retry-After`.
@@ -76,6 +79,7 @@ impl Default for Limits {
             max_metadata_bytes: 64 << 10,
             max_concurrent: std::thread::available_parallelism().map_or(2, usize::from),
             max_queued: 64,
+            max_scan_docs: neardup::DEFAULT_SCAN_LIMIT,
         }
     }
 }
@@ -94,6 +98,7 @@ impl Limits {
             ("--max-metadata-bytes", self.max_metadata_bytes, MAX_METADATA_BYTES),
             ("--max-concurrent", self.max_concurrent, MAX_CONCURRENT),
             ("--max-queued", self.max_queued, MAX_QUEUED),
+            ("--max-scan-docs", self.max_scan_docs, MAX_SCAN_DOCS),
             ("--store-cache-mb", self.store_cache_bytes >> 20, MAX_STORE_CACHE_MB),
         ] {
             if !(1..=max).contains(&value) {
@@ -134,6 +139,8 @@ pub mod bounds {
     /// The largest search answer the limits may allow: `--max-top-k` hits of
     /// `--max-metadata-bytes` each, 1 GiB.
     pub const MAX_SEARCH_ANSWER_BYTES: usize = 1 << 30;
+    /// The largest `--max-scan-docs`: ten million documents (seconds of verification).
+    pub const MAX_SCAN_DOCS: usize = 10_000_000;
     /// The largest `--store-cache-mb`: 64 GiB.
     pub const MAX_STORE_CACHE_MB: usize = 64 << 10;
 }
@@ -296,7 +303,7 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
     let path = config.data_dir.join("neardup.redb");
     let db = open_db(&path, config.limits.store_cache_bytes)?;
     let mut damage = Damage::default();
-    let collections = load_collections(&db, &path, &mut damage)?;
+    let collections = load_collections(&db, &path, &mut damage, &config.limits)?;
     Ok(Arc::new(State {
         db: RwLock::new(Some(db)),
         path,
@@ -451,14 +458,16 @@ fn load_collections(
     db: &Database,
     path: &Path,
     damage: &mut Damage,
+    limits: &Limits,
 ) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
-    damage_as_error(path, || load_collections_inner(db, path, damage))
+    damage_as_error(path, || load_collections_inner(db, path, damage, limits))
 }
 
 fn load_collections_inner(
     db: &Database,
     path: &Path,
     damage: &mut Damage,
+    limits: &Limits,
 ) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
     let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
     let mut collections = BTreeMap::new();
@@ -482,7 +491,7 @@ fn load_collections_inner(
         let table = store::docs_table(&info.name, &info.incarnation);
         let live = match build_engine(&info) {
             Ok(engine) => {
-                let mut live = new_live(&info, engine)
+                let mut live = new_live(&info, engine, limits)
                     .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
                 let (mut n, mut bad) = (0u64, 0u64);
                 for_each_doc(&read, &table, |id, record| {
@@ -575,8 +584,8 @@ impl State {
             let fresh =
                 open_db(&st.path, st.limits.store_cache_bytes).map_err(|e| e.to_string())?;
             let mut damage = Damage::default();
-            let collections =
-                load_collections(&fresh, &st.path, &mut damage).map_err(|e| e.to_string())?;
+            let collections = load_collections(&fresh, &st.path, &mut damage, &st.limits)
+                .map_err(|e| e.to_string())?;
             *st.damage.lock().unwrap_or_else(|p| p.into_inner()) = damage;
             for c in &retire {
                 c.retired.store(RELOADED, Ordering::SeqCst);
@@ -620,8 +629,10 @@ fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
     Engine::new(Arc::new(pipeline), dedup_config(info)).map_err(|e| e.to_string())
 }
 
-/// The in-memory side of a collection: its engine, with a passage index when it keeps one.
-fn new_live(info: &CollectionInfo, engine: Engine) -> Result<Live, String> {
+/// The in-memory side of a collection: its engine (scanning at most `--max-scan-docs` below
+/// its threshold), with a passage index when it keeps one.
+fn new_live(info: &CollectionInfo, mut engine: Engine, limits: &Limits) -> Result<Live, String> {
+    engine.set_scan_limit(limits.max_scan_docs);
     let live = Live::new(engine);
     match &info.passages {
         Some(spec) => live.with_passages(spec.clone()).map_err(|e| e.to_string()),

@@ -147,7 +147,7 @@ pub fn document(limits: &Limits) -> Value {
         "properties": {
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
             "top_k": top_k.clone(),
-            "threshold": {"type": "number"}
+            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs of them, else 400 threshold_below_collection)"}
         },
         "additionalProperties": false
     });
@@ -158,7 +158,7 @@ pub fn document(limits: &Limits) -> Value {
             "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
             "metadata": {}, "insert": {"type": "boolean"},
-            "threshold": {"type": "number"}, "top_k": top_k
+            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs of them, else 400 threshold_below_collection)"}, "top_k": top_k
         },
         "additionalProperties": false
     });
@@ -217,7 +217,9 @@ pub fn document(limits: &Limits) -> Value {
     });
     let hits = json!({"type": "object", "properties": {"hits": {"type": "array", "items": {
         "type": "object", "properties": {
-            "id": {"type": "string"}, "similarity": {"type": "number"}, "metadata": {}}}}}});
+            "id": {"type": "string"}, "similarity": {"type": "number"}, "metadata": {}}}},
+        "scanned": {"type": "boolean",
+            "description": "every document was verified (a threshold below the collection's)"}}});
     let check_answer = json!({
         "type": "object",
         "required": ["duplicate", "matches", "inserted", "replaced"],

@@ -18,6 +18,54 @@ pub struct Hit {
     pub similarity: f64,
 }
 
+/// How many documents a search below an index's threshold may scan by default (about 0.1 s at
+/// a microsecond a verification).
+pub const DEFAULT_SCAN_LIMIT: usize = 100_000;
+
+/// How a search finds its candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchPlan {
+    /// From the index: complete at or above the threshold it was built for (and for Hamming
+    /// verification, which does not depend on the threshold).
+    Index,
+    /// Every stored document verified: a search below the index's threshold, which its bands
+    /// or tables would answer only in part.
+    Scan,
+}
+
+/// A search below an index's threshold on more documents than a scan may read: refused rather
+/// than answered in part.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BelowThreshold {
+    /// The threshold asked for.
+    pub threshold: f64,
+    /// The threshold the index finds its candidates for.
+    pub index_threshold: f64,
+    /// The documents stored.
+    pub documents: usize,
+    /// The most a scan reads.
+    pub scan_limit: usize,
+}
+
+impl std::fmt::Display for BelowThreshold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "threshold {} is below this index's threshold {}: its candidates would miss pairs \
+             between the two, and the exact answer, a scan of every document, is bounded to {} \
+             documents (this index holds {}); search at {} or above, or index the documents \
+             with the lower threshold",
+            self.threshold,
+            self.index_threshold,
+            self.scan_limit,
+            self.documents,
+            self.index_threshold
+        )
+    }
+}
+
+impl std::error::Error for BelowThreshold {}
+
 /// An in-memory index of documents keyed by `u64`, searched with exact verification.
 ///
 /// ```
@@ -31,7 +79,7 @@ pub struct Hit {
 /// let sketch = engine.sketch(Document::Text(text), text.len(), &mut scratch);
 /// engine.insert(7, sketch);
 /// let query = engine.sketch(Document::Text(&format!("{text}!")), text.len() + 1, &mut scratch);
-/// let hits = engine.search(&query, None, 10);
+/// let hits = engine.search(&query, None, 10)?;
 /// assert_eq!(hits[0].key, 7);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -43,6 +91,7 @@ pub struct Engine {
     lsh: Option<MinHashLsh>,
     hamming: Option<HammingIndex>,
     docs: FxHashMap<u64, DocSketch>,
+    scan_limit: usize,
 }
 
 impl Engine {
@@ -57,7 +106,15 @@ impl Engine {
             ),
             Method::MinHash => None,
         };
-        Ok(Engine { pipeline, config, plan, lsh, hamming, docs: FxHashMap::default() })
+        Ok(Engine {
+            pipeline,
+            config,
+            plan,
+            lsh,
+            hamming,
+            docs: FxHashMap::default(),
+            scan_limit: DEFAULT_SCAN_LIMIT,
+        })
     }
 
     /// An empty engine with this one's pipeline and resolved settings (its plan reused, not
@@ -73,6 +130,7 @@ impl Engine {
                     .expect("the settings of a built index are valid")
             }),
             docs: FxHashMap::default(),
+            scan_limit: self.scan_limit,
         }
     }
 
@@ -230,18 +288,72 @@ impl Engine {
         Ok(ids.into_iter().zip(docs).collect())
     }
 
+    /// Sets how many documents a search below the index's threshold may scan.
+    pub fn set_scan_limit(&mut self, documents: usize) {
+        self.scan_limit = documents;
+    }
+
+    /// How a search at `threshold` (or the configured one) finds its candidates: from the index
+    /// at or above its threshold, by a scan below it while the documents are at most the scan
+    /// limit, else refused ([`BelowThreshold`]): never answered in part.
+    pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, BelowThreshold> {
+        let index_threshold = self.config.threshold;
+        let by_bits = self.plan.verification == crate::Verification::Hamming
+            || (self.plan.verification == crate::Verification::Estimate
+                && self.plan.method == Method::SimHash);
+        match threshold {
+            // Within floating-point noise of the index's threshold is the index's threshold.
+            Some(t) if !by_bits && t < index_threshold - 1e-12 => {
+                if self.docs.len() <= self.scan_limit {
+                    Ok(SearchPlan::Scan)
+                } else {
+                    Err(BelowThreshold {
+                        threshold: t,
+                        index_threshold,
+                        documents: self.docs.len(),
+                        scan_limit: self.scan_limit,
+                    })
+                }
+            }
+            _ => Ok(SearchPlan::Index),
+        }
+    }
+
     /// The stored documents similar to `query` (verified at `threshold`, or the configured
-    /// one), most similar first (ties by key), at most `top_k`.
-    pub fn search(&self, query: &DocSketch, threshold: Option<f64>, top_k: usize) -> Vec<Hit> {
+    /// one), most similar first (ties by key), at most `top_k`; below the index's threshold,
+    /// by a bounded scan ([`Engine::plan_search`]).
+    pub fn search(
+        &self,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+    ) -> Result<Vec<Hit>, BelowThreshold> {
+        let plan = self.plan_search(threshold)?;
+        Ok(self.search_with(plan, query, threshold, top_k))
+    }
+
+    /// [`Engine::search`] by the given plan (a scan reads every document, whatever the limit).
+    pub fn search_with(
+        &self,
+        plan: SearchPlan,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+    ) -> Vec<Hit> {
         if query.empty {
             return Vec::new();
         }
         let mut candidates: Vec<u64> = Vec::new();
-        if let Some(lsh) = &self.lsh {
-            candidates.extend(lsh.query_keys(query.band_keys()));
-        }
-        if let Some(h) = &self.hamming {
-            candidates.extend(h.query(query.simhash_value()).into_iter().map(|(k, _)| k));
+        match plan {
+            SearchPlan::Scan => candidates.extend(self.docs.keys().copied()),
+            SearchPlan::Index => {
+                if let Some(lsh) = &self.lsh {
+                    candidates.extend(lsh.query_keys(query.band_keys()));
+                }
+                if let Some(h) = &self.hamming {
+                    candidates.extend(h.query(query.simhash_value()).into_iter().map(|(k, _)| k));
+                }
+            }
         }
         candidates.sort_unstable();
         candidates.dedup();
@@ -300,11 +412,60 @@ mod tests {
                     })
                     .collect();
                 want.sort_unstable();
-                let mut got: Vec<u64> = e.search(q, None, usize::MAX).iter().map(|h| h.key).collect();
+                let mut got: Vec<u64> = e.search(q, None, usize::MAX).expect("at the threshold").iter().map(|h| h.key).collect();
                 got.sort_unstable();
                 prop_assert_eq!(got, want);
             }
         }
+    }
+
+    #[test]
+    fn below_the_threshold_a_search_scans_or_is_refused_never_answers_in_part() {
+        let p = Arc::new(
+            Pipeline::new(PipelineSpec::preset("shingles").expect("preset")).expect("valid"),
+        );
+        let mut e = Engine::new(p, DedupConfig::default()).expect("valid"); // threshold 0.8
+        let mut s = Scratch::default();
+        let base: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        // Copies of the base with more and more words replaced: Jaccard from 1 down to ~0.2.
+        let texts: Vec<String> = (0..30)
+            .map(|k| {
+                let mut w = base.clone();
+                for (j, word) in w.iter_mut().enumerate().take(k) {
+                    *word = format!("x{k}y{j}");
+                }
+                w.join(" ")
+            })
+            .collect();
+        for (i, t) in texts.iter().enumerate() {
+            let sk = e.sketch(Document::Text(t), t.len(), &mut s);
+            e.insert(i as u64, sk);
+        }
+        let q = e.sketch(Document::Text(&texts[0]), texts[0].len(), &mut s);
+        for t in [0.3, 0.5, 0.7] {
+            let mut want: Vec<u64> = (0..texts.len() as u64)
+                .filter(|&k| e.similarity(&q, e.get(k).expect("stored"), Some(t)).is_some())
+                .collect();
+            want.sort_unstable();
+            assert_eq!(e.plan_search(Some(t)), Ok(SearchPlan::Scan));
+            let mut got: Vec<u64> =
+                e.search(&q, Some(t), usize::MAX).expect("scanned").iter().map(|h| h.key).collect();
+            got.sort_unstable();
+            assert_eq!(got, want, "threshold {t}");
+            assert!(
+                want.len() > e.search_with(SearchPlan::Index, &q, Some(t), usize::MAX).len()
+                    || t >= 0.7,
+                "the bands alone would have missed some at {t}"
+            );
+        }
+        assert_eq!(e.plan_search(Some(0.9)), Ok(SearchPlan::Index));
+        e.set_scan_limit(texts.len() - 1);
+        let refused = e.search(&q, Some(0.5), 10).expect_err("too many to scan");
+        assert_eq!((refused.threshold, refused.index_threshold, refused.documents), (0.5, 0.8, 30));
+        assert!(refused
+            .to_string()
+            .starts_with("threshold 0.5 is below this index's threshold 0.8"));
+        assert!(e.search(&q, None, 10).is_ok() && e.search(&q, Some(0.8), 10).is_ok());
     }
 
     #[test]
@@ -320,13 +481,13 @@ mod tests {
             e.insert(i as u64, sk);
         }
         let q = e.sketch(Document::Text(base), base.len(), &mut s);
-        let hits = e.search(&q, None, 10);
+        let hits = e.search(&q, None, 10).expect("at the threshold");
         assert_eq!(hits.iter().map(|h| h.key).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(hits[0].similarity, 1.0);
-        assert!(e.search(&q, Some(0.95), 10).len() == 1);
+        assert!(e.search(&q, Some(0.95), 10).expect("above").len() == 1);
         assert!(e.remove(0));
-        assert_eq!(e.search(&q, None, 10)[0].key, 1);
+        assert_eq!(e.search(&q, None, 10).expect("at")[0].key, 1);
         let empty = e.sketch(Document::Text(""), 0, &mut s);
-        assert!(e.search(&empty, None, 10).is_empty());
+        assert!(e.search(&empty, None, 10).expect("at").is_empty());
     }
 }

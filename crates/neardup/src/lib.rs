@@ -41,7 +41,7 @@ pub use dedup::{
     DEFAULT_MAX_BUCKET, DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION,
     OLDEST_INDEX_FORMAT,
 };
-pub use engine::{Engine, Hit};
+pub use engine::{BelowThreshold, Engine, Hit, SearchPlan, DEFAULT_SCAN_LIMIT};
 pub use error::BuildError;
 pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
 pub use idf::IdfBuilder;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::overlap::{OnExistingId, OverlapError, OverlapSpec, PassageIndex};
-use crate::{DedupError, DocSketch, Engine};
+use crate::{BelowThreshold, DedupError, DocSketch, Engine, SearchPlan};
 
 /// An [`Engine`] with string ids. Each id gets a `u64` key when first stored (keys count up, so
 /// key order is first-insertion order); the id text is held once, shared by both directions.
@@ -131,10 +131,23 @@ impl NamedEngine {
         threshold: Option<f64>,
         top_k: usize,
         except: Option<&str>,
+    ) -> Result<Vec<(String, f64)>, BelowThreshold> {
+        let plan = self.engine.plan_search(threshold)?;
+        Ok(self.search_with(plan, query, threshold, top_k, except))
+    }
+
+    /// [`NamedEngine::search`] by the given plan.
+    fn search_with(
+        &self,
+        plan: SearchPlan,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+        except: Option<&str>,
     ) -> Vec<(String, f64)> {
         let own = except.and_then(|id| self.key_of.get(id).copied());
         self.engine
-            .search(query, threshold, top_k.saturating_add(usize::from(own.is_some())))
+            .search_with(plan, query, threshold, top_k.saturating_add(usize::from(own.is_some())))
             .into_iter()
             .filter(|h| Some(h.key) != own)
             .take(top_k)
@@ -152,6 +165,10 @@ impl NamedEngine {
     /// A check never matches its own id (an upsert of a stored document is not its own
     /// duplicate), and a document accepted earlier in the group replaces a stored one of the
     /// same id.
+    ///
+    /// A check below the index's threshold is answered by a scan (the caller refused it at
+    /// admission if the index was then too large to scan: [`NamedEngine::plan_search`]), so
+    /// that documents stored since cannot fail the group.
     pub fn decide_checks(&self, checks: &[Check<'_>]) -> Vec<CheckAnswer> {
         // The group's accepted documents, in an engine of the same settings: searching it is
         // searching them as if they were stored.
@@ -161,13 +178,21 @@ impl NamedEngine {
             // The accepted ids replace stored ones: search deeper, so that dropping them still
             // leaves top_k.
             let shadowed = group.as_ref().map_or(0, NamedEngine::len);
+            let plan = self.engine.plan_search(c.threshold).unwrap_or(SearchPlan::Scan);
             let mut matches: Vec<(String, f64)> = self
-                .search(c.sketch, c.threshold, c.top_k.saturating_add(shadowed), Some(c.id))
+                .search_with(
+                    plan,
+                    c.sketch,
+                    c.threshold,
+                    c.top_k.saturating_add(shadowed),
+                    Some(c.id),
+                )
                 .into_iter()
                 .filter(|(id, _)| !group.as_ref().is_some_and(|g| g.contains(id)))
                 .collect();
             if let Some(g) = &group {
-                matches.extend(g.search(c.sketch, c.threshold, c.top_k, Some(c.id)));
+                // The group is searched as the stored documents are (a scan below the threshold).
+                matches.extend(g.search_with(plan, c.sketch, c.threshold, c.top_k, Some(c.id)));
             }
             matches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             matches.truncate(c.top_k);
@@ -180,6 +205,12 @@ impl NamedEngine {
             answers.push(CheckAnswer { matches, duplicate, inserted });
         }
         answers
+    }
+
+    /// How a search at `threshold` would find its candidates, or why it is refused
+    /// ([`Engine::plan_search`]).
+    pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, BelowThreshold> {
+        self.engine.plan_search(threshold)
     }
 
     /// An empty index with this one's pipeline and settings.
@@ -258,10 +289,10 @@ mod tests {
         index.insert("b", other); // a replacement keeps its first place
         assert_eq!(index.ids(), ["b", "a"]);
         assert_eq!(index.len(), 2);
-        assert_eq!(index.search(&a, None, 10, None), [("a".to_string(), 1.0)]);
-        assert!(index.search(&a, None, 10, Some("a")).is_empty());
+        assert_eq!(index.search(&a, None, 10, None).expect("at"), [("a".to_string(), 1.0)]);
+        assert!(index.search(&a, None, 10, Some("a")).expect("at").is_empty());
         assert!(index.remove("a") && !index.remove("a") && !index.contains("a"));
-        assert!(index.search(&a, None, 10, None).is_empty());
+        assert!(index.search(&a, None, 10, None).expect("at").is_empty());
         assert_eq!(index.ids(), ["b"]);
     }
 

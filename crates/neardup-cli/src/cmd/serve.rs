@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context};
 use clap::Args;
 use neardup_server::bounds::{
     MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_CONCURRENT, MAX_DOC_BYTES, MAX_METADATA_BYTES, MAX_QUEUED,
-    MAX_STORE_CACHE_MB, MAX_TOP_K,
+    MAX_SCAN_DOCS, MAX_STORE_CACHE_MB, MAX_TOP_K,
 };
 use neardup_server::{is_loopback, Config, Limits};
 
@@ -87,6 +87,14 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1_000, value_name = "N",
           value_parser = bounded::<MAX_TOP_K>)]
     max_top_k: usize,
+
+    /// Most documents a search or check below its collection's threshold scans (at most
+    /// 10,000,000): the collection's index finds pairs at its threshold and above, so a lower
+    /// threshold is answered by verifying every document, and refused (400) on a larger
+    /// collection rather than answered in part.
+    #[arg(long, default_value_t = neardup::DEFAULT_SCAN_LIMIT, value_name = "N",
+          value_parser = bounded::<MAX_SCAN_DOCS>)]
+    max_scan_docs: usize,
 
     /// Largest metadata of a document, in bytes of JSON (at most 16 MiB); larger is refused
     /// (413). With --max-top-k it bounds a search answer: their product may be at most 1 GiB.
@@ -197,6 +205,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             max_top_k: args.max_top_k,
             store_cache_bytes: args.store_cache_mb << 20,
             max_metadata_bytes: args.max_metadata_bytes,
+            max_scan_docs: args.max_scan_docs,
             // Four turns per worker: a request also waits on the store (a group commit's
             // fsync, page reads), and with one turn per core those waits left the cores idle
             // (200,000 documents: check 13,609 -> 15,201 req/s, p99 59 -> 3.8 ms).

@@ -131,6 +131,7 @@ pub(super) async fn create_collection(
         ..
     } = settings;
     // Building the pipeline and the engine validates everything (bounded by the spec's limits).
+    let limits = state.limits;
     let (info, live) = blocking(move || {
         let pipeline = Pipeline::new(spec.clone())
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
@@ -150,7 +151,8 @@ pub(super) async fn create_collection(
             pipeline_id: pipeline.id().to_string(),
         };
         let engine = build_engine(&info).map_err(|e| ApiError::bad("invalid_field", e))?;
-        let live = new_live(&info, engine).map_err(|e| ApiError::bad("invalid_field", e))?;
+        let live =
+            new_live(&info, engine, &limits).map_err(|e| ApiError::bad("invalid_field", e))?;
         Ok((info, live))
     })
     .await?;

@@ -33,11 +33,22 @@ pub(super) fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
     }
 }
 
+/// How a search at `threshold` on collection `c` finds its candidates: a threshold below the
+/// collection's is answered by a scan of every document while they are few enough, else
+/// refused with both thresholds named, never answered in part.
+fn search_plan(c: &Collection, threshold: Option<f64>) -> Result<neardup::SearchPlan, ApiError> {
+    let live = live(c)?.read().unwrap_or_else(|p| p.into_inner());
+    live.plan_search(threshold).map_err(|e| {
+        ApiError::bad("threshold_below_collection", format!("collection {:?}: {e}", c.info.name))
+    })
+}
+
 pub(super) async fn search(
     State(state): State<Shared>,
     OnLive { c, req }: OnLive<SearchRequest>,
 ) -> ApiResult {
     check_threshold(req.threshold)?;
+    search_plan(&c, req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
     let turn = turn(&state).await?;
@@ -54,9 +65,15 @@ pub(super) async fn search(
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
                 let mut scratch = Scratch::default();
                 let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
-                let hits = live.search(&q, req.threshold, top_k, None);
-                (hits, db.begin_read().map_err(|e| err(e.into()))?)
+                // Planned again under the read lock: the collection may have grown since.
+                let below = |e: neardup::BelowThreshold| {
+                    ApiError::bad("threshold_below_collection", format!("collection {name:?}: {e}"))
+                };
+                let plan = live.plan_search(req.threshold).map_err(below)?;
+                let hits = live.search(&q, req.threshold, top_k, None).map_err(below)?;
+                ((hits, plan), db.begin_read().map_err(|e| err(e.into()))?)
             };
+            let (hits, plan) = hits;
             let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
             let mut out = Vec::with_capacity(hits.len());
             for (id, similarity) in hits {
@@ -64,7 +81,8 @@ pub(super) async fn search(
                 let metadata = read_record(&state, &c.info.name, &id, v.value())?.metadata;
                 out.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
             }
-            ok(StatusCode::OK, json!({ "hits": out }))
+            let scanned = plan == neardup::SearchPlan::Scan;
+            ok(StatusCode::OK, json!({ "hits": out, "scanned": scanned }))
         })
     })
     .await
@@ -115,6 +133,7 @@ pub(super) async fn check(
     OnLive { c, req }: OnLive<CheckRequest>,
 ) -> ApiResult {
     check_threshold(req.threshold)?;
+    search_plan(&c, req.threshold)?;
     let id = doc_id(&req.id, "id")?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
