@@ -1994,3 +1994,84 @@ fn a_search_below_the_collections_threshold_is_exact_or_refused() {
         "the refused check stored nothing"
     );
 }
+
+/// Issue 20, the crawler's API: a batch of checks is decided in order (a page near an earlier
+/// one of the same batch is its duplicate) and answered in order; a re-check or re-insert sent
+/// without metadata keeps the stored metadata; matches carry their metadata; `/metrics` has
+/// latency histograms by route and counts the duplicates found.
+#[test]
+fn batch_checks_keep_metadata_and_are_counted() {
+    let dir = tempdir("crawler-api");
+    let s = Server::start(&dir, &["--max-batch-docs", "5"]);
+    assert_eq!(s.json("PUT", "/v1/collections/crawl", json!({"preset": "shingles"})).0, 201);
+    let page = |n: usize, tweak: &str| {
+        let words: Vec<String> = (0..40).map(|i| format!("p{n}w{i}")).collect();
+        format!("{} {tweak}", words.join(" "))
+    };
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/crawl/docs",
+        json!({"docs": [{"id": "stored", "text": page(1, ""), "metadata": {"url": "https://a/1", "fetched": 1}}]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/crawl/check",
+        json!({"docs": [
+            {"id": "n1", "text": page(2, ""), "metadata": {"url": "https://b/2"}},
+            {"id": "n2", "text": page(1, "again"), "metadata": {"url": "https://a/1?ref=x"}},
+            {"id": "n3", "text": page(2, "copy"), "metadata": {"url": "https://b/2#top"}},
+            {"id": "n4", "text": page(3, ""), "insert": false},
+        ]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let results = v["results"].as_array().expect("results in order");
+    let decided: Vec<(bool, bool)> = results
+        .iter()
+        .map(|r| (r["duplicate"].as_bool().expect("b"), r["inserted"].as_bool().expect("b")))
+        .collect();
+    assert_eq!(decided, [(false, true), (true, false), (true, false), (false, false)], "{v}");
+    // Matches carry metadata: a stored document's, and one accepted earlier in the batch.
+    assert_eq!(results[1]["matches"][0]["id"], "stored");
+    assert_eq!(results[1]["matches"][0]["metadata"], json!({"url": "https://a/1", "fetched": 1}));
+    assert_eq!(results[2]["matches"][0]["id"], "n1");
+    assert_eq!(results[2]["matches"][0]["metadata"], json!({"url": "https://b/2"}));
+    assert_eq!(s.call("GET", "/v1/collections/crawl/docs/n4", None).0, 404);
+
+    // Re-checked and re-inserted without metadata: the stored metadata stays.
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/crawl/check",
+        json!({"id": "n1", "text": page(9, "changed page")}),
+    );
+    assert_eq!((st, &v["inserted"], &v["replaced"]), (200, &json!(true), &json!(true)), "{v}");
+    let (_, doc) = s.call("GET", "/v1/collections/crawl/docs/n1", None);
+    assert_eq!(doc["metadata"], json!({"url": "https://b/2"}), "{doc}");
+    let docs = json!({"docs": [{"id": "stored", "text": page(1, "refetched")}]});
+    assert_eq!(s.json("POST", "/v1/collections/crawl/docs", docs).0, 200);
+    let (_, doc) = s.call("GET", "/v1/collections/crawl/docs/stored", None);
+    assert_eq!(doc["metadata"], json!({"url": "https://a/1", "fetched": 1}), "{doc}");
+    // Metadata given replaces it.
+    let docs = json!({"docs": [{"id": "stored", "text": page(1, ""), "metadata": {"fetched": 2}}]});
+    assert_eq!(s.json("POST", "/v1/collections/crawl/docs", docs).0, 200);
+    let (_, doc) = s.call("GET", "/v1/collections/crawl/docs/stored", None);
+    assert_eq!(doc["metadata"], json!({"fetched": 2}));
+
+    // A batch over --max-batch-docs is refused whole.
+    let big: Vec<Value> =
+        (0..6).map(|i| json!({"id": format!("b{i}"), "text": page(20 + i, "")})).collect();
+    let (st, v) = s.json("POST", "/v1/collections/crawl/check", json!({ "docs": big }));
+    assert_eq!((st, error_code(&v)), (413, "batch_too_large"), "{v}");
+
+    let (_, m) = s.call("GET", "/metrics", None);
+    let text = m.as_str().expect("text");
+    for line in [
+        "neardup_checks_total{collection=\"crawl\",outcome=\"duplicate\"} 2",
+        "neardup_checks_total{collection=\"crawl\",outcome=\"inserted\"} 2",
+        "neardup_checks_total{collection=\"crawl\",outcome=\"new\"} 1",
+        "neardup_request_duration_seconds_count{method=\"POST\",route=\"/v1/collections/{name}/check\"} 3",
+        "neardup_request_duration_seconds_bucket{method=\"POST\",route=\"/v1/collections/{name}/check\",le=\"+Inf\"} 3",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+}

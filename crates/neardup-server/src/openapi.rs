@@ -157,8 +157,27 @@ pub fn document(limits: &Limits) -> Value {
         "properties": {
             "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
-            "metadata": {}, "insert": {"type": "boolean"},
-            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs of them, else 400 threshold_below_collection)"}, "top_k": top_k
+            "metadata": {"description": "stored with the document; absent or null keeps a stored document's metadata"},
+            "insert": {"type": "boolean"},
+            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs of them, else 400 threshold_below_collection)"}, "top_k": top_k.clone()
+        },
+        "additionalProperties": false
+    });
+    let batch_check = json!({
+        "type": "object",
+        "required": ["docs"],
+        "description": "a batch: decided in order, committed at once, answered in order as {\"results\": [...]}",
+        "properties": {
+            "docs": {"type": "array", "items": {
+                "type": "object", "required": ["id"],
+                "properties": {
+                    "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+                    "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
+                    "metadata": {}, "insert": {"type": "boolean"}
+                },
+                "additionalProperties": false
+            }},
+            "insert": {"type": "boolean"}, "threshold": {"type": "number"}, "top_k": top_k
         },
         "additionalProperties": false
     });
@@ -226,7 +245,7 @@ pub fn document(limits: &Limits) -> Value {
         "properties": {
             "duplicate": {"type": "boolean", "description": "a stored document is similar"},
             "matches": {"type": "array", "items": {"type": "object", "properties": {
-                "id": {"type": "string"}, "similarity": {"type": "number"}}}},
+                "id": {"type": "string"}, "similarity": {"type": "number"}, "metadata": {}}}},
             "inserted": {"type": "boolean",
                          "description": "the document was written (not a duplicate, insert true)"},
             "replaced": {"type": "boolean",
@@ -296,10 +315,11 @@ pub fn document(limits: &Limits) -> Value {
         "/v1/collections/{name}/check".into(),
         json!({
             "parameters": [name],
-            "post": with(op("Near-duplicate of anything stored? If not, insert it (atomic)",
-                            ("200", ok_response("duplicate, matches, inserted, replaced",
-                                                check_answer)),
-                            &collection_errors), "requestBody", body(check)),
+            "post": with(op("Near-duplicate of anything stored? If not, insert it (atomic); a batch with docs",
+                            ("200", ok_response("duplicate, matches, inserted, replaced (a batch: results, in order)",
+                                                json!({"oneOf": [check_answer.clone(), {"type": "object", "properties": {
+                                                    "results": {"type": "array", "items": check_answer}}}]}))),
+                            &collection_errors), "requestBody", body(json!({"oneOf": [check, batch_check]}))),
         }),
     );
     paths.insert(

@@ -38,7 +38,7 @@ pub(super) async fn insert_docs(
     let turn = turn(&state).await?;
     // Sketch outside every lock.
     let c2 = c.clone();
-    let (records, turn): (Vec<(String, Record)>, Turn) = blocking(move || {
+    let (mut records, turn): (Vec<(String, Record)>, Turn) = blocking(move || {
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
         let store_text = c2.info.store_text;
         // Sketch the batch on every core (rayon), in order.
@@ -66,7 +66,13 @@ pub(super) async fn insert_docs(
             let mut updated = 0usize;
             {
                 let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-                for (id, record) in &records {
+                for (id, record) in &mut records {
+                    // Sent without metadata, a stored document keeps its own.
+                    if record.metadata.is_null() {
+                        if let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? {
+                            record.metadata = read_record(&st, name, id, v.value())?.metadata;
+                        }
+                    }
                     let old = t
                         .insert(id.as_str(), record.encode(id).as_slice())
                         .map_err(|e| err(e.into()))?;

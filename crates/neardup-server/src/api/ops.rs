@@ -34,10 +34,71 @@ pub(super) async fn health(State(state): State<Shared>) -> Response {
 /// (4,000 requests with random method names used to make 4,000 series and 245 MB of metrics).
 pub(super) type RouteKey = (&'static str, &'static str, u16);
 
-/// Request counts and latency sums by route and status, for Prometheus.
+/// The upper bounds of the latency histogram's buckets, in seconds.
+pub(super) const LATENCY_BUCKETS: [f64; 14] =
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Requests of one method and route: how many took at most each bucket's bound (not
+/// cumulative here; summed when written), and their count and total seconds.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Latency {
+    buckets: [u64; LATENCY_BUCKETS.len()],
+    count: u64,
+    seconds: f64,
+}
+
+impl Latency {
+    fn observe(&mut self, secs: f64) {
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|&b| secs <= b) {
+            self.buckets[i] += 1;
+        }
+        self.count += 1;
+        self.seconds += secs;
+    }
+}
+
+/// What a check decided, for the counters of duplicates found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum CheckOutcome {
+    /// A near-duplicate of a stored document.
+    Duplicate,
+    /// New, and stored.
+    Inserted,
+    /// New, not stored (`insert: false`).
+    New,
+}
+
+impl CheckOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            CheckOutcome::Duplicate => "duplicate",
+            CheckOutcome::Inserted => "inserted",
+            CheckOutcome::New => "new",
+        }
+    }
+}
+
+/// Request counts and latencies by route and status, and checks by collection and outcome,
+/// for Prometheus.
 #[derive(Debug, Default)]
 pub struct Metrics {
     pub(super) requests: Mutex<BTreeMap<RouteKey, (u64, f64)>>,
+    pub(super) latency: Mutex<BTreeMap<(&'static str, &'static str), Latency>>,
+    pub(super) checks: Mutex<BTreeMap<(String, CheckOutcome), u64>>,
+}
+
+impl Metrics {
+    /// Counts the checks of collection `name` by what they decided.
+    pub(super) fn count_checks(
+        &self,
+        name: &str,
+        outcomes: impl IntoIterator<Item = CheckOutcome>,
+    ) {
+        let mut checks = self.checks.lock().unwrap_or_else(|p| p.into_inner());
+        for outcome in outcomes {
+            *checks.entry((name.to_string(), outcome)).or_insert(0) += 1;
+        }
+    }
 }
 
 /// The metrics label of a method: the standard methods by name, any other as `other`.
@@ -113,6 +174,39 @@ pub(super) async fn metrics(State(state): State<Shared>) -> Response {
             "neardup_request_seconds_sum{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {secs}\n"
         ));
     }
+    out.push_str(
+        "# HELP neardup_request_duration_seconds Time to answer a request, by method and route.\n",
+    );
+    out.push_str("# TYPE neardup_request_duration_seconds histogram\n");
+    let latency = state.metrics.latency.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    for ((method, route), l) in &latency {
+        let labels = format!("method=\"{method}\",route=\"{route}\"");
+        let mut cumulative = 0u64;
+        for (bound, n) in LATENCY_BUCKETS.iter().zip(l.buckets) {
+            cumulative += n;
+            out.push_str(&format!(
+                "neardup_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}\n"
+            ));
+        }
+        out.push_str(&format!(
+            "neardup_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}\n",
+            l.count
+        ));
+        out.push_str(&format!("neardup_request_duration_seconds_sum{{{labels}}} {}\n", l.seconds));
+        out.push_str(&format!("neardup_request_duration_seconds_count{{{labels}}} {}\n", l.count));
+    }
+    out.push_str(
+        "# HELP neardup_checks_total Checks decided, by collection and outcome (duplicate: a \
+         near-duplicate was found; inserted: new and stored; new: new, not stored).\n",
+    );
+    out.push_str("# TYPE neardup_checks_total counter\n");
+    let checks = state.metrics.checks.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    for ((name, outcome), n) in &checks {
+        out.push_str(&format!(
+            "neardup_checks_total{{collection=\"{name}\",outcome=\"{}\"}} {n}\n",
+            outcome.label()
+        ));
+    }
     out.push_str("# HELP neardup_healthy 1 when the store is usable, 0 after an I/O error.\n");
     out.push_str("# TYPE neardup_healthy gauge\n");
     out.push_str(&format!("neardup_healthy {}\n", u8::from(state.unhealthy().is_none())));
@@ -149,9 +243,14 @@ pub(super) async fn track(State(state): State<Shared>, req: Request, next: Next)
     let response = next.run(req).await;
     let route = response.extensions().get::<RouteLabel>().map_or("unmatched", |r| r.0);
     let key = (method, route, response.status().as_u16());
-    let mut m = state.metrics.requests.lock().unwrap_or_else(|p| p.into_inner());
-    let e = m.entry(key).or_insert((0, 0.0));
-    e.0 += 1;
-    e.1 += started.elapsed().as_secs_f64();
+    let secs = started.elapsed().as_secs_f64();
+    {
+        let mut m = state.metrics.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let e = m.entry(key).or_insert((0, 0.0));
+        e.0 += 1;
+        e.1 += secs;
+    }
+    let mut latency = state.metrics.latency.lock().unwrap_or_else(|p| p.into_inner());
+    latency.entry((method, route)).or_default().observe(secs);
     response
 }

@@ -106,17 +106,55 @@ pub(super) fn yes() -> bool {
     true
 }
 
+/// `POST .../check` with `docs`: a batch, decided in order and committed at once.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BatchCheckRequest {
+    pub(super) docs: Vec<BatchCheckDoc>,
+    #[serde(default = "yes")]
+    pub(super) insert: bool,
+    pub(super) threshold: Option<f64>,
+    pub(super) top_k: Option<usize>,
+}
+
+/// One document of a batch check (`insert` defaults to the batch's).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BatchCheckDoc {
+    pub(super) id: Box<RawValue>,
+    pub(super) text: Option<String>,
+    pub(super) tokens: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) metadata: Value,
+    pub(super) insert: Option<bool>,
+}
+
+/// Whether a body is a batch: it has a `docs` field (other fields are left for the parse).
+#[derive(Deserialize)]
+struct BatchProbe {
+    docs: Option<serde::de::IgnoredAny>,
+}
+
 /// One `check` waiting for its group commit.
 #[derive(Debug)]
 pub(crate) struct PendingCheck {
     id: String,
     sketch: neardup::DocSketch,
     text: Option<String>,
+    /// Null: keep the stored document's metadata (absent in the request).
     metadata: Value,
     insert: bool,
     threshold: Option<f64>,
     top_k: usize,
     reply: tokio::sync::oneshot::Sender<Result<Value, ApiError>>,
+}
+
+/// A check's document before it is sketched.
+struct CheckDoc {
+    id: String,
+    body: Body,
+    metadata: Value,
+    insert: bool,
 }
 
 /// "Is this a near-duplicate of anything stored? If not, store it", atomically, with group
@@ -128,36 +166,96 @@ pub(crate) struct PendingCheck {
 /// acknowledged: no reply says "inserted" before its commit. While one group commits, the next
 /// gathers. The leader's work runs in a task of its own, so a client that disconnects cannot
 /// leave a queued check half done.
+///
+/// A body with `docs` is a batch (a crawler's page of fetches): its documents are queued
+/// together, so they are decided in order, in one group, committed at once, and answered in
+/// order as `{"results": [...]}`.
 pub(super) async fn check(
     State(state): State<Shared>,
-    OnLive { c, req }: OnLive<CheckRequest>,
+    LiveCollection(c): LiveCollection,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    check_threshold(req.threshold)?;
-    search_plan(&c, req.threshold)?;
-    let id = doc_id(&req.id, "id")?;
-    let top_k = top_k(req.top_k, &state.limits)?;
-    let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "document")?;
-    check_metadata(&req.metadata, state.limits.max_metadata_bytes, "document", &id)?;
-    // The turn covers the sketch only: waiting for the group commit is cheap, and holding it
+    let limits = state.limits;
+    let batch = match &body {
+        Ok(bytes) => serde_json::from_slice::<BatchProbe>(bytes).is_ok_and(|p| p.docs.is_some()),
+        Err(_) => false,
+    };
+    let (docs, threshold, asked_top_k) = if batch {
+        let req: BatchCheckRequest = parse(body)?;
+        if req.docs.len() > limits.max_batch_docs {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "batch_too_large",
+                format!("{} documents, the limit is {}", req.docs.len(), limits.max_batch_docs),
+            ));
+        }
+        let mut docs = Vec::with_capacity(req.docs.len());
+        for (i, d) in req.docs.into_iter().enumerate() {
+            let what = format!("docs[{i}]");
+            let id = doc_id(&d.id, &what)?;
+            let body = body_from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
+            check_metadata(&d.metadata, limits.max_metadata_bytes, &what, &id)?;
+            let insert = d.insert.unwrap_or(req.insert);
+            docs.push(CheckDoc { id, body, metadata: d.metadata, insert });
+        }
+        (docs, req.threshold, req.top_k)
+    } else {
+        let req: CheckRequest = parse(body)?;
+        let id = doc_id(&req.id, "id")?;
+        let body = body_from_parts(req.text, req.tokens, limits.max_doc_bytes, "document")?;
+        check_metadata(&req.metadata, limits.max_metadata_bytes, "document", &id)?;
+        (
+            vec![CheckDoc { id, body, metadata: req.metadata, insert: req.insert }],
+            req.threshold,
+            req.top_k,
+        )
+    };
+    check_threshold(threshold)?;
+    search_plan(&c, threshold)?;
+    let top_k = top_k(asked_top_k, &limits)?;
+    // The turn covers the sketches only: waiting for the group commit is cheap, and holding it
     // there would shrink the groups that share one durable commit.
     let turn = turn(&state).await?;
     let c2 = c.clone();
-    let (sketch, text) = blocking(move || {
+    let sketched: Vec<(CheckDoc, neardup::DocSketch, Option<String>)> = blocking(move || {
         let _turn = turn;
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
-        let sketch = live.engine().sketch(body.as_document(), body.len(), &mut Scratch::default());
-        Ok((sketch, c2.info.store_text.then(|| body.as_document().display_text().into_owned())))
+        let store_text = c2.info.store_text;
+        Ok(docs
+            .into_par_iter()
+            .map_init(Scratch::default, |scratch, d| {
+                let sketch = live.engine().sketch(d.body.as_document(), d.body.len(), scratch);
+                let text = store_text.then(|| d.body.as_document().display_text().into_owned());
+                (d, sketch, text)
+            })
+            .collect())
     })
     .await?;
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    let (metadata, insert, threshold) = (req.metadata, req.insert, req.threshold);
-    let pending = PendingCheck { id, sketch, text, metadata, insert, threshold, top_k, reply };
-    c.checks.lock().unwrap_or_else(|p| p.into_inner()).push(pending);
+    let mut answers = Vec::with_capacity(sketched.len());
+    {
+        // Queued together: a batch is decided in order, within one group.
+        let mut queue = c.checks.lock().unwrap_or_else(|p| p.into_inner());
+        for (d, sketch, text) in sketched {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let (id, metadata, insert) = (d.id, d.metadata, d.insert);
+            queue.push(PendingCheck {
+                id,
+                sketch,
+                text,
+                metadata,
+                insert,
+                threshold,
+                top_k,
+                reply,
+            });
+            answers.push(answer);
+        }
+    }
     tokio::spawn(async move {
         let _writer = c.writer.lock().await;
         let group = std::mem::take(&mut *c.checks.lock().unwrap_or_else(|p| p.into_inner()));
         if group.is_empty() {
-            return; // an earlier leader took this check into its group
+            return; // an earlier leader took these checks into its group
         }
         if let Err(e) = check_writable(&c) {
             group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone()))));
@@ -167,20 +265,31 @@ pub(super) async fn check(
         let c2 = c.clone();
         let _ = tokio::task::spawn_blocking(move || commit_checks(&state, &c2, group)).await;
     });
-    match answer.await {
-        Ok(result) => ok(StatusCode::OK, result?),
-        Err(_) => Err(ApiError::internal("the check's group failed")),
+    let mut results = Vec::with_capacity(answers.len());
+    for answer in answers {
+        match answer.await {
+            Ok(result) => results.push(result?),
+            Err(_) => return Err(ApiError::internal("the check's group failed")),
+        }
+    }
+    if batch {
+        ok(StatusCode::OK, json!({ "results": results }))
+    } else {
+        ok(StatusCode::OK, results.pop().expect("one check, one answer"))
     }
 }
 
 /// Decides a group of checks in order, commits the accepted documents at once, then replies.
+/// Each match carries its document's metadata (read in the commit's transaction, so a match
+/// accepted earlier in the group has its own); an accepted document sent without metadata keeps
+/// the stored one's.
 pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
     let live_lock = match live(c) {
         Ok(l) => l,
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
     };
     // Decisions, in queue order, as one-at-a-time checks would make them (the library's rule).
-    let (mut answers, accepted): (Vec<Value>, Vec<usize>) = {
+    let decided: Vec<neardup::CheckAnswer> = {
         let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
         let checks: Vec<neardup::Check<'_>> = group
             .iter()
@@ -192,53 +301,65 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 top_k: p.top_k,
             })
             .collect();
-        let decided = live.decide_checks(&checks);
-        let accepted = decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i);
-        let accepted = accepted.collect();
-        let answers = decided
-            .into_iter()
-            .map(|a| {
-                let matches: Vec<Value> = a
-                    .matches
-                    .into_iter()
-                    .map(|(id, s)| json!({"id": id, "similarity": s}))
-                    .collect();
-                // `replaced` is settled by the commit, which sees whether the id was stored.
-                json!({
-                    "duplicate": a.duplicate, "matches": matches, "inserted": a.inserted,
-                    "replaced": false,
-                })
-            })
-            .collect();
-        (answers, accepted)
+        live.decide_checks(&checks)
     };
-    // One transaction, one durable commit for the whole group.
-    if !accepted.is_empty() {
-        let name = c.info.name.as_str();
-        let committed = state.with_db(|db| {
-            let err = |e: redb::Error| store_err(state, name, e);
-            let txn = db.begin_write().map_err(|e| err(e.into()))?;
-            check_incarnation(&txn, state, c)?;
-            {
-                let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
-                for &i in &accepted {
-                    let p = &group[i];
-                    let record = encode_record(&p.id, &p.sketch, &p.metadata, p.text.as_deref());
-                    let old =
-                        t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
-                    // An upsert of a stored id (or of one accepted earlier in the group)
-                    // replaced that document: say so, `inserted` alone read as a new one.
-                    if old.is_some() {
-                        answers[i]["replaced"] = json!(true);
-                    }
-                }
-            }
-            txn.commit().map_err(|e| err(e.into()))
-        });
-        if let Err(e) = committed {
-            // Nothing of the group was stored; decisions that counted on it are void too.
-            return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone()))));
+    let accepted: Vec<usize> =
+        decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i).collect();
+    let name = c.info.name.as_str();
+    // One transaction, one durable commit for the whole group; a group that stores nothing
+    // reads its matches' metadata in a read transaction.
+    let written = state.with_db(|db| {
+        let err = |e: redb::Error| store_err(state, name, e);
+        if accepted.is_empty() {
+            let txn = db.begin_read().map_err(|e| err(e.into()))?;
+            let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+            let answers = answers_of(state, name, &t, &decided)?;
+            return Ok(answers);
         }
+        let txn = db.begin_write().map_err(|e| err(e.into()))?;
+        check_incarnation(&txn, state, c)?;
+        let answers = {
+            let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+            let mut replaced = Vec::with_capacity(accepted.len());
+            for &i in &accepted {
+                let p = &group[i];
+                // An upsert of a stored id (or of one accepted earlier in the group) replaced
+                // that document: say so, `inserted` alone read as a new one. Sent without
+                // metadata, it keeps the stored document's.
+                let (was_stored, metadata) =
+                    match t.get(p.id.as_str()).map_err(|e| err(e.into()))? {
+                        Some(v) if p.metadata.is_null() => {
+                            (true, read_record(state, name, &p.id, v.value())?.metadata)
+                        }
+                        stored => (stored.is_some(), p.metadata.clone()),
+                    };
+                replaced.push(was_stored);
+                let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
+                t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
+            }
+            let mut answers = answers_of(state, name, &t, &decided)?;
+            for (&i, replaced) in accepted.iter().zip(replaced) {
+                answers[i]["replaced"] = json!(replaced);
+            }
+            answers
+        };
+        txn.commit().map_err(|e| err(e.into()))?;
+        Ok(answers)
+    });
+    let answers = match written {
+        Ok(answers) => answers,
+        // Nothing of the group was stored; decisions that counted on it are void too.
+        Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
+    };
+    state.metrics.count_checks(
+        name,
+        decided.iter().map(|a| match (a.duplicate, a.inserted) {
+            (true, _) => CheckOutcome::Duplicate,
+            (false, true) => CheckOutcome::Inserted,
+            (false, false) => CheckOutcome::New,
+        }),
+    );
+    if !accepted.is_empty() {
         // Durable: now visible to searches.
         let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
@@ -255,4 +376,32 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
     for (p, answer) in group.into_iter().zip(answers) {
         let _ = p.reply.send(Ok(answer));
     }
+}
+
+/// The answers of decided checks, each match with its stored metadata from `t`.
+fn answers_of(
+    state: &AppState,
+    collection: &str,
+    t: &impl ReadableTable<&'static str, &'static [u8]>,
+    decided: &[neardup::CheckAnswer],
+) -> Result<Vec<Value>, ApiError> {
+    let err = |e: redb::Error| store_err(state, collection, e);
+    decided
+        .iter()
+        .map(|a| {
+            let mut matches = Vec::with_capacity(a.matches.len());
+            for (id, similarity) in &a.matches {
+                let metadata = match t.get(id.as_str()).map_err(|e| err(e.into()))? {
+                    Some(v) => read_record(state, collection, id, v.value())?.metadata,
+                    None => Value::Null,
+                };
+                matches.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
+            }
+            // `replaced` is settled by the commit, which sees whether the id was stored.
+            Ok(json!({
+                "duplicate": a.duplicate, "matches": matches, "inserted": a.inserted,
+                "replaced": false,
+            }))
+        })
+        .collect()
 }
