@@ -74,7 +74,7 @@ pub(crate) fn search_config_from_dict(
 #[pyfunction]
 #[pyo3(signature = (pipeline = None, options = None))]
 fn job_spec(
-    pipeline: Option<&Bound<'_, PyPipeline>>,
+    pipeline: Option<&Bound<'_, PyAny>>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
     guard(|| {
@@ -122,7 +122,7 @@ fn dedup_texts(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
-    pipeline: Option<&Bound<'_, PyPipeline>>,
+    pipeline: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyDedupResult> {
     guard(|| {
         let config = search_config_from_dict(options, SearchUse::Batch)?;

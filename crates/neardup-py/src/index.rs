@@ -83,10 +83,10 @@ impl PyIndex {
     #[new]
     #[pyo3(signature = (pipeline = None, threshold = None, method = None, hamming = None,
                         verify = None, recall = None, bands = None, rows = None,
-                        lsh_weights = None, passages = None))]
+                        lsh_weights = None, passages = None, **unknown))]
     #[allow(clippy::too_many_arguments)]
     fn new(
-        pipeline: Option<&Bound<'_, PyPipeline>>,
+        pipeline: Option<&Bound<'_, PyAny>>,
         threshold: Option<&Bound<'_, PyAny>>,
         method: Option<&Bound<'_, PyAny>>,
         hamming: Option<&Bound<'_, PyAny>>,
@@ -96,8 +96,21 @@ impl PyIndex {
         rows: Option<&Bound<'_, PyAny>>,
         lsh_weights: Option<&Bound<'_, PyAny>>,
         passages: Option<&Bound<'_, PyAny>>,
+        unknown: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         guard(|| {
+            if let Some(unknown) = unknown.filter(|u| !u.is_empty()) {
+                // Python's own message names only the keyword; say what Index takes instead.
+                let takes = [
+                    "pipeline", "threshold", "method", "hamming", "verify", "recall", "bands",
+                    "rows", "lsh_weights", "passages",
+                ];
+                let py = unknown.py();
+                py.import("neardup.errors")?.call_method1(
+                    "check_keywords",
+                    ("Index", unknown.keys(), takes.to_vec()),
+                )?;
+            }
             let config = search_config(
                 &[
                     ("threshold", threshold),

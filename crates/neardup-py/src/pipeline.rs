@@ -146,12 +146,23 @@ impl PyPipeline {
         Ok(PyPipeline { inner: Arc::new(pipeline) })
     }
 
-    /// `pipeline` if given, else the default pipeline.
-    pub(crate) fn or_default(pipeline: Option<&Bound<'_, PyPipeline>>) -> PyResult<Arc<Pipeline>> {
-        match pipeline {
-            Some(p) => Ok(p.get().inner.clone()),
-            None => Ok(Arc::new(Pipeline::new(PipelineSpec::default()).map_err(build_error)?)),
+    /// A `pipeline=` argument: a `Pipeline`, or a preset's name (`"zh-news"`), else the default
+    /// pipeline; anything else is `InputTypeError` saying what it takes.
+    pub(crate) fn or_default(pipeline: Option<&Bound<'_, PyAny>>) -> PyResult<Arc<Pipeline>> {
+        let Some(p) = pipeline.filter(|p| !p.is_none()) else {
+            return Ok(Arc::new(Pipeline::new(PipelineSpec::default()).map_err(build_error)?));
+        };
+        if let Ok(p) = p.cast::<PyPipeline>() {
+            return Ok(p.get().inner.clone());
         }
+        if let Ok(name) = p.extract::<String>() {
+            return Ok(PyPipeline::from_options(Some(&name), None)?.inner);
+        }
+        Err(crate::errors::input_type(format!(
+            "pipeline is {}: expected a neardup.Pipeline or a preset's name such as \"zh-news\" \
+             (neardup.presets() lists them)",
+            p.get_type().name()?
+        )))
     }
 }
 
@@ -429,7 +440,7 @@ fn compare<'py>(
     py: Python<'py>,
     a: &Bound<'py, PyAny>,
     b: &Bound<'py, PyAny>,
-    pipeline: Option<&Bound<'py, PyPipeline>>,
+    pipeline: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     guard(|| {
         let (da, db) = (doc_from_py(a, "a")?, doc_from_py(b, "b")?);

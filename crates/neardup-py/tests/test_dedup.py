@@ -168,11 +168,39 @@ def _not_taken():
 def test_collections_not_taken_raise_type_error_naming_them(call):
     f = _batch_calls()[call]
     cases = _not_taken()
-    if call != "dedup":  # dedup takes a dict of id -> text; the others have no ids to take
+    if call != "dedup":  # dedup takes a dict of id -> text and tables; the others have no ids
         cases.append(({"a": "x", "b": "y"}, "dict"))
+    else:
+        cases = [(given, name) for given, name in cases if name not in ("DataFrame", "Table")]
     for given, name in cases:
         with pytest.raises(TypeError) as e:
             f(given)
         message = str(e.value)
         assert name in message and "list of str" in message, (call, message)
         assert "offsets" not in message, message
+
+
+def test_dedup_takes_a_table_with_its_text_and_id_columns():
+    """A pandas or polars DataFrame, or a pyarrow Table: the texts from text_col, the ids from
+    id_col (or a column named id); the same clusters as the list of texts."""
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    texts = corpus()
+    ids = [f"doc-{i}" for i in range(len(texts))]
+    want = neardup.dedup(texts, ids=ids).clusters
+    assert want
+    for table in (
+        pd.DataFrame({"id": ids, "body": texts, "n": range(len(texts))}),
+        pl.DataFrame({"id": ids, "body": texts}),
+        pa.table({"id": ids, "body": texts}),
+    ):
+        got = neardup.dedup(table, text_col="body").clusters
+        assert got == want, type(table)
+    renamed = pa.table({"url": ids, "text": texts})
+    assert neardup.dedup(renamed, id_col="url").clusters == want
+    with pytest.raises(neardup.InputError, match=r"no column 'body' \(text_col\).*\['url', 'text'\]"):
+        neardup.dedup(renamed, text_col="body")
+    with pytest.raises(neardup.InputError, match="ids given together with a table"):
+        neardup.dedup(renamed, ids=ids)

@@ -90,3 +90,41 @@ def test_defaults_and_rules_are_the_librarys():
     assert '"hamming":4' in job and _neardup.Sketcher(job).method == "simhash"
     with pytest.raises(ValueError, match="unknown option \"thresold\""):
         _neardup.job_spec(None, {"thresold": 0.5})
+
+
+@pytest.mark.parametrize("call,function,meant", [
+    (lambda: neardup.dedup(["a"], treshold=0.5), "dedup", "threshold"),
+    (lambda: neardup.overlap(["a"], min_unit=3), "overlap", "min_units"),
+    (lambda: neardup.Index(treshold=0.5), "Index", "threshold"),
+])
+def test_an_unknown_keyword_names_the_meant_one_and_every_one_taken(call, function, meant):
+    with pytest.raises(TypeError) as e:  # still the TypeError Python raises
+        call()
+    assert isinstance(e.value, neardup.UnknownOptionError) and isinstance(e.value, neardup.OptionError)
+    message = str(e.value)
+    assert f"{function}() takes no option" in message and f"did you mean {meant!r}" in message
+    target = {"dedup": neardup.dedup, "overlap": neardup.overlap, "Index": neardup.Index}[function]
+    for name in inspect.signature(target).parameters:
+        if name not in ("unknown", "texts", "docs", "queries"):
+            assert name in message, (name, message)
+
+
+def test_a_preset_name_is_a_pipeline():
+    """``pipeline="zh-news"`` is the preset; anything else that is no Pipeline says what it takes."""
+    texts = ["今天天气很好，我们去公园散步吧", "今天天气很好，我们去公园散步吧！"]
+    by_name = neardup.dedup(texts, pipeline="zh-news")
+    by_object = neardup.dedup(texts, pipeline=neardup.Pipeline("zh-news"))
+    assert by_name.summary() == by_object.summary()
+    assert neardup.Index(pipeline="zh-news").pipeline.id == neardup.Pipeline("zh-news").id
+    with pytest.raises(neardup.OptionError, match="zh-nws"):
+        neardup.Index(pipeline="zh-nws")
+    with pytest.raises(neardup.InputTypeError, match="expected a neardup.Pipeline or a preset"):
+        neardup.dedup(texts, pipeline=3)
+
+
+def test_one_version_everywhere(binary):
+    from importlib.metadata import version
+    from pyhelpers import run_cli
+
+    cli = run_cli(binary, "--version").stdout.decode().split()[-1]
+    assert neardup.__version__ == version("neardup") == cli

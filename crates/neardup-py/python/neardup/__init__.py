@@ -18,6 +18,8 @@ MinHashLSH), :mod:`neardup.profiles` (other systems' fingerprints, bit for bit) 
 from __future__ import annotations
 
 
+import functools
+import inspect
 import json
 import os
 from collections.abc import Mapping
@@ -38,7 +40,7 @@ from ._neardup import (
     compare,
     presets,
 )
-from ._input import as_texts
+from ._input import as_texts, table_columns
 from . import errors
 from .errors import (
     Error,
@@ -48,6 +50,7 @@ from .errors import (
     InputTypeError,
     OptionError,
     PipelineMismatchError,
+    UnknownOptionError,
 )
 
 __all__ = [
@@ -189,6 +192,22 @@ class DedupResult:
         )
 
 
+def _keywords(fn):
+    """Unknown keyword arguments raise :class:`UnknownOptionError` (a ``TypeError``) naming the
+    likeliest meant and every one the function takes, instead of Python's bare message."""
+    sig = inspect.signature(fn)
+    takes = [p.name for p in sig.parameters.values()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        errors.check_keywords(fn.__name__, kwargs, takes)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_keywords
 def dedup(
     docs: Iterable[str] | Mapping[Any, str] | Any,
     threshold: Optional[float] = None,
@@ -197,21 +216,24 @@ def dedup(
     verify: Optional[str] = None,
     keep: Optional[str] = None,
     ids: Optional[Sequence[Any]] = None,
-    pipeline: Optional[Pipeline] = None,
+    pipeline: Union[Pipeline, str, None] = None,
     recall: Optional[float] = None,
     bands: Optional[int] = None,
     rows: Optional[int] = None,
     lsh_weights: Optional[tuple[float, float]] = None,
     max_bucket: Optional[int] = None,
     star_width: Optional[int] = None,
+    text_col: str = "text",
+    id_col: Optional[str] = None,
 ) -> DedupResult:
     """Near-duplicate clusters of ``docs``, as ``neardup dedup`` finds them.
 
     Args:
         docs: a list or iterable of str, a pandas Series, a pyarrow string array (read in place),
-            or a mapping of id -> text (a dict): its keys are then the ids, in its order, and
-            ``ids`` must not be given. Anything else (a single str, a DataFrame or Table, a
-            value that is not iterable) is a ``TypeError`` that names it.
+            a mapping of id -> text (a dict: its keys are then the ids, in its order, and
+            ``ids`` must not be given), or a table (a pandas or polars DataFrame, a pyarrow
+            Table) whose ``text_col`` holds the texts. Anything else (a single str, a value
+            that is not iterable) is a ``TypeError`` that names it.
         threshold: the Jaccard (or cosine) threshold, in (0, 1] (default 0.8).
         method: ``"minhash"`` (LSH bands, the default), ``"simhash"`` (every pair within
             ``hamming`` bits) or ``"both"``.
@@ -228,11 +250,19 @@ def dedup(
             choice, instead of ``recall``.
         max_bucket, star_width: the skew guard: a candidate bucket of more than ``max_bucket``
             documents (default 2,000) pairs only its first ``star_width`` (2) with the others.
+        text_col, id_col: a table's columns of texts and ids (default: ``"text"``, and ``"id"``
+            when the table has one, else the positions).
 
     Every default and rule is the library's (``neardup dedup`` applies the same): an option
     left at None is not given.
     """
-    if isinstance(docs, Mapping):
+    table = table_columns(docs, text_col, id_col)
+    if table is not None:
+        if ids is not None:
+            raise InputError("ids given together with a table: name its id column with id_col")
+        column, ids = table
+        texts = as_texts(column)
+    elif isinstance(docs, Mapping):
         if ids is not None:
             raise InputError(
                 "ids given together with a mapping of documents: the mapping's keys are the ids"
@@ -285,6 +315,7 @@ def _json_id(key: Any) -> str:
     return json.dumps(key, ensure_ascii=False)
 
 
+@_keywords
 def overlap(
     queries: Union[str, Iterable[str], Mapping[Any, str], Any],
     against: Union[Iterable[str], Mapping[Any, str], "os.PathLike[str]", None] = None,

@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 ACCEPTED = (
     "a list of str, a tuple of str, a pandas Series, a pyarrow string array, a 1-D numpy array "
-    "of str or another iterable of str"
+    "of str, another iterable of str, or a table (a pandas or polars DataFrame, a pyarrow "
+    "Table) with its text in text_col"
 )
 
 
@@ -30,6 +31,39 @@ class ArrowTexts:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+
+def table_columns(docs: Any, text_col: str, id_col: Optional[str]) -> Optional[tuple[Any, Optional[list]]]:
+    """The text column (as a batch :func:`as_texts` takes) and the ids of a table: a pandas or
+    polars DataFrame, or a pyarrow Table or RecordBatch; None for anything else. The ids are
+    ``id_col``'s values, or, when it is None, those of a column named ``id`` if there is one
+    (else the documents are numbered). A column that is not there is an error naming the
+    columns."""
+    module = (type(docs).__module__ or "").split(".")[0]
+    kind = type(docs).__name__
+    if module == "pyarrow" and kind in ("Table", "RecordBatch"):
+        columns = list(docs.column_names)
+        text = lambda name: docs.column(name)  # noqa: E731
+        values = lambda name: docs.column(name).to_pylist()  # noqa: E731
+    elif module == "pandas" and kind == "DataFrame":
+        columns = [str(c) for c in docs.columns]
+        text = lambda name: docs[name]  # noqa: E731
+        values = lambda name: docs[name].tolist()  # noqa: E731
+    elif module == "polars" and kind == "DataFrame":
+        columns = list(docs.columns)
+        text = lambda name: docs[name].to_arrow()  # noqa: E731
+        values = lambda name: docs[name].to_list()  # noqa: E731
+    else:
+        return None
+    from .errors import InputError
+
+    if text_col not in columns:
+        raise InputError(f"no column {text_col!r} (text_col) in the {module} {kind}; its columns are {columns}")
+    if id_col is not None and id_col not in columns:
+        raise InputError(f"no column {id_col!r} (id_col) in the {module} {kind}; its columns are {columns}")
+    if id_col is None and "id" in columns:
+        id_col = "id"
+    return text(text_col), (values(id_col) if id_col is not None else None)
 
 
 def not_taken(docs: Any, hint: str = "") -> TypeError:

@@ -79,7 +79,7 @@ DocId = Union[str, int]
 class Index:
     def __init__(
         self,
-        pipeline: Optional[Pipeline] = None,
+        pipeline: Union[Pipeline, str, None] = None,
         threshold: Optional[float] = None,
         method: Optional[str] = None,
         hamming: Optional[int] = None,
@@ -120,7 +120,7 @@ class Index:
     @staticmethod
     def load(path: Union[str, PathLike]) -> "Index": ...
 
-def compare(a: Doc, b: Doc, pipeline: Optional[Pipeline] = None) -> dict: ...
+def compare(a: Doc, b: Doc, pipeline: Union[Pipeline, str, None] = None) -> dict: ...
 def presets() -> list[tuple[str, str]]: ...
 def lsh_params(
     threshold: float,
@@ -131,10 +131,10 @@ def lsh_params(
 def dedup_texts(
     texts: Texts,
     options: Optional[Mapping[str, Any]] = None,
-    pipeline: Optional[Pipeline] = None,
+    pipeline: Union[Pipeline, str, None] = None,
 ) -> DedupResult: ...
 def job_spec(
-    pipeline: Optional[Pipeline] = None, options: Optional[Mapping[str, Any]] = None
+    pipeline: Union[Pipeline, str, None] = None, options: Optional[Mapping[str, Any]] = None
 ) -> str: ...
 def option_table() -> list[tuple[str, str, bool, str]]: ...
 def overlap_texts(

@@ -6,6 +6,8 @@ Each is also the built-in exception it was before the tree existed (``ValueError
     Error
     ├── InputError (ValueError)          a value neardup cannot take: a document, an id, a count
     │   └── OptionError                  an option, a pipeline spec, contradicting search settings
+    │       └── UnknownOptionError (TypeError)  a keyword no function of neardup takes, with the
+    │                                        ones it takes and the likeliest meant
     ├── InputTypeError (TypeError)       a value of the wrong type
     ├── IndexFileError (ValueError)      a saved index that cannot be used: corrupt, too old,
     │   └── PipelineMismatchError        or made by another pipeline or settings
@@ -17,10 +19,13 @@ Errors inside neardup itself (a bug) are ``RuntimeError``, and the datasketch dr
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "Error",
     "InputError",
     "OptionError",
+    "UnknownOptionError",
     "InputTypeError",
     "IndexFileError",
     "PipelineMismatchError",
@@ -38,6 +43,25 @@ class InputError(Error, ValueError):
 
 class OptionError(InputError):
     """An option, a pipeline spec, or search settings that contradict each other."""
+
+
+class UnknownOptionError(OptionError, TypeError):
+    """A keyword argument the function does not take (a ``TypeError``, as Python's own)."""
+
+
+def check_keywords(function: str, given: Any, takes: Any) -> None:
+    """Raises :class:`UnknownOptionError` for the first of ``given`` not in ``takes``, naming
+    the closest one it takes and all of them."""
+    import difflib
+
+    takes = list(takes)
+    for name in given:
+        if name not in takes:
+            close = difflib.get_close_matches(name, takes, 1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownOptionError(
+                f"{function}() takes no option {name!r}{hint}; it takes {', '.join(takes)}"
+            )
 
 
 class InputTypeError(Error, TypeError):
