@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use neardup::{Dedup, DedupConfig, DedupOutcome, Document, Scratch, SearchSpec, SearchUse};
 use pyo3::types::PyDict;
 
+use crate::interrupt::{interruptible, wants_progress};
 use crate::pipeline::{to_json, PyPipeline};
 use crate::texts::Source;
 use crate::{dedup_error, guard};
@@ -117,25 +118,34 @@ fn option_table() -> Vec<(&'static str, &'static str, bool, &'static str)> {
 /// Deduplicates a batch of texts: the same clusters as `neardup dedup` on the same documents.
 /// `options`: the search options by name (`neardup.dedup`'s keywords).
 #[pyfunction]
-#[pyo3(signature = (texts, options = None, pipeline = None))]
+#[pyo3(signature = (texts, options = None, pipeline = None, progress = None))]
 fn dedup_texts(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
     pipeline: Option<&Bound<'_, PyAny>>,
+    progress: Option<bool>,
 ) -> PyResult<PyDedupResult> {
     guard(|| {
         let config = search_config_from_dict(options, SearchUse::Batch)?;
         let pipeline = PyPipeline::or_default(pipeline)?;
         let source = Source::from_py(texts)?;
         let texts = source.texts()?;
-        py.detach(|| -> PyResult<PyDedupResult> {
+        let progress = wants_progress(py, progress).then_some(("sketched", texts.len() as u64));
+        interruptible(py, progress, |stop| -> PyResult<PyDedupResult> {
             let mut dedup = Dedup::new(&pipeline, config).map_err(dedup_error)?;
             let sketches: Vec<_> = texts
                 .par_iter()
-                .map_init(Scratch::default, |s, t| dedup.sketch(Document::Text(t), t.len(), s))
+                .map_init(Scratch::default, |s, t| {
+                    // Interrupted: the rest is not sketched (the call raises KeyboardInterrupt).
+                    (!stop.is_set()).then(|| {
+                        stop.advance(1);
+                        dedup.sketch(Document::Text(t), t.len(), s)
+                    })
+                })
                 .collect();
-            for s in sketches {
+            stop.check()?;
+            for s in sketches.into_iter().flatten() {
                 dedup.push(s).map_err(dedup_error)?;
             }
             let outcome = dedup.run().map_err(dedup_error)?;

@@ -13,6 +13,7 @@ use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
 use crate::dedup::search_config;
+use crate::interrupt::{interruptible, wants_progress};
 use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
 use crate::pipeline::{doc_from_py, Doc, PyPipeline};
 use crate::texts::Source;
@@ -102,14 +103,20 @@ impl PyIndex {
             if let Some(unknown) = unknown.filter(|u| !u.is_empty()) {
                 // Python's own message names only the keyword; say what Index takes instead.
                 let takes = [
-                    "pipeline", "threshold", "method", "hamming", "verify", "recall", "bands",
-                    "rows", "lsh_weights", "passages",
+                    "pipeline",
+                    "threshold",
+                    "method",
+                    "hamming",
+                    "verify",
+                    "recall",
+                    "bands",
+                    "rows",
+                    "lsh_weights",
+                    "passages",
                 ];
                 let py = unknown.py();
-                py.import("neardup.errors")?.call_method1(
-                    "check_keywords",
-                    ("Index", unknown.keys(), takes.to_vec()),
-                )?;
+                py.import("neardup.errors")?
+                    .call_method1("check_keywords", ("Index", unknown.keys(), takes.to_vec()))?;
             }
             let config = search_config(
                 &[
@@ -164,11 +171,15 @@ impl PyIndex {
     }
 
     /// Stores (or replaces) many documents, sketched on every core with the GIL released.
+    /// Ctrl-C interrupts it (nothing is stored); `progress` draws a line on stderr (default:
+    /// when it is a terminal).
+    #[pyo3(signature = (ids, texts, progress = None))]
     fn insert_many(
         &self,
         py: Python<'_>,
         ids: &Bound<'_, PyAny>,
         texts: &Bound<'_, PyAny>,
+        progress: Option<bool>,
     ) -> PyResult<()> {
         guard(|| {
             let ids = ids
@@ -185,13 +196,20 @@ impl PyIndex {
                     texts.len()
                 )));
             }
-            let sketches: Vec<DocSketch> = self.read(py, |state| {
-                texts
+            let shown = wants_progress(py, progress).then_some(("sketched", texts.len() as u64));
+            let sketches: Vec<DocSketch> = interruptible(py, shown, |stop| {
+                let state = self.state.read().map_err(poisoned)?;
+                let sketches: Vec<Option<DocSketch>> = texts
                     .par_iter()
                     .map_init(Scratch::default, |s, t| {
-                        state.engine().sketch(neardup::Document::Text(t), t.len(), s)
+                        (!stop.is_set()).then(|| {
+                            stop.advance(1);
+                            state.engine().sketch(neardup::Document::Text(t), t.len(), s)
+                        })
                     })
-                    .collect()
+                    .collect();
+                stop.check()?;
+                Ok(sketches.into_iter().flatten().collect())
             })?;
             self.write(py, |state| {
                 let keep = state.passages().is_some();

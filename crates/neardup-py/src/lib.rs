@@ -13,6 +13,7 @@ mod datasketch;
 mod dedup;
 mod errors;
 mod index;
+mod interrupt;
 mod overlap;
 mod pipeline;
 mod profiles;

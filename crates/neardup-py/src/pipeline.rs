@@ -10,6 +10,7 @@ use rayon::prelude::*;
 
 use neardup::{Document, Pipeline, PipelineOptions, PipelineSpec, Scratch, Sketches};
 
+use crate::interrupt::{interruptible, wants_progress};
 use crate::texts::Source;
 use crate::{build_error, guard};
 
@@ -264,26 +265,35 @@ impl PyPipeline {
 
     /// Fingerprints of many documents, on every core with the GIL released: a list or tuple of
     /// `str`, or the Arrow buffers the `neardup` package passes for pandas and pyarrow input.
-    #[pyo3(signature = (texts, minhash = true))]
+    /// Ctrl-C interrupts it; `progress` draws a line on stderr (default: when it is a terminal).
+    #[pyo3(signature = (texts, minhash = true, progress = None))]
     fn fingerprint_batch(
         &self,
         py: Python<'_>,
         texts: &Bound<'_, PyAny>,
         minhash: bool,
+        progress: Option<bool>,
     ) -> PyResult<PyFingerprintBatch> {
         guard(|| {
             let source = Source::from_py(texts)?;
             let texts = source.texts()?;
             let sketches = if minhash { Sketches::MINHASH } else { Sketches::SIMHASH };
             let pipeline = &self.inner;
-            let fps: Vec<neardup::Fingerprint> = py.detach(|| {
-                texts
+            let shown =
+                wants_progress(py, progress).then_some(("fingerprinted", texts.len() as u64));
+            let fps: Vec<neardup::Fingerprint> = interruptible(py, shown, |stop| {
+                let fps: Vec<Option<neardup::Fingerprint>> = texts
                     .par_iter()
                     .map_init(Scratch::default, |s, t| {
-                        pipeline.fingerprint(Document::Text(t), s, sketches)
+                        (!stop.is_set()).then(|| {
+                            stop.advance(1);
+                            pipeline.fingerprint(Document::Text(t), s, sketches)
+                        })
                     })
-                    .collect()
-            });
+                    .collect();
+                stop.check()?;
+                Ok(fps.into_iter().flatten().collect())
+            })?;
             let n = fps.len();
             let bits = pipeline.simhash_bits().get();
             let simhash = if bits == 128 {

@@ -225,6 +225,7 @@ def dedup(
     star_width: Optional[int] = None,
     text_col: str = "text",
     id_col: Optional[str] = None,
+    progress: Optional[bool] = None,
 ) -> DedupResult:
     """Near-duplicate clusters of ``docs``, as ``neardup dedup`` finds them.
 
@@ -252,6 +253,9 @@ def dedup(
             documents (default 2,000) pairs only its first ``star_width`` (2) with the others.
         text_col, id_col: a table's columns of texts and ids (default: ``"text"``, and ``"id"``
             when the table has one, else the positions).
+        progress: draw a progress line on stderr (default: when stderr is a terminal).
+
+    Ctrl-C interrupts it (``KeyboardInterrupt``) within a fraction of a second.
 
     Every default and rule is the library's (``neardup dedup`` applies the same): an option
     left at None is not given.
@@ -281,7 +285,7 @@ def dedup(
         "max_bucket": max_bucket, "star_width": star_width,
     }
     native = _neardup.dedup_texts(
-        texts, {k: v for k, v in options.items() if v is not None}, pipeline
+        texts, {k: v for k, v in options.items() if v is not None}, pipeline, progress
     )
     return DedupResult(native, ids)
 
