@@ -22,6 +22,18 @@ pub(super) struct InDoc {
     pub(super) metadata: Value,
 }
 
+/// A batch of `n` documents within `--max-batch-docs` (413 otherwise).
+pub(super) fn check_batch(n: usize, limits: &crate::Limits) -> Result<(), ApiError> {
+    if n > limits.max_batch_docs {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "batch_too_large",
+            format!("{n} documents, the limit is {}", limits.max_batch_docs),
+        ));
+    }
+    Ok(())
+}
+
 /// A request's document: text or tokens (the library's owned document).
 pub(super) type Body = neardup::OwnedDocument;
 

@@ -13,13 +13,7 @@ pub(super) async fn insert_docs(
     OnLive { c, req }: OnLive<InsertRequest>,
 ) -> ApiResult {
     let limits = state.limits;
-    if req.docs.len() > limits.max_batch_docs {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "batch_too_large",
-            format!("{} documents, the limit is {}", req.docs.len(), limits.max_batch_docs),
-        ));
-    }
+    check_batch(req.docs.len(), &limits)?;
     let mut docs = Vec::with_capacity(req.docs.len());
     let mut seen = std::collections::HashSet::new();
     for (i, d) in req.docs.into_iter().enumerate() {

@@ -182,13 +182,7 @@ pub(super) async fn check(
     };
     let (docs, threshold, asked_top_k) = if batch {
         let req: BatchCheckRequest = parse(body)?;
-        if req.docs.len() > limits.max_batch_docs {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "batch_too_large",
-                format!("{} documents, the limit is {}", req.docs.len(), limits.max_batch_docs),
-            ));
-        }
+        check_batch(req.docs.len(), &limits)?;
         let mut docs = Vec::with_capacity(req.docs.len());
         for (i, d) in req.docs.into_iter().enumerate() {
             let what = format!("docs[{i}]");
