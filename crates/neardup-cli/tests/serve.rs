@@ -1306,8 +1306,11 @@ fn a_check_that_overwrites_a_stored_id_says_it_replaced_it() {
     // The OpenAPI document describes the field.
     let (_, doc) = s.call("GET", "/v1/openapi.json", None);
     let check = &doc["paths"]["/v1/collections/{name}/check"]["post"]["responses"]["200"];
-    let props = &check["content"]["application/json"]["schema"]["properties"];
-    assert!(props["replaced"].is_object(), "{check}");
+    // One check's answer, or a batch's results of such answers.
+    let one = &check["content"]["application/json"]["schema"]["oneOf"][0];
+    assert!(one["properties"]["replaced"].is_object(), "{check}");
+    let batch = &check["content"]["application/json"]["schema"]["oneOf"][1];
+    assert_eq!(batch["properties"]["results"]["items"], *one, "{check}");
 }
 
 /// Regression (issue 22): every distinct method string sent to an open path became a
