@@ -759,8 +759,8 @@ fn dedup_bad_lines_stop_or_are_skipped_and_duplicate_ids_reported() {
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("bad.jsonl:2") && err.contains("bad.jsonl:3"), "{err}");
-    assert!(err.contains("skipped 2 bad record(s)"), "{err}");
-    assert!(err.contains("1 duplicate id(s)") && err.contains("e.g. 1"), "{err}");
+    assert!(err.contains("skipped 2 bad records or files"), "{err}");
+    assert!(err.contains("1 duplicate id (") && err.contains("e.g. 1"), "{err}");
     let text = std::fs::read_to_string(&kept).expect("kept");
     assert_eq!(text.lines().count(), 2, "both good records, kept apart: {text}");
 }
@@ -1934,7 +1934,7 @@ fn a_string_id_and_a_number_id_with_one_text_are_one_id() {
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     // "7" and 7 are one id (two repeats, named once); "8" and 8.0 are two.
-    assert!(err.contains("2 duplicate id(s)") && err.contains("e.g. 7\n"), "{err}");
+    assert!(err.contains("2 duplicate ids (") && err.contains("e.g. 7\n"), "{err}");
     assert!(err.contains("cannot be loaded as a collection"), "{err}");
 }
 

@@ -133,47 +133,55 @@ impl Summary {
     }
 }
 
+/// `n` and the noun for it: `1 document`, `2 documents`.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The lines `neardup dedup` prints (each surface prints these).
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let size = self.bytes.map(|b| format!("{:.1} MB, ", b as f64 / 1e6)).unwrap_or_default();
         writeln!(
             f,
-            "{} documents ({size}{} empty), {} clusters, {} dropped, {} kept",
-            self.documents, self.empty, self.clusters, self.dropped, self.kept
+            "{} ({size}{} empty), {}, {} dropped, {} kept",
+            count(self.documents, "document", "documents"),
+            self.empty,
+            count(self.clusters, "cluster", "clusters"),
+            self.dropped,
+            self.kept
         )?;
         write!(
             f,
-            "  {}, verified by {}: {} candidate pairs, {} verified between distinct texts, {} \
-             exact copies",
+            "  {}, verified by {}: {}, {} verified between distinct texts, {}",
             self.method_line(),
             self.verification.name(),
-            self.candidates,
+            count(self.candidates, "candidate pair", "candidate pairs"),
             self.verified,
-            self.exact_duplicates
+            count(self.exact_duplicates, "exact copy", "exact copies")
         )?;
         if self.capped_buckets > 0 {
-            write!(
-                f,
-                "\n  {} bucket(s) over max_bucket paired as stars (skew guard)",
-                self.capped_buckets
-            )?;
+            let buckets = count(self.capped_buckets, "bucket", "buckets");
+            write!(f, "\n  {buckets} over max_bucket paired as stars (skew guard)")?;
         }
         if self.against > 0 {
-            write!(f, "\n  against an index of {} documents", self.against)?;
+            let docs = count(self.against, "document", "documents");
+            write!(f, "\n  against an index of {docs}")?;
         }
         if self.skipped > 0 {
-            write!(f, "\n  skipped {} bad record(s) or file(s)", self.skipped)?;
+            let bad = count(self.skipped, "bad record or file", "bad records or files");
+            write!(f, "\n  skipped {bad}")?;
         }
         if self.replaced > 0 {
-            write!(f, "\n  replaced {} invalid UTF-8 sequence(s) (--lossy)", self.replaced)?;
+            let bad = count(self.replaced, "invalid UTF-8 sequence", "invalid UTF-8 sequences");
+            write!(f, "\n  replaced {bad} (--lossy)")?;
         }
         if self.repeated_ids > 0 {
             write!(
                 f,
-                "\n  {} duplicate id(s) (records repeating an earlier record's id; \"7\" and 7 \
-                 are one id), kept as separate documents, e.g. {}",
-                self.repeated_ids,
+                "\n  {} (records repeating an earlier record's id; \"7\" and 7 are one id), kept \
+                 as separate documents, e.g. {}",
+                count(self.repeated_ids, "duplicate id", "duplicate ids"),
                 self.repeated_id_examples.join(", ")
             )?;
         }
@@ -204,9 +212,9 @@ mod tests {
         };
         assert_eq!(
             s.to_string(),
-            "3 documents (1.5 MB, 0 empty), 1 clusters, 1 dropped, 2 kept\n  minhash, 16 bands x \
+            "3 documents (1.5 MB, 0 empty), 1 cluster, 1 dropped, 2 kept\n  minhash, 16 bands x \
              6 rows, P(candidate) 0.9923 at Jaccard 0.8, verified by jaccard: 2 candidate pairs, \
-             1 verified between distinct texts, 0 exact copies\n  1 duplicate id(s) (records \
+             1 verified between distinct texts, 0 exact copies\n  1 duplicate id (records \
              repeating an earlier record's id; \"7\" and 7 are one id), kept as separate \
              documents, e.g. 7"
         );
