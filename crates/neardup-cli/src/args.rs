@@ -131,6 +131,18 @@ pub struct PipelineArgs {
     /// Do not collapse runs of whitespace.
     #[arg(long)]
     pub no_collapse_whitespace: bool,
+
+    /// Write Chinese in one script before taking features: simplified (traditional characters
+    /// read as simplified, OpenCC's t2s; the zh-* presets' choice), traditional (s2t), or keep.
+    #[arg(long, value_enum, value_name = "SCRIPT")]
+    pub zh_script: Option<ZhScriptArg>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ZhScriptArg {
+    Keep,
+    Simplified,
+    Traditional,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -223,6 +235,7 @@ impl PipelineArgs {
             (self.no_nfkc, "--no-nfkc"),
             (self.no_case_fold, "--no-case-fold"),
             (self.no_collapse_whitespace, "--no-collapse-whitespace"),
+            (self.zh_script.is_some(), "--zh-script"),
         ];
         for (given, name) in flags {
             if given {
@@ -321,6 +334,11 @@ impl PipelineArgs {
             nfkc: self.no_nfkc.then_some(false),
             case_fold: self.no_case_fold.then_some(false),
             collapse_whitespace: self.no_collapse_whitespace.then_some(false),
+            zh_script: self.zh_script.map(|z| match z {
+                ZhScriptArg::Keep => neardup::text::ZhScript::Keep,
+                ZhScriptArg::Simplified => neardup::text::ZhScript::Simplified,
+                ZhScriptArg::Traditional => neardup::text::ZhScript::Traditional,
+            }),
         }
     }
 }

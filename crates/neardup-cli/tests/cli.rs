@@ -2178,3 +2178,32 @@ fn the_format_follows_the_file_name_unless_given() {
     let o = run(&["fingerprint", c, "--format", "text", "--jsonl"]);
     assert_eq!(o.status.code(), Some(2), "contradictory: {}", stderr(&o));
 }
+
+/// Issue 20: the same sentence in traditional and simplified characters scored Jaccard 0.11.
+/// The Chinese presets write traditional as simplified (OpenCC's t2s), any pipeline can with
+/// `--zh-script`, and `keep` is the old behaviour (the default preset's).
+#[test]
+fn traditional_and_simplified_chinese_are_one_text_in_the_chinese_presets() {
+    let hk = "香港特別行政區政府今日公佈，今年夏季防汛工作的總體安排已經確定，各部門將加強對低窪地區的巡查，並在暴雨期間開放臨時庇護中心。";
+    let cn = "香港特别行政区政府今日公布，今年夏季防汛工作的总体安排已经确定，各部门将加强对低洼地区的巡查，并在暴雨期间开放临时庇护中心。";
+    let jaccard = |extra: &[&str]| {
+        let mut args = vec!["compare", "--json", "--text", hk, "--text", cn];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+        v["jaccard_exact"].as_f64().expect("jaccard")
+    };
+    for preset in ["zh-news", "zh-keywords", "zh-han"] {
+        assert_eq!(jaccard(&["--preset", preset]), 1.0, "{preset}");
+        assert!(jaccard(&["--preset", preset, "--zh-script", "keep"]) < 0.5, "{preset}");
+    }
+    assert!(jaccard(&[]) < 0.5, "the default preset keeps the characters as written");
+    assert_eq!(jaccard(&["--zh-script", "simplified"]), 1.0);
+    assert_eq!(jaccard(&["--zh-script", "traditional"]), 1.0);
+    // The spec says so, and a spec without it is the one of earlier builds (same pipeline id).
+    let o = run(&["spec", "--preset", "zh-news"]);
+    assert!(stdout(&o).contains("\"zh_script\": \"simplified\""), "{}", stdout(&o));
+    let o = run(&["spec"]);
+    assert!(!stdout(&o).contains("zh_script"), "{}", stdout(&o));
+}

@@ -128,3 +128,16 @@ def test_one_version_everywhere(binary):
 
     cli = run_cli(binary, "--version").stdout.decode().split()[-1]
     assert neardup.__version__ == version("neardup") == cli
+
+
+def test_traditional_and_simplified_are_one_text_in_the_chinese_presets():
+    hk = "香港特別行政區政府今日公佈，今年夏季防汛工作的總體安排已經確定，並在暴雨期間開放臨時庇護中心。"
+    cn = "香港特别行政区政府今日公布，今年夏季防汛工作的总体安排已经确定，并在暴雨期间开放临时庇护中心。"
+    zh = neardup.Pipeline("zh-news")
+    assert zh.fingerprint(hk).simhash == zh.fingerprint(cn).simhash
+    kept = neardup.Pipeline("zh-news", zh_script="keep")
+    assert kept.fingerprint(hk).simhash != kept.fingerprint(cn).simhash
+    assert neardup.dedup([cn, hk], pipeline="zh-news").keep_mask.tolist() == [True, False]
+    assert neardup.dedup([cn, hk]).keep_mask.tolist() == [True, True]
+    with pytest.raises(neardup.OptionError, match="expected one of keep, simplified, traditional"):
+        neardup.Pipeline(zh_script="hant")

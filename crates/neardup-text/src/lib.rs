@@ -33,9 +33,10 @@ mod segment;
 mod stopwords;
 #[cfg(feature = "zh")]
 pub mod zh;
+mod zh_script;
 
 pub use featurize::{FeatureKind, Featurizer};
-pub use normalize::{KeepFilter, NormalizeConfig, Normalizer};
+pub use normalize::{KeepFilter, NormalizeConfig, Normalizer, ZhScript};
 pub use pipeline::{PunctuationPolicy, TextConfig, TextPipeline, TextScratch};
 pub use script::{is_han, is_unspaced, Script};
 pub use segment::{

@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 
 use neardup_sketch::{Densification, FeatureHasher, MinHashScheme, SimHashBits};
-use neardup_text::{BuiltinStopWords, FeatureKind, KeepFilter, PunctuationPolicy, SegmenterKind};
+use neardup_text::{
+    BuiltinStopWords, FeatureKind, KeepFilter, PunctuationPolicy, SegmenterKind, ZhScript,
+};
 
 use crate::{BuildError, IdfSource, PipelineSpec, Weighting};
 
@@ -69,6 +71,8 @@ pub struct PipelineOptions {
     pub case_fold: Option<bool>,
     /// Whitespace collapsing on or off.
     pub collapse_whitespace: Option<bool>,
+    /// The Chinese script text is written in before its features are taken.
+    pub zh_script: Option<ZhScript>,
 }
 
 fn invalid(field: &'static str, message: String) -> BuildError {
@@ -105,6 +109,7 @@ impl PipelineOptions {
         "nfkc",
         "case_fold",
         "collapse_whitespace",
+        "zh_script",
     ];
 
     /// Sets one option from a JSON value, by the names of the command line (`segmenter:
@@ -258,6 +263,17 @@ impl PipelineOptions {
             "nfkc" => self.nfkc = Some(flag()?),
             "case_fold" => self.case_fold = Some(flag()?),
             "collapse_whitespace" => self.collapse_whitespace = Some(flag()?),
+            "zh_script" => {
+                self.zh_script = Some(choose(
+                    field,
+                    text()?,
+                    &[
+                        ("keep", ZhScript::Keep),
+                        ("simplified", ZhScript::Simplified),
+                        ("traditional", ZhScript::Traditional),
+                    ],
+                )?)
+            }
             _ => unreachable!("every name in NAMES is handled"),
         }
         Ok(())
@@ -348,6 +364,9 @@ impl PipelineOptions {
         }
         if let Some(v) = self.collapse_whitespace {
             spec.normalize.collapse_whitespace = v;
+        }
+        if let Some(v) = self.zh_script {
+            spec.normalize.zh_script = v;
         }
         spec.validate()?;
         Ok(spec)

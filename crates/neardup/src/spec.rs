@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use neardup_sketch::{FeatureHasher, MinHashScheme, SimHashBits, MAX_NUM_PERM};
 use neardup_text::{
     BuiltinStopWords, FeatureKind, KeepFilter, NormalizeConfig, PunctuationPolicy, SegmenterKind,
+    ZhScript,
 };
 use serde::{Deserialize, Serialize};
 
@@ -142,6 +143,13 @@ impl Preset {
     }
 }
 
+/// The Chinese presets' normalization: the default, with traditional characters written as
+/// simplified (so a Hong Kong and a mainland copy of one text share their features, and jieba,
+/// whose dictionary is simplified, segments both alike).
+fn zh_normalize() -> NormalizeConfig {
+    NormalizeConfig { zh_script: ZhScript::Simplified, ..NormalizeConfig::default() }
+}
+
 /// The presets.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -152,9 +160,11 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "zh-news",
-        description: "Chinese news: jieba words without Chinese and English stop words, TF-IDF \
-                      weights from jieba's table (the classic Chinese SimHash set-up)",
+        description: "Chinese news: traditional characters read as simplified, jieba words \
+                      without Chinese and English stop words, TF-IDF weights from jieba's table \
+                      (the classic Chinese SimHash set-up)",
         build: || PipelineSpec {
+            normalize: zh_normalize(),
             segmenter: SegmenterKind::Jieba,
             stop_words: StopWordsSpec {
                 builtin: vec![BuiltinStopWords::Zh, BuiltinStopWords::En],
@@ -167,9 +177,11 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "zh-keywords",
-        description: "Chinese: the top 20 jieba TF-IDF keywords, weighted by TF-IDF (as jiebaR's \
-                      simhash worker, on jieba-rs data)",
+        description: "Chinese: traditional characters read as simplified, the top 20 jieba \
+                      TF-IDF keywords, weighted by TF-IDF (as jiebaR's simhash worker, on \
+                      jieba-rs data)",
         build: || PipelineSpec {
+            normalize: zh_normalize(),
             segmenter: SegmenterKind::Jieba,
             stop_words: StopWordsSpec {
                 builtin: vec![BuiltinStopWords::Zh, BuiltinStopWords::En],
@@ -182,9 +194,10 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "zh-han",
-        description: "Chinese, Han characters only (everything else removed), character 3-grams",
+        description: "Chinese, Han characters only (everything else removed), traditional read \
+                      as simplified, character 3-grams",
         build: || PipelineSpec {
-            normalize: NormalizeConfig { keep: KeepFilter::Han, ..NormalizeConfig::default() },
+            normalize: NormalizeConfig { keep: KeepFilter::Han, ..zh_normalize() },
             features: FeatureKind::CharNgrams { n: 3 },
             ..PipelineSpec::default()
         },
@@ -209,6 +222,7 @@ pub const PRESETS: &[Preset] = &[
                 case_fold: false,
                 collapse_whitespace: false,
                 keep: KeepFilter::All,
+                zh_script: ZhScript::Keep,
             },
             segmenter: SegmenterKind::Whitespace,
             punctuation: PunctuationPolicy::Keep,
@@ -307,6 +321,7 @@ impl PipelineSpec {
             || matches!(self.features, neardup_text::FeatureKind::Keywords { .. });
         matches!(self.segmenter, SegmenterKind::Auto | SegmenterKind::Jieba)
             || (weighs_by_idf && matches!(self.idf, IdfSource::Bundled))
+            || !self.normalize.zh_script.is_keep()
     }
 
     /// The canonical JSON form (field order fixed by the type, no whitespace).

@@ -1,0 +1,98 @@
+//! Traditional <-> simplified Chinese, by OpenCC's dictionaries (through `ferrous-opencc`).
+//!
+//! The conversion reads phrases, then characters, and costs about 50 ns a byte; most text needs
+//! none of it (a simplified text under `t2s`, any text without Han characters). A text is
+//! converted only if it holds a character that the direction's character table maps (a key of
+//! OpenCC's `TSCharacters` for `t2s`, of `STCharacters` for `s2t`), checked in one pass over its
+//! characters against a set of them: otherwise it is returned as it is, borrowed.
+//!
+//! Without the `zh` feature there is no conversion (the pipeline gives such specs another id).
+
+use std::borrow::Cow;
+
+use crate::normalize::ZhScript;
+
+/// `text` written in `script` (borrowed when nothing changes).
+pub(crate) fn convert(text: Cow<'_, str>, script: ZhScript) -> Cow<'_, str> {
+    if text.is_ascii() {
+        return text;
+    }
+    imp::convert(text, script)
+}
+
+#[cfg(feature = "zh")]
+mod imp {
+    use std::borrow::Cow;
+    use std::sync::OnceLock;
+
+    use ferrous_opencc::config::BuiltinConfig;
+    use ferrous_opencc::OpenCC;
+    use rustc_hash::FxHashSet;
+
+    use crate::normalize::ZhScript;
+
+    /// The characters a direction's character table maps, and its converter.
+    struct Direction {
+        keys: FxHashSet<char>,
+        converter: OpenCC,
+    }
+
+    fn direction(script: ZhScript) -> Option<&'static Direction> {
+        static T2S: OnceLock<Direction> = OnceLock::new();
+        static S2T: OnceLock<Direction> = OnceLock::new();
+        let (cell, keys, config) = match script {
+            ZhScript::Simplified => {
+                (&T2S, include_str!("../data/opencc/traditional_keys.txt"), BuiltinConfig::T2s)
+            }
+            ZhScript::Traditional => {
+                (&S2T, include_str!("../data/opencc/simplified_keys.txt"), BuiltinConfig::S2t)
+            }
+            ZhScript::Keep => return None,
+        };
+        Some(cell.get_or_init(|| Direction {
+            keys: keys.trim_end().chars().collect(),
+            // The dictionaries are compiled into the crate: building them cannot fail but for a
+            // bug in it, which a test of every direction would show.
+            converter: OpenCC::from_config(config).expect("OpenCC's built-in dictionaries load"),
+        }))
+    }
+
+    pub(super) fn convert(text: Cow<'_, str>, script: ZhScript) -> Cow<'_, str> {
+        let Some(d) = direction(script) else { return text };
+        if !text.chars().any(|c| d.keys.contains(&c)) {
+            return text;
+        }
+        Cow::Owned(d.converter.convert(&text))
+    }
+}
+
+#[cfg(not(feature = "zh"))]
+mod imp {
+    use std::borrow::Cow;
+
+    use crate::normalize::ZhScript;
+
+    pub(super) fn convert(text: Cow<'_, str>, _: ZhScript) -> Cow<'_, str> {
+        text
+    }
+}
+
+#[cfg(all(test, feature = "zh"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traditional_and_simplified_meet_and_simplified_text_is_borrowed() {
+        let hk = "香港特別行政區政府今日公佈，今年夏季防汛工作的總體安排已經確定。";
+        let cn = "香港特别行政区政府今日公布，今年夏季防汛工作的总体安排已经确定。";
+        assert_eq!(convert(Cow::Borrowed(hk), ZhScript::Simplified), cn);
+        assert!(matches!(convert(Cow::Borrowed(cn), ZhScript::Simplified), Cow::Borrowed(_)));
+        assert!(matches!(
+            convert(Cow::Borrowed("plain ASCII"), ZhScript::Simplified),
+            Cow::Borrowed(_)
+        ));
+        let back = convert(Cow::Borrowed("软件和头发"), ZhScript::Traditional);
+        assert_eq!(back, "軟件和頭髮");
+        assert_eq!(convert(Cow::Borrowed(hk), ZhScript::Keep), hk);
+    }
+}
