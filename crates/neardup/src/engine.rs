@@ -298,12 +298,10 @@ impl Engine {
     /// limit, else refused ([`BelowThreshold`]): never answered in part.
     pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, BelowThreshold> {
         let index_threshold = self.config.threshold;
-        let by_bits = self.plan.verification == crate::Verification::Hamming
-            || (self.plan.verification == crate::Verification::Estimate
-                && self.plan.method == Method::SimHash);
         match threshold {
-            // Within floating-point noise of the index's threshold is the index's threshold.
-            Some(t) if !by_bits && t < index_threshold - 1e-12 => {
+            // Within floating-point noise of the index's threshold is the index's threshold;
+            // a pair verified by its bits passes whatever the threshold.
+            Some(t) if !self.plan.verifies_by_bits() && t < index_threshold - 1e-12 => {
                 if self.docs.len() <= self.scan_limit {
                     Ok(SearchPlan::Scan)
                 } else {

@@ -21,6 +21,13 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// True when a pair passes by its SimHash distance (at most `hamming` bits), whatever the
+    /// threshold: Hamming verification, or the estimate of a SimHash-only search.
+    pub(crate) fn verifies_by_bits(&self) -> bool {
+        self.verification == Verification::Hamming
+            || (self.verification == Verification::Estimate && self.method == Method::SimHash)
+    }
+
     /// Validates `config` against `pipeline` and resolves its defaults.
     ///
     /// The banding is, in order: `config.banding` as given; the weighted-error choice of

@@ -260,9 +260,7 @@ pub(crate) fn verify(
     // (4/5 computed as 0.7999999999999999).
     let passes = |s: f64| s >= threshold - 1e-12;
     let s = measure(plan, da, db);
-    let hamming_rule = plan.verification == Verification::Hamming
-        || (plan.verification == Verification::Estimate && plan.method == Method::SimHash);
-    if hamming_rule {
+    if plan.verifies_by_bits() {
         within_hamming().then_some(s)
     } else {
         passes(s).then_some(s)
