@@ -419,6 +419,7 @@ impl InputArgs {
             lossy: self.lossy,
             skip_bad: self.skip_bad,
             max_doc_bytes: self.max_doc_bytes,
+            rank_field: None,
         }
     }
 

@@ -735,6 +735,80 @@ fn dedup_keep_rule_simhash_and_compressed_input() {
 }
 
 #[test]
+fn dedup_keeps_the_newest_crawl_by_a_field() {
+    let dir = tempdir("dedup-keep-field");
+    let text = "the harbour authority said on monday that the new pier would open in spring \
+                after two years of building and a long dispute over the cost of the works";
+    // Three crawls of one page (nested dates, one with an offset, one without the field) and
+    // two of another (a date, a date-time with a space).
+    let records = [
+        serde_json::json!({"id": "a1", "meta": {"fetched": "2024-03-01T10:00:00Z"}, "text": text}),
+        serde_json::json!({"id": "a2", "meta": {"fetched": "2024-03-02T01:00:00+08:00"}, "text": text}),
+        serde_json::json!({"id": "a3", "text": text}),
+        serde_json::json!({"id": "b1", "meta": {"fetched": "2023-06-01"}, "text": "another page entirely"}),
+        serde_json::json!({"id": "b2", "meta": {"fetched": "2023-06-01 08:00"}, "text": "another page entirely"}),
+    ];
+    let corpus = dir.join("crawl.jsonl");
+    let lines: Vec<String> = records.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&corpus, lines.join("\n") + "\n").expect("write");
+    let c = corpus.display().to_string();
+    let kept_ids = |rule: &str| {
+        let kept = dir.join("kept.jsonl");
+        let o = run(&["dedup", &c, "--keep", rule, "-o", &kept.display().to_string()]);
+        assert!(o.status.success(), "{rule}: {}", stderr(&o));
+        let ids: Vec<String> = std::fs::read_to_string(&kept)
+            .expect("kept")
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")["id"].to_string())
+            .collect();
+        ids.join(" ")
+    };
+    // 2024-03-02T01:00+08:00 is 2024-03-01T17:00Z: a2 is the newest crawl of page a.
+    assert_eq!(kept_ids("max:meta.fetched"), r#""a2" "b2""#);
+    assert_eq!(kept_ids("min:meta.fetched"), r#""a1" "b1""#);
+    assert_eq!(kept_ids("first"), r#""a1" "b1""#);
+
+    // A misspelt field is an error naming it; nothing is written.
+    let kept = dir.join("none.jsonl");
+    let o = run(&["dedup", &c, "--keep", "max:fetched", "-o", &kept.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("\"fetched\" named by --keep"), "{}", stderr(&o));
+    assert!(!kept.exists());
+
+    // A value that is neither a number nor a date, and a field mixing the two, name the line.
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!(
+            "{}\n{}\n{}\n",
+            serde_json::json!({"id": 1, "at": "2024-01-01", "text": text}),
+            serde_json::json!({"id": 2, "at": "last tuesday", "text": text}),
+            serde_json::json!({"id": 3, "at": 17, "text": text}),
+        ),
+    )
+    .expect("write");
+    let b = bad.display().to_string();
+    let o = run(&["dedup", &b, "--keep", "max:at", "-o", &kept.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("bad.jsonl:2") && stderr(&o).contains("neither a number nor an ISO"),
+        "{}",
+        stderr(&o)
+    );
+    let o =
+        run(&["dedup", &b, "--keep", "max:at", "--skip-bad", "-o", &kept.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("bad.jsonl:3") && err.contains("holds a number here and a date"), "{err}");
+    assert_eq!(std::fs::read_to_string(&kept).expect("kept").lines().count(), 1);
+
+    // The rule is checked before anything is read.
+    let o = run(&["dedup", &c, "--keep", "max:"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("names no field"), "{}", stderr(&o));
+}
+
+#[test]
 fn dedup_bad_lines_stop_or_are_skipped_and_duplicate_ids_reported() {
     let dir = tempdir("dedup-bad");
     let path = dir.join("bad.jsonl");

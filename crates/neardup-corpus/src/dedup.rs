@@ -20,8 +20,8 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::read::{
-    io_message, open, read_source, Digester, Format, InputError, ReadOptions, Record, Source,
-    SourceDigest,
+    io_message, open, read_source, Digester, Format, InputError, InputErrorKind, ReadOptions,
+    Record, Source, SourceDigest,
 };
 use crate::write::{stdout_closed, OutputFile};
 use crate::CorpusError;
@@ -154,7 +154,25 @@ pub fn sketch_sources(
                 })
                 .collect();
             for (record, sketch) in records.iter().zip(sketches) {
-                dedup.push(sketch).map_err(CorpusError::Dedup)?;
+                match dedup.push_ranked(sketch, record.rank) {
+                    Ok(_) => {}
+                    Err(e @ neardup::DedupError::MixedRanks { .. }) => {
+                        let place = format!("{}:{}", sources[source as usize].name(), record.line);
+                        let e = InputError {
+                            place,
+                            message: e.to_string(),
+                            kind: InputErrorKind::Record,
+                        };
+                        if opts.skip_bad {
+                            observer.skipped(&e);
+                            out.skipped += 1;
+                            continue;
+                        }
+                        fatal = Some(e);
+                        break;
+                    }
+                    Err(e) => return Err(CorpusError::Dedup(e)),
+                }
                 let id = record.id.get();
                 // The reader let only strings and numbers through.
                 if let Ok(canonical) = neardup::id_from_json(id) {
@@ -164,6 +182,9 @@ pub fn sketch_sources(
                 out.places.push(Place { source, line: record.line });
                 out.replaced += record.replaced as u64;
                 out.bytes += record.body.len() as u64;
+            }
+            if fatal.is_some() {
+                break; // dropping the receiver stops the reader
             }
             observer.progress(out.places.len() as u64, out.bytes);
         }

@@ -72,6 +72,9 @@ pub struct ReadOptions {
     pub skip_bad: bool,
     /// The largest document accepted, in bytes.
     pub max_doc_bytes: usize,
+    /// The JSONL field read into [`Record::rank`] (the field of `--keep max:FIELD`), dotted
+    /// like `text_field`; a JSONL source none of whose records has it is an error.
+    pub rank_field: Option<String>,
 }
 
 /// The default of [`ReadOptions::max_doc_bytes`]: 32 MiB keeps one document's sketching under
@@ -103,6 +106,7 @@ impl Default for ReadOptions {
             lossy: false,
             skip_bad: false,
             max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
+            rank_field: None,
         }
     }
 }
@@ -177,6 +181,8 @@ pub struct Record {
     pub replaced: usize,
     /// Its 1-based line in a JSONL source (0 for a whole-file document).
     pub line: u64,
+    /// Its value of [`ReadOptions::rank_field`], when it has one.
+    pub rank: Option<neardup::Rank>,
 }
 
 /// What kind of failure an [`InputError`] is, which decides whether `--skip-bad` may skip it.
@@ -255,7 +261,13 @@ pub fn read_source(
     let mut digest = Digester::default();
     let flow = match source {
         Source::Text(text, _) => visit(check_size(
-            Record { id: json_string(&name), body: Body::Text(text.clone()), replaced: 0, line: 0 },
+            Record {
+                id: json_string(&name),
+                body: Body::Text(text.clone()),
+                replaced: 0,
+                line: 0,
+                rank: None,
+            },
             &name,
             opts,
         )),
@@ -537,7 +549,7 @@ fn read_plain<R: Read>(
     }
     let body = strip_bom(bytes);
     let (text, replaced) = decode(body, name, 0, opts)?;
-    Ok(Record { id, body: Body::Text(text), replaced, line: 0 })
+    Ok(Record { id, body: Body::Text(text), replaced, line: 0, rank: None })
 }
 
 /// Drops a UTF-8 byte order mark at the start of a file.
@@ -617,8 +629,8 @@ fn read_jsonl<R: BufRead + ?Sized>(
     let mut line = Vec::new();
     let mut offset = 0u64;
     let max_line = max_line_bytes(opts.max_doc_bytes);
-    // Records read, and how many of them had the id field.
-    let (mut records, mut with_id) = (0u64, 0u64);
+    // Records read, and how many of them had the id field and the keep rule's field.
+    let (mut records, mut with_id, mut with_rank) = (0u64, 0u64, 0u64);
     for number in 1u64.. {
         line.clear();
         let (n, over) = match read_line_bounded(reader, &mut line, max_line, digest) {
@@ -662,9 +674,22 @@ fn read_jsonl<R: BufRead + ?Sized>(
         let record = record.map(|(record, has_id)| {
             records += 1;
             with_id += u64::from(has_id);
+            with_rank += u64::from(record.rank.is_some());
             record
         });
         visit(record)?;
+    }
+    if let Some(field) = opts.rank_field.as_deref().filter(|_| records > 0 && with_rank == 0) {
+        // A misspelt name would otherwise keep the first of every cluster, silently.
+        visit(Err(InputError {
+            place: name.to_string(),
+            message: format!(
+                "none of its {records} records has a value in the field {field:?} named by \
+                 --keep (check the name; a dotted name such as meta.fetched_at reaches into an \
+                 object)"
+            ),
+            kind: InputErrorKind::Record,
+        }))?;
     }
     if opts.id_field_named && records > 0 && with_id == 0 {
         // Most likely a misspelt name: every record would otherwise get a FILE:LINE id.
@@ -744,13 +769,11 @@ impl fmt::Display for LinePlace<'_> {
     }
 }
 
-/// Which wanted field a key names: one of them, the first segment of dotted ones (a bit per
-/// wanted field: id 1, text 2, tokens 4), or none.
+/// Which wanted field a key names: one of them (by its slot in [`Wanted::names`]), the first
+/// segment of dotted ones (a bit per slot), or none.
 #[derive(Clone, Copy)]
 enum Field {
-    Id,
-    Text,
-    Tokens,
+    Named(usize),
     Parent(u8),
     Other,
 }
@@ -758,40 +781,43 @@ enum Field {
 /// The field names to look for; deserializes an object into [`Found`].
 #[derive(Clone, Copy)]
 struct Wanted<'o> {
-    id: &'o str,
-    text: &'o str,
-    tokens: &'o str,
-    /// The first segment of each dotted name (`meta` of `meta.url`), in the order id, text,
-    /// tokens.
-    heads: [Option<&'o str>; 3],
+    /// The id, text, tokens and keep-rule fields, in that order (the id is matched first: it
+    /// may share its name with nothing else).
+    names: [Option<&'o str>; 4],
+    /// The first segment of each dotted name (`meta` of `meta.url`).
+    heads: [Option<&'o str>; 4],
 }
 
 impl<'o> Wanted<'o> {
-    fn new(id: &'o str, text: &'o str, tokens: &'o str) -> Wanted<'o> {
-        let head = |name: &'o str| name.split_once('.').map(|(h, _)| h);
-        Wanted { id, text, tokens, heads: [head(id), head(text), head(tokens)] }
+    fn new(opts: &'o ReadOptions) -> Wanted<'o> {
+        let names = [
+            Some(opts.id_field.as_str()),
+            Some(opts.text_field.as_str()),
+            Some(opts.tokens_field.as_str()),
+            opts.rank_field.as_deref(),
+        ];
+        let heads = names.map(|n| n.and_then(|name| name.split_once('.').map(|(h, _)| h)));
+        Wanted { names, heads }
     }
 }
 
 /// The raw values of the wanted fields of one line (the last one, if a key repeats), and of
-/// the objects that dotted names reach into.
+/// the objects that dotted names reach into, by slot.
 #[derive(Default)]
 struct Found<'a> {
-    id: Option<&'a RawValue>,
-    text: Option<&'a RawValue>,
-    tokens: Option<&'a RawValue>,
-    parents: [Option<&'a RawValue>; 3],
+    values: [Option<&'a RawValue>; 4],
+    parents: [Option<&'a RawValue>; 4],
 }
 
 impl<'a> Found<'a> {
     /// Fills each field not found by its whole name from its dotted path, if it has one.
     fn resolve_paths(&mut self, wanted: &Wanted<'_>) -> Result<(), serde_json::Error> {
-        let names = [wanted.id, wanted.text, wanted.tokens];
-        for (i, slot) in [&mut self.id, &mut self.text, &mut self.tokens].into_iter().enumerate() {
+        for (i, slot) in self.values.iter_mut().enumerate() {
             if slot.is_some() {
                 continue;
             }
-            if let (Some(parent), Some((_, rest))) = (self.parents[i], names[i].split_once('.')) {
+            let rest = wanted.names[i].and_then(|n| n.split_once('.')).map(|(_, rest)| rest);
+            if let (Some(parent), Some(rest)) = (self.parents[i], rest) {
                 *slot = lookup(parent, rest)?;
             }
         }
@@ -838,9 +864,7 @@ impl<'de> Visitor<'de> for Wanted<'_> {
         let mut found = Found::default();
         while let Some(field) = map.next_key_seed(KeySeed(self))? {
             match field {
-                Field::Id => found.id = Some(map.next_value()?),
-                Field::Text => found.text = Some(map.next_value()?),
-                Field::Tokens => found.tokens = Some(map.next_value()?),
+                Field::Named(i) => found.values[i] = Some(map.next_value()?),
                 Field::Parent(bits) => {
                     let raw: &RawValue = map.next_value()?;
                     for (i, parent) in found.parents.iter_mut().enumerate() {
@@ -881,12 +905,8 @@ impl Visitor<'_> for KeyVisitor<'_> {
     fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Field, E> {
         let w = self.0;
         // The id field is checked first: it may share its name with nothing else.
-        Ok(if key == w.id {
-            Field::Id
-        } else if key == w.text {
-            Field::Text
-        } else if key == w.tokens {
-            Field::Tokens
+        Ok(if let Some(i) = w.names.iter().position(|n| *n == Some(key)) {
+            Field::Named(i)
         } else {
             let bits = w
                 .heads
@@ -952,12 +972,13 @@ fn parse_record(
             Ok(_) => bad("expected a JSON object".to_string()),
         });
     }
-    let wanted = Wanted::new(&opts.id_field, &opts.text_field, &opts.tokens_field);
+    let wanted = Wanted::new(opts);
     let mut de = serde_json::Deserializer::from_str(line);
     let mut found =
         wanted.deserialize(&mut de).and_then(|f| de.end().map(|()| f)).map_err(malformed)?;
     found.resolve_paths(&wanted).map_err(malformed)?;
-    let id = match found.id {
+    let [found_id, found_text, found_tokens, found_rank] = found.values;
+    let id = match found_id {
         Some(raw) if matches!(kind(raw), "a string" | "a number") => raw.to_owned(),
         Some(raw) => {
             return Err(bad(format!(
@@ -968,9 +989,9 @@ fn parse_record(
         }
         None => json_string(format!("{name}:{number}")),
     };
-    let has_id = found.id.is_some();
+    let has_id = found_id.is_some();
     let string = |raw: &RawValue| unescape(raw).map_err(malformed);
-    let body = match (found.text, found.tokens) {
+    let body = match (found_text, found_tokens) {
         (Some(raw), _) if kind(raw) == "a string" => Body::Text(string(raw)?),
         (Some(raw), _) => {
             return Err(bad(format!(
@@ -1008,7 +1029,15 @@ fn parse_record(
             )))
         }
     };
-    check_size(Record { id, body, replaced, line: number }, place, opts).map(|r| (r, has_id))
+    let rank = match (found_rank, &opts.rank_field) {
+        (Some(raw), Some(field)) => {
+            let value: serde_json::Value = serde_json::from_str(raw.get()).map_err(malformed)?;
+            neardup::Rank::from_json(&value)
+                .map_err(|e| bad(format!("field {field:?} (of --keep): {e}")))?
+        }
+        _ => None,
+    };
+    check_size(Record { id, body, replaced, line: number, rank }, place, opts).map(|r| (r, has_id))
 }
 
 /// Expands the paths a user gave: files as given, directories walked in path order (following
@@ -1151,6 +1180,7 @@ mod tests {
             lossy: false,
             skip_bad: false,
             max_doc_bytes: 1 << 20,
+            rank_field: None,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::{dedup_error, guard};
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDedupResult>()?;
     m.add_function(wrap_pyfunction!(dedup_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(rank_values, m)?)?;
     m.add_function(wrap_pyfunction!(job_spec, m)?)?;
     m.add_function(wrap_pyfunction!(option_table, m)?)?;
     m.add_function(wrap_pyfunction!(format_summary, m)?)?;
@@ -117,20 +118,24 @@ fn option_table() -> Vec<(&'static str, &'static str, bool, &'static str)> {
 
 /// Deduplicates a batch of texts: the same clusters as `neardup dedup` on the same documents.
 /// `options`: the search options by name (`neardup.dedup`'s keywords).
+/// `ranks`: under `keep="max:FIELD"` or `"min:FIELD"`, each document's value of the field as
+/// JSON text (`null` for none), read by the library's rule ([`neardup::Rank::from_json`]).
 #[pyfunction]
-#[pyo3(signature = (texts, options = None, pipeline = None, progress = None))]
+#[pyo3(signature = (texts, options = None, pipeline = None, progress = None, ranks = None))]
 fn dedup_texts(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
     pipeline: Option<&Bound<'_, PyAny>>,
     progress: Option<bool>,
+    ranks: Option<Vec<String>>,
 ) -> PyResult<PyDedupResult> {
     guard(|| {
         let config = search_config_from_dict(options, SearchUse::Batch)?;
         let pipeline = PyPipeline::or_default(pipeline)?;
         let source = Source::from_py(texts)?;
         let texts = source.texts()?;
+        let ranks = parse_ranks(&config, ranks, texts.len())?;
         let progress = wants_progress(py, progress).then_some(("sketched", texts.len() as u64));
         interruptible(py, progress, |stop| -> PyResult<PyDedupResult> {
             let mut dedup = Dedup::new(&pipeline, config).map_err(dedup_error)?;
@@ -145,8 +150,14 @@ fn dedup_texts(
                 })
                 .collect();
             stop.check()?;
-            for s in sketches.into_iter().flatten() {
-                dedup.push(s).map_err(dedup_error)?;
+            for (row, s) in sketches.into_iter().flatten().enumerate() {
+                let rank = ranks.get(row).copied().flatten();
+                dedup.push_ranked(s, rank).map_err(|e| match e {
+                    e @ neardup::DedupError::MixedRanks { .. } => {
+                        crate::errors::input(format!("row {row}: {e}"))
+                    }
+                    e => dedup_error(e),
+                })?;
             }
             let outcome = dedup.run().map_err(dedup_error)?;
             let mut summary = neardup::Summary::of(&dedup, &outcome);
@@ -160,6 +171,59 @@ fn dedup_texts(
             })
         })
     })
+}
+
+/// The documents' values of the keep rule's field, from their JSON texts; an error names the
+/// row. Without a field rule there are none.
+fn parse_ranks(
+    config: &DedupConfig,
+    ranks: Option<Vec<String>>,
+    n: usize,
+) -> PyResult<Vec<Option<neardup::Rank>>> {
+    let (Some(field), Some(ranks)) = (config.keep.field(), ranks) else {
+        return Ok(Vec::new());
+    };
+    if ranks.len() != n {
+        let message = format!("{} values of {field:?} for {n} documents", ranks.len());
+        return Err(crate::errors::input(message));
+    }
+    ranks.iter().enumerate().map(|(row, json)| parse_rank(row, json, field)).collect()
+}
+
+/// One value of the keep rule's field, from its JSON text.
+fn parse_rank(row: usize, json: &str, field: &str) -> PyResult<Option<neardup::Rank>> {
+    let bad =
+        |e: String| crate::errors::input(format!("row {row}: column {field:?} (of keep): {e}"));
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|_| bad(format!("{json} is neither a number nor an ISO 8601 date")))?;
+    neardup::Rank::from_json(&value).map_err(bad)
+}
+
+/// Ranks as two numpy arrays: the values (`NaN` for none) and their kinds.
+type RankArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i8>>);
+
+/// The keep rule's values of a batch of rows (Spark's sketch stage): each value's number
+/// (`NaN` for none) and kind (0 none, 1 number, 2 date), as the library reads them from their
+/// JSON texts; `first_row` numbers the rows in messages.
+#[pyfunction]
+fn rank_values<'py>(
+    py: Python<'py>,
+    values: Vec<String>,
+    field: &str,
+    first_row: usize,
+) -> PyResult<RankArrays<'py>> {
+    let mut numbers = Vec::with_capacity(values.len());
+    let mut kinds = Vec::with_capacity(values.len());
+    for (i, json) in values.iter().enumerate() {
+        let rank = parse_rank(first_row + i, json, field)?;
+        numbers.push(rank.map_or(f64::NAN, |r| r.value));
+        kinds.push(match rank.map(|r| r.kind) {
+            None => 0,
+            Some(neardup::RankKind::Number) => 1,
+            Some(neardup::RankKind::Time) => 2,
+        });
+    }
+    Ok((numbers.into_pyarray(py), kinds.into_pyarray(py)))
 }
 
 /// Pairs as three numpy arrays: first positions, second positions, similarities.

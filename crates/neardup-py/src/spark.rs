@@ -92,13 +92,16 @@ impl PySketcher {
         self.engine.config().star_width
     }
 
-    /// The resolved keeper rule (`first`, `longest` or `shortest`).
+    /// The resolved keeper rule (`first`, `longest`, `shortest`, `max:FIELD`, `min:FIELD`).
     #[getter]
     fn keep(&self) -> String {
-        serde_json::to_value(self.engine.config().keep)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
+        self.engine.config().keep.to_string()
+    }
+
+    /// The field the keeper rule reads (`max:FIELD`, `min:FIELD`), if any.
+    #[getter]
+    fn keep_field(&self) -> Option<String> {
+        self.engine.config().keep.field().map(str::to_string)
     }
 
     /// How many candidate keys each document has (LSH bands, permuted tables, or both).

@@ -204,3 +204,62 @@ def test_dedup_takes_a_table_with_its_text_and_id_columns():
         neardup.dedup(renamed, text_col="body")
     with pytest.raises(neardup.InputError, match="ids given together with a table"):
         neardup.dedup(renamed, ids=ids)
+
+
+def crawl_dates(n: int, seed: int = 5) -> list:
+    """An ISO 8601 fetch time per document (some with an offset, one in ten missing)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            out.append(None)
+            continue
+        day, hour = rng.randint(1, 28), rng.randint(0, 23)
+        out.append(f"2024-02-{day:02d}T{hour:02d}:{rng.randint(0, 59):02d}:00"
+                   + rng.choice(["Z", "+08:00", "-05:00"]))
+    return out
+
+
+@pytest.mark.parametrize("rule", ["max:fetched_at", "min:fetched_at"])
+def test_keep_by_a_date_column_keeps_what_the_cli_keeps(binary, tmp_path, rule):
+    """keep="max:COLUMN" on a pandas, polars or pyarrow table, its dates as ISO strings or as
+    datetimes: the same kept documents as `neardup dedup --keep max:FIELD` on JSONL."""
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    texts = corpus()
+    ids = [f"doc-{i}" for i in range(len(texts))]
+    dates = crawl_dates(len(texts))
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(
+        json.dumps({"id": i, "text": t, **({"fetched_at": d} if d else {})}) + "\n"
+        for i, t, d in zip(ids, texts, dates)
+    ))
+    out = run_cli(binary, "dedup", str(path), "--keep", rule, "-o", str(tmp_path / "kept.jsonl"), "-q")
+    assert out.returncode == 0, out.stderr
+    cli_kept = [json.loads(l)["id"] for l in open(tmp_path / "kept.jsonl")]
+    first = [i for i, k in zip(ids, neardup.dedup(texts).keep_mask) if k]
+    assert cli_kept != first, "the rule changes which copy is kept"
+
+    stamps = pd.to_datetime(pd.Series(dates), utc=True, format="ISO8601")
+    for table in (
+        pd.DataFrame({"id": ids, "text": texts, "fetched_at": dates}),
+        pd.DataFrame({"id": ids, "text": texts, "fetched_at": stamps}),  # NaT for missing
+        pl.DataFrame({"id": ids, "text": texts, "fetched_at": dates}),
+        pa.table({"id": ids, "text": texts, "fetched_at": pa.Array.from_pandas(stamps)}),
+    ):
+        r = neardup.dedup(table, keep=rule)
+        assert r.kept_ids() == cli_kept, type(table)
+
+    with pytest.raises(neardup.InputError, match=r"no column 'fetched' \(of keep="):
+        neardup.dedup(pd.DataFrame({"text": texts, "at": dates}), keep="max:fetched")
+    with pytest.raises(neardup.InputError, match="reads the column 'fetched_at' of a table"):
+        neardup.dedup(texts, keep=rule)
+    bad = list(dates)
+    bad[7] = "last tuesday"
+    with pytest.raises(neardup.InputError, match="row 7: column .fetched_at. \\(of keep\\): .last tuesday. is neither a number nor"):
+        neardup.dedup(pd.DataFrame({"text": texts, "fetched_at": bad}), keep=rule)
+    mixed = [3] + dates[1:]
+    with pytest.raises(neardup.InputError, match="holds a date here and a number"):
+        neardup.dedup(pd.DataFrame({"text": texts, "fetched_at": mixed}), keep=rule)

@@ -269,3 +269,41 @@ def test_shuffle_partitions_the_user_set_are_left_alone(spark):
     df = spark.createDataFrame([(1, "a b c")], "id long, text string")
     assert choose_shuffle_partitions(df) is None  # the fixture sets 4
     assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+
+
+def test_keep_by_a_date_column_keeps_what_the_cli_keeps(spark, binary, tmp_path):
+    """keep="max:fetched_at" on Spark: a string column and a timestamp column, and
+    `python -m neardup.spark dedup --keep max:meta.fetched_at` on JSONL with the field nested,
+    keep what `neardup dedup` keeps."""
+    from neardup.spark import dedup
+    from pyspark.sql import functions as F
+    from test_dedup import crawl_dates
+
+    docs = big_corpus()[:800]
+    ids = [f"d{i:05d}" for i in range(len(docs))]
+    dates = crawl_dates(len(docs))
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(
+        json.dumps({"id": i, "text": t, "meta": {"fetched_at": d}}) + "\n"
+        for i, t, d in zip(ids, docs, dates)
+    ))
+    out = run_cli(binary, "dedup", str(path), "--keep", "max:meta.fetched_at",
+                  "-o", str(tmp_path / "kept.jsonl"), "-q")
+    assert out.returncode == 0, out.stderr
+    cli_kept = sorted(json.loads(l)["id"] for l in open(tmp_path / "kept.jsonl"))
+
+    df = spark.createDataFrame(list(zip(ids, docs, dates)), "id string, text string, fetched_at string")
+    for frame in (df, df.withColumn("fetched_at", F.to_timestamp("fetched_at"))):
+        result = dedup(frame.repartition(3, "id"), keep="max:fetched_at")
+        assert sorted(r.id for r in result.kept.select("id").collect()) == cli_kept
+
+    # The command's own main, in this session (another JVM would cost a minute of CI).
+    from neardup.spark.__main__ import main
+
+    out_dir = tmp_path / "kept"
+    assert main(["dedup", str(path), str(out_dir), "--keep", "max:meta.fetched_at"]) == 0
+    lines = [l for p in sorted(out_dir.glob("part-*")) for l in p.read_text().splitlines()]
+    assert sorted(json.loads(l)["id"] for l in lines) == cli_kept
+
+    with pytest.raises(neardup.InputError, match="no column 'fetched'"):
+        dedup(df, keep="max:fetched")

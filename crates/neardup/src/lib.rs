@@ -37,8 +37,8 @@ mod summary;
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
     read_manifest, Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch,
-    IndexLock, IndexManifest, Keep, Method, Pair, Pairs, PreparedIndex, Verification,
-    DEFAULT_MAX_BUCKET, DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION,
+    IndexLock, IndexManifest, Keep, Method, Pair, Pairs, PreparedIndex, Rank, RankKind,
+    Verification, DEFAULT_MAX_BUCKET, DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION,
     OLDEST_INDEX_FORMAT,
 };
 pub use engine::{BelowThreshold, Engine, Hit, SearchPlan, DEFAULT_SCAN_LIMIT};

@@ -119,7 +119,11 @@ impl SearchSpec {
             takes: "[false positive weight, false negative weight]",
             collections: true,
         },
-        SearchOption { name: "keep", takes: "first | longest | shortest", collections: false },
+        SearchOption {
+            name: "keep",
+            takes: "first | longest | shortest | max:FIELD | min:FIELD",
+            collections: false,
+        },
         SearchOption { name: "max_bucket", takes: "a count, at least 2", collections: false },
         SearchOption { name: "star_width", takes: "a count, at least 1", collections: false },
     ];
@@ -261,7 +265,7 @@ impl SearchSpec {
             banding: self.bands.zip(self.rows),
             weights: self.lsh_weights,
             recall: self.recall,
-            keep: self.keep.unwrap_or_default(),
+            keep: self.keep.clone().unwrap_or_default(),
             max_bucket: self.max_bucket.unwrap_or(crate::DEFAULT_MAX_BUCKET),
             star_width: self.star_width.unwrap_or(crate::DEFAULT_STAR_WIDTH),
             spill_dir: None,

@@ -132,9 +132,12 @@ pub struct DedupArgs {
     #[arg(long, value_delimiter = ',', value_name = "FP,FN")]
     lsh_weights: Option<Vec<f64>>,
 
-    /// Which document of a cluster is kept; ties go to the first in input order.
-    #[arg(long, value_enum, default_value = "first", value_name = "RULE")]
-    keep: KeepArg,
+    /// Which document of a cluster is kept: first (in input order), longest, shortest, or by a
+    /// field of the records: max:FIELD (the largest number, the newest ISO 8601 date: keep the
+    /// latest crawl with max:fetched_at) or min:FIELD; dotted names reach into objects. Ties,
+    /// and records without the field, go to the first in input order.
+    #[arg(long, default_value = "first", value_name = "RULE")]
+    keep: Keep,
 
     /// The skew guard: a candidate bucket (documents sharing a band key or a permuted table's
     /// key) of more than N documents pairs only its first --star-width members with the others,
@@ -242,16 +245,6 @@ impl MethodArg {
     }
 }
 
-impl KeepArg {
-    fn keep(self) -> Keep {
-        match self {
-            KeepArg::First => Keep::First,
-            KeepArg::Longest => Keep::Longest,
-            KeepArg::Shortest => Keep::Shortest,
-        }
-    }
-}
-
 impl VerifyArg {
     pub(crate) fn verification(self) -> Verification {
         match self {
@@ -261,13 +254,6 @@ impl VerifyArg {
             VerifyArg::Estimate => Verification::Estimate,
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum KeepArg {
-    First,
-    Longest,
-    Shortest,
 }
 
 /// The outputs of a run, opened before the first pass and committed after the last write.
@@ -374,7 +360,8 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let config = dedup_config(&args)?;
     let pipeline = build_pipeline(&args.pipeline)?;
     let mut dedup = Dedup::new(&pipeline, config.clone()).map_err(|e| Failure::Usage(e.into()))?;
-    let input = args.input.read_options_or(Format::Jsonl);
+    let mut input = args.input.read_options_or(Format::Jsonl);
+    input.rank_field = config.keep.field().map(str::to_string);
     let progress = Progress::new(args.quiet);
 
     // Every input (sources, the index read, the files the spec names) and every output are
@@ -634,11 +621,7 @@ fn build_report(
         "neardup dedup {} · threshold {} · keep {}",
         env!("CARGO_PKG_VERSION"),
         config.threshold,
-        match config.keep {
-            Keep::First => "first",
-            Keep::Longest => "longest",
-            Keep::Shortest => "shortest",
-        }
+        config.keep
     );
     let mut rows = vec![
         (
@@ -712,7 +695,7 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         rows: args.rows,
         recall: args.recall,
         lsh_weights,
-        keep: Some(args.keep.keep()),
+        keep: Some(args.keep.clone()),
         max_bucket: args.max_bucket,
         star_width: args.star_width,
     };

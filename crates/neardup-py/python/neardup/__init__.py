@@ -40,7 +40,7 @@ from ._neardup import (
     compare,
     presets,
 )
-from ._input import as_texts, table_columns
+from ._input import as_texts, keep_field, rank_json, table_columns
 from . import errors
 from .errors import (
     Error,
@@ -241,7 +241,10 @@ def dedup(
         hamming: the largest SimHash Hamming distance (implies ``method="simhash"``).
         verify: ``"jaccard"`` (exact, the default for minhash), ``"cosine"``, ``"hamming"`` or
             ``"estimate"`` (no exact check).
-        keep: which document of a cluster is kept: ``"first"``, ``"longest"`` or ``"shortest"``.
+        keep: which document of a cluster is kept: ``"first"``, ``"longest"``, ``"shortest"``,
+            or by a column of a table: ``"max:fetched_at"`` (the largest number, the newest
+            date; numbers, ISO 8601 strings or datetimes) or ``"min:COLUMN"``. Ties, and rows
+            with no value, go to the first.
         ids: the documents' ids (default: their positions, or the keys of a mapping).
         pipeline: the :class:`Pipeline` (default: the ``default`` preset).
         recall: the probability that a pair exactly at the threshold becomes a candidate (the
@@ -260,12 +263,21 @@ def dedup(
     Every default and rule is the library's (``neardup dedup`` applies the same): an option
     left at None is not given.
     """
-    table = table_columns(docs, text_col, id_col)
+    field = keep_field(keep)
+    ranks = None
+    table = table_columns(docs, text_col, id_col, field)
     if table is not None:
         if ids is not None:
             raise InputError("ids given together with a table: name its id column with id_col")
-        column, ids = table
+        column, ids, values = table
         texts = as_texts(column)
+        if field is not None:
+            ranks = rank_json(values, field)
+    elif field is not None:
+        raise InputError(
+            f"keep={keep!r} reads the column {field!r} of a table (a pandas or polars DataFrame, "
+            f"a pyarrow Table); these documents have no columns"
+        )
     elif isinstance(docs, Mapping):
         if ids is not None:
             raise InputError(
@@ -285,7 +297,7 @@ def dedup(
         "max_bucket": max_bucket, "star_width": star_width,
     }
     native = _neardup.dedup_texts(
-        texts, {k: v for k, v in options.items() if v is not None}, pipeline, progress
+        texts, {k: v for k, v in options.items() if v is not None}, pipeline, progress, ranks
     )
     return DedupResult(native, ids)
 

@@ -33,11 +33,14 @@ class ArrowTexts:
         return len(self.offsets) - 1
 
 
-def table_columns(docs: Any, text_col: str, id_col: Optional[str]) -> Optional[tuple[Any, Optional[list]]]:
-    """The text column (as a batch :func:`as_texts` takes) and the ids of a table: a pandas or
-    polars DataFrame, or a pyarrow Table or RecordBatch; None for anything else. The ids are
-    ``id_col``'s values, or, when it is None, those of a column named ``id`` if there is one
-    (else the documents are numbered). A column that is not there is an error naming the
+def table_columns(
+    docs: Any, text_col: str, id_col: Optional[str], keep_col: Optional[str] = None
+) -> Optional[tuple[Any, Optional[list], Optional[list]]]:
+    """The text column (as a batch :func:`as_texts` takes), the ids and the keep rule's values of
+    a table: a pandas or polars DataFrame, or a pyarrow Table or RecordBatch; None for anything
+    else. The ids are ``id_col``'s values, or, when it is None, those of a column named ``id``
+    if there is one (else the documents are numbered); the keep values are ``keep_col``'s (the
+    field of ``keep="max:FIELD"``), if given. A column that is not there is an error naming the
     columns."""
     module = (type(docs).__module__ or "").split(".")[0]
     kind = type(docs).__name__
@@ -61,9 +64,53 @@ def table_columns(docs: Any, text_col: str, id_col: Optional[str]) -> Optional[t
         raise InputError(f"no column {text_col!r} (text_col) in the {module} {kind}; its columns are {columns}")
     if id_col is not None and id_col not in columns:
         raise InputError(f"no column {id_col!r} (id_col) in the {module} {kind}; its columns are {columns}")
+    if keep_col is not None and keep_col not in columns:
+        raise InputError(
+            f"no column {keep_col!r} (of keep='max:{keep_col}' or 'min:{keep_col}') in the "
+            f"{module} {kind}; its columns are {columns}"
+        )
     if id_col is None and "id" in columns:
         id_col = "id"
-    return text(text_col), (values(id_col) if id_col is not None else None)
+    return (
+        text(text_col),
+        values(id_col) if id_col is not None else None,
+        values(keep_col) if keep_col is not None else None,
+    )
+
+
+def keep_field(keep: Optional[str]) -> Optional[str]:
+    """The field a keep rule reads (``max:FIELD``, ``min:FIELD``), or None."""
+    if isinstance(keep, str):
+        rule, _, field = keep.partition(":")
+        if rule in ("max", "min") and field.strip():
+            return field
+    return None
+
+
+def rank_json(values: list, field: str) -> list[str]:
+    """Each value of a keep rule's column as JSON text for the library, which reads numbers and
+    ISO 8601 dates (a date or datetime is written as its ISO form; None and NaN are no value).
+    A value of another type is a TypeError naming its row."""
+    import datetime
+    import json
+    import math
+
+    out = []
+    for row, v in enumerate(values):
+        if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+            v = v.item()  # a numpy scalar
+        if v is None or type(v).__name__ == "NaTType" or (isinstance(v, float) and math.isnan(v)):
+            out.append("null")  # pandas writes a missing value as NaN or NaT
+        elif isinstance(v, (bool, int, float, str)):
+            out.append(json.dumps(v))  # a bool, or an infinity, is refused by the library
+        elif isinstance(v, (datetime.date, datetime.datetime)) or hasattr(v, "isoformat"):
+            out.append(json.dumps(v.isoformat()))
+        else:
+            raise InputTypeError(
+                f"row {row}: column {field!r} (of keep) holds {type(v).__name__}: expected "
+                "numbers or dates"
+            )
+    return out
 
 
 def not_taken(docs: Any, hint: str = "") -> TypeError:

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Document, Pipeline, Scratch};
 
 mod index_file;
+mod keep;
 mod plan;
 mod run;
 mod sketch;
@@ -37,6 +38,7 @@ pub use index_file::{
     read_manifest, IndexLock, IndexManifest, PreparedIndex, INDEX_FORMAT_VERSION,
     OLDEST_INDEX_FORMAT,
 };
+pub use keep::{Keep, Rank, RankKind};
 pub(crate) use plan::Plan;
 pub use run::{Cluster, Copies, DedupOutcome, Pair, Pairs};
 pub use sketch::DocSketch;
@@ -123,19 +125,6 @@ impl Verification {
 /// bands of 6 rows at 0.8 with 128 values, 0.992). Exact verification makes a false candidate
 /// cost one check, so recall is bought with candidates.
 pub const DEFAULT_RECALL: f64 = 0.99;
-
-/// Which document of a cluster is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Keep {
-    /// The first in input order.
-    #[default]
-    First,
-    /// The longest (bytes of text); ties go to the first.
-    Longest,
-    /// The shortest; ties go to the first.
-    Shortest,
-}
 
 /// What to deduplicate by.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -254,6 +243,15 @@ pub enum DedupError {
         /// What went wrong.
         source: io::Error,
     },
+    /// The keep rule's field holds a number in one record and a date in another.
+    MixedRanks {
+        /// The field.
+        field: String,
+        /// What this record holds.
+        found: RankKind,
+        /// What earlier records held.
+        earlier: RankKind,
+    },
     /// A saved index was built with other settings than the ones asked for.
     Mismatch {
         /// The setting.
@@ -295,6 +293,13 @@ impl fmt::Display for DedupError {
                  (32-bit feature hashes, and whitespace next to Han characters ignored); \
                  rebuild it by running dedup over its documents again with --save-index",
                 path.display()
+            ),
+            DedupError::MixedRanks { field, found, earlier } => write!(
+                f,
+                "the keep field {field:?} holds {} here and {} in earlier records: one field \
+                 is compared as numbers or as dates, not both",
+                found.name(),
+                earlier.name()
             ),
             DedupError::Mismatch { field, index, current } => write!(
                 f,
@@ -346,6 +351,8 @@ pub struct Dedup<'p> {
     docs: store::Columns,
     /// Documents `0..seen` came from a saved index and are never dropped.
     seen: usize,
+    /// The documents' values of the keep rule's field (`max:FIELD`, `min:FIELD`).
+    ranks: keep::Ranks,
 }
 
 impl<'p> Dedup<'p> {
@@ -353,7 +360,7 @@ impl<'p> Dedup<'p> {
     pub fn new(pipeline: &'p Pipeline, config: DedupConfig) -> Result<Dedup<'p>, DedupError> {
         let plan = Plan::resolve(pipeline, &config)?;
         let docs = store::Columns::new(&plan, config.spill_dir.as_deref())?;
-        Ok(Dedup { pipeline, config, plan, docs, seen: 0 })
+        Ok(Dedup { pipeline, config, plan, docs, seen: 0, ranks: keep::Ranks::default() })
     }
 
     /// The configuration of the run.
@@ -434,6 +441,30 @@ impl<'p> Dedup<'p> {
     pub fn push(&mut self, sketch: DocSketch) -> Result<u32, DedupError> {
         self.docs.push(sketch)?;
         Ok((self.docs.len() - 1) as u32)
+    }
+
+    /// Adds a document with its value of the keep rule's field (`max:FIELD`, `min:FIELD`;
+    /// `None` when the record has none). A field holds numbers or dates, not both: a rank of
+    /// the other kind is [`DedupError::MixedRanks`], and the document is not added.
+    pub fn push_ranked(
+        &mut self,
+        sketch: DocSketch,
+        rank: Option<Rank>,
+    ) -> Result<u32, DedupError> {
+        let position = self.docs.len();
+        if let Some(field) = self.config.keep.field() {
+            if let Some(r) = rank {
+                if let Some(earlier) = self.ranks.kind().filter(|k| *k != r.kind) {
+                    return Err(DedupError::MixedRanks {
+                        field: field.to_string(),
+                        found: r.kind,
+                        earlier,
+                    });
+                }
+            }
+            self.ranks.push(position, rank).expect("the kind was checked");
+        }
+        self.push(sketch)
     }
 }
 
@@ -652,6 +683,38 @@ mod tests {
         assert_eq!(keep(Keep::First), 1);
         assert_eq!(keep(Keep::Longest), 2);
         assert_eq!(keep(Keep::Shortest), 1);
+    }
+
+    #[test]
+    fn field_rules_keep_by_rank_and_refuse_mixed_kinds() {
+        let base = "one two three four five six seven eight nine ten eleven twelve";
+        let docs = [base; 4];
+        let p = pipeline();
+        let date = |s: &str| Rank::parse(s).expect("a date");
+        let ranks =
+            [Some(date("2024-01-02")), None, Some(date("2024-03-01")), Some(date("2023-12-31"))];
+        let keep = |keep: Keep| {
+            let config = DedupConfig { threshold: 0.7, keep, ..DedupConfig::default() };
+            let mut d = Dedup::new(&p, config).expect("config");
+            let mut scratch = Scratch::default();
+            for (t, r) in docs.iter().zip(ranks) {
+                let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
+                d.push_ranked(s, r).expect("one kind");
+            }
+            let out = d.run().expect("run");
+            assert_eq!(out.clusters[0].members, vec![0, 1, 2, 3]);
+            out.clusters[0].keep
+        };
+        assert_eq!(keep(Keep::Max("at".into())), 2);
+        assert_eq!(keep(Keep::Min("at".into())), 3);
+        let config = DedupConfig { keep: Keep::Max("at".into()), ..DedupConfig::default() };
+        let mut d = Dedup::new(&p, config).expect("config");
+        let mut scratch = Scratch::default();
+        let s = d.sketch(Document::Text(base), base.len(), &mut scratch);
+        d.push_ranked(s.clone(), Some(date("2024-01-01"))).expect("first");
+        let e = d.push_ranked(s, Rank::parse("17").ok()).expect_err("mixed");
+        assert!(e.to_string().contains("holds a number here and a date"), "{e}");
+        assert_eq!(d.len(), 1, "the refused document is not added");
     }
 
     #[test]

@@ -443,11 +443,13 @@ impl Dedup<'_> {
         }
         let len = |m: &u32| self.docs.doc_len(*m as usize);
         let first = members[0];
-        match self.config.keep {
+        match &self.config.keep {
             Keep::First => first,
             // `max_by_key` returns the last maximum; iterate in reverse so ties go to the first.
             Keep::Longest => *members.iter().rev().max_by_key(|m| len(m)).unwrap_or(&first),
             Keep::Shortest => *members.iter().min_by_key(|m| len(m)).unwrap_or(&first),
+            Keep::Max(_) => super::keep::by_rank(members, &self.ranks, true).unwrap_or(first),
+            Keep::Min(_) => super::keep::by_rank(members, &self.ranks, false).unwrap_or(first),
         }
     }
 }

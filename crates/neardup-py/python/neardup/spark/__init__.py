@@ -25,8 +25,9 @@ reaches the driver (only counts and the banding). Its stages, each a named Spark
 5. **components**: connected components of the verified pairs and the exact-copy edges with the
    large-star / small-star algorithm (Kiveris et al. 2014), iterated until the edges stop
    changing; a component is named by its first member's position.
-6. **keep**: the keeper rule (``first`` in input order, ``longest``, ``shortest``; ties to the
-   first), then the kept rows.
+6. **keep**: the keeper rule (``first`` in input order, ``longest``, ``shortest``, or by a
+   column, ``max:COLUMN`` / ``min:COLUMN``, read in the sketch stage by the library's rule;
+   ties, and rows without a value, to the first), then the kept rows.
 
 What crosses each shuffle: (exact key, position, band keys) in stage 2; (bucket, count, smallest
 and largest position) in stage 3, and (bucket, position) for buckets of three or more, a bucket
@@ -75,8 +76,33 @@ def _binary_array(offsets: Any, data: Any) -> Any:
     )
 
 
-def _sketch_batches(settings: dict):
-    """The function `mapInArrow` runs on each partition: (pos, text) -> sketch columns."""
+def _rank_columns(batch: Any, field: str) -> tuple[Any, Any]:
+    """The keep rule's values of a batch (its `rank_src` column) as the library reads them: a
+    double column (null for none) and their kinds (0 none, 1 number, 2 date). A value it
+    cannot read is an InputError naming its position."""
+    import numpy as np
+    import pyarrow as pa
+
+    from neardup import _neardup
+    from neardup._input import rank_json
+
+    values = batch.column("rank_src").to_pylist()
+    try:
+        numbers, kinds = _neardup.rank_values(rank_json(values, field), field, 0)
+    except (InputError, InputTypeError):
+        # Say which document: the first value that fails alone.
+        for pos, v in zip(batch.column("pos").to_pylist(), values):
+            try:
+                _neardup.rank_values(rank_json([v], field), field, 0)
+            except (InputError, InputTypeError) as e:
+                raise InputError(f"the document at position {pos}: {str(e).split(': ', 1)[-1]}") from None
+        raise
+    return pa.array(numbers, mask=np.isnan(numbers)), pa.array(kinds)
+
+
+def _sketch_batches(settings: dict, keep_field: Optional[str] = None):
+    """The function `mapInArrow` runs on each partition: (pos, text[, rank_src]) -> sketch
+    columns (and the keep rule's `rank`, `rank_kind`)."""
 
     def run(batches: Iterator) -> Iterator:
         import numpy as np
@@ -102,18 +128,20 @@ def _sketch_batches(settings: dict):
             exact = pa.FixedSizeBinaryArray.from_buffers(
                 pa.binary(16), n, [None, pa.py_buffer(np.ascontiguousarray(out["exact"]))]
             )
-            yield pa.RecordBatch.from_arrays(
-                [
-                    batch.column("pos"),
-                    missing,
-                    pa.array(out["len"]),
-                    pa.array(out["empty"]),
-                    exact.cast(pa.binary()),
-                    keys,
-                    _binary_array(out["sketch_offsets"], out["sketch_data"]),
-                ],
-                names=["pos", "missing", "len", "empty", "exact", "keys", "sketch"],
-            )
+            columns = [
+                batch.column("pos"),
+                missing,
+                pa.array(out["len"]),
+                pa.array(out["empty"]),
+                exact.cast(pa.binary()),
+                keys,
+                _binary_array(out["sketch_offsets"], out["sketch_data"]),
+            ]
+            names = ["pos", "missing", "len", "empty", "exact", "keys", "sketch"]
+            if keep_field is not None:
+                columns.extend(_rank_columns(batch, keep_field))
+                names.extend(["rank", "rank_kind"])
+            yield pa.RecordBatch.from_arrays(columns, names=names)
 
     return run
 
@@ -359,6 +387,16 @@ def dedup(
     local = _sketcher(settings)
     n_bands, n_rows = local.banding or (0, 0)
     keep = local.keep
+    keep_field = local.keep_field
+    if keep_field is not None:
+        # A column by its whole name, else a dotted path into a struct column.
+        keep_column = F.col(f"`{keep_field}`") if keep_field in df.columns else F.col(keep_field)
+        try:
+            df.select(keep_column)
+        except Exception:
+            raise InputError(
+                f"no column {keep_field!r} (of keep={keep!r}); the columns are {df.columns}"
+            ) from None
     threshold = local.threshold
     max_bucket, star_width = local.max_bucket, local.star_width
     stage_seconds: dict = {}
@@ -389,16 +427,28 @@ def dedup(
         "pos long, missing boolean, len long, empty boolean, exact binary, keys array<long>, "
         "sketch binary"
     )
-    sketched = indexed.select(F.col("__pos").alias("pos"), F.col(text_col).alias("text")).mapInArrow(
-        _sketch_batches(settings), schema
-    )
+    inputs = [F.col("__pos").alias("pos"), F.col(f"`{text_col}`").alias("text")]
+    if keep_field is not None:
+        schema += ", rank double, rank_kind byte"
+        inputs.append(keep_column.alias("rank_src"))
+    sketched = indexed.select(*inputs).mapInArrow(_sketch_batches(settings, keep_field), schema)
     sketched = stage("sketch", sketched)
+    if keep_field is not None:
+        # One field is compared as numbers or as dates, not both (the library's rule).
+        kinds = sorted(r[0] for r in sketched.where(F.col("rank_kind") > 0).select("rank_kind").distinct().collect())
+        if len(kinds) > 1:
+            raise InputError(
+                f"the keep field {keep_field!r} holds numbers in some rows and dates in others: "
+                "one field is compared as numbers or as dates, not both"
+            )
+        if not kinds:
+            raise InputError(f"no row has a value in the column {keep_field!r} named by keep={keep!r}")
     skipped = 0
     missing = sketched.where(F.col("missing"))
     if skip_bad:
         skipped = missing.count()
         if skipped:
-            indexed = indexed.where(F.col(text_col).isNotNull())
+            indexed = indexed.where(F.col(f"`{text_col}`").isNotNull())
             sketched = sketched.where(~F.col("missing"))
     else:
         first_bad = missing.select("pos").limit(1).collect()
@@ -499,7 +549,7 @@ def dedup(
 
     # 6. keeper rule.
     members = components.select(F.col("node").alias("pos"), F.col("component").alias("cluster")).join(
-        sketched.select("pos", "len"), "pos"
+        sketched.select("pos", "len", *(["rank"] if keep_field is not None else [])), "pos"
     )
     from pyspark.sql.window import Window
 
@@ -508,6 +558,10 @@ def dedup(
         rank_order = [F.col("len").desc(), F.col("pos").asc()]
     elif keep == "shortest":
         rank_order = [F.col("len").asc(), F.col("pos").asc()]
+    elif keep.startswith("max:"):
+        rank_order = [F.col("rank").desc_nulls_last(), F.col("pos").asc()]
+    elif keep.startswith("min:"):
+        rank_order = [F.col("rank").asc_nulls_last(), F.col("pos").asc()]
     else:
         rank_order = [F.col("pos").asc()]
     ranked = (
@@ -524,7 +578,7 @@ def dedup(
     small = n_clustered <= _BROADCAST_ROWS and order_col is None
     side = F.broadcast if small else (lambda d: d)
     assignments = (
-        indexed.select("__pos", F.col(id_col).alias("id"))
+        indexed.select("__pos", F.col(f"`{id_col}`").alias("id"))
         .join(side(ranked.withColumnRenamed("pos", "__pos")), "__pos", "left")
         .select(
             "__pos",
@@ -536,12 +590,13 @@ def dedup(
     )
     dropped = ranked.where(~F.col("kept")).select(F.col("pos").alias("__pos"))
     kept_rows = indexed.join(side(dropped), "__pos", "left_anti")
-    out_cols = [c for c in df.columns]
+    # Quoted: a column's name may hold a dot (`meta.url`).
+    out_cols = [F.col(f"`{c}`") for c in df.columns]
     kept = (kept_rows if small else kept_rows.orderBy("__pos")).select(*out_cols)
 
     pair_df = None
     if pairs:
-        ids = indexed.select(F.col("__pos").alias("pos"), F.col(id_col).alias("id"))
+        ids = indexed.select(F.col("__pos").alias("pos"), F.col(f"`{id_col}`").alias("id"))
         group_of = membership.select("pos", "rep")
         ga = group_of.select(F.col("rep").alias("a"), F.col("pos").alias("x"))
         gb = group_of.select(F.col("rep").alias("b"), F.col("pos").alias("y"))

@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         parsed = lines.select(
             "value", F.from_json("value", schema, {"mode": "PERMISSIVE"}).alias("r")
         ).select("value", F.col("r." + args.id_field).alias("id"), F.col("r." + args.text_field).alias("text"))
+        keep_field = neardup._input.keep_field(args.keep)
+        if keep_field is not None:
+            # The keep rule's field, dotted into objects as `neardup dedup` reads it: a number
+            # or a date as its text, which the library reads as either.
+            parsed = parsed.withColumn(keep_field, F.get_json_object("value", "$." + keep_field))
         bad = parsed.where(F.col("text").isNull())
         n_bad = bad.count()
         if n_bad:
