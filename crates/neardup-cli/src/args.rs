@@ -348,9 +348,12 @@ impl PipelineArgs {
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
     /// The format of the input files: jsonl (one object per line, text in --text-field or a
-    /// token array in --tokens-field, id in --id-field) or text (one document per file).
-    /// [default: by each file's name: .jsonl, .ndjson and .json (also .gz, .zst) are JSON
-    /// Lines; other files and standard input as the command reads them]
+    /// token array in --tokens-field, id in --id-field), parquet or arrow (Arrow IPC; one
+    /// record per row, the same names for columns, dotted into struct columns) or text (one
+    /// document per file). [default: by each file's name: .jsonl, .ndjson and .json (also .gz,
+    /// .zst) are JSON Lines, .parquet is Parquet, .arrow, .feather and .arrows are Arrow; a
+    /// file whose name says none by its first bytes (Parquet, Arrow), else as the command
+    /// reads it]
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "jsonl")]
     pub format: Option<FormatArg>,
 
@@ -358,12 +361,13 @@ pub struct InputArgs {
     #[arg(long)]
     pub jsonl: bool,
 
-    /// JSONL field holding the text; a dotted name (content.body) reaches into objects.
+    /// The field (JSONL) or column (Parquet, Arrow) holding the text; a dotted name
+    /// (content.body) reaches into objects and struct columns.
     #[arg(long, default_value = "text", value_name = "NAME")]
     pub text_field: String,
 
-    /// JSONL field holding the id (string or number); a dotted name (meta.url) reaches into
-    /// objects. Without it, the id is FILE:LINE; a field named here that no record of a file
+    /// The field or column holding the id (a string or an integer); a dotted name (meta.url)
+    /// reaches into objects. Without it, the id is FILE:LINE; a field named here that no record of a file
     /// has is an error.
     #[arg(long, value_name = "NAME")]
     pub id_field: Option<String>,
@@ -398,6 +402,10 @@ pub enum FormatArg {
     Jsonl,
     /// One plain-text document per file.
     Text,
+    /// Parquet: one record per row.
+    Parquet,
+    /// Arrow IPC, file or stream: one record per row.
+    Arrow,
 }
 
 impl InputArgs {
@@ -407,6 +415,8 @@ impl InputArgs {
         let format = match (self.jsonl, self.format) {
             (true, _) | (_, Some(FormatArg::Jsonl)) => Some(Format::Jsonl),
             (_, Some(FormatArg::Text)) => Some(Format::Text),
+            (_, Some(FormatArg::Parquet)) => Some(Format::Parquet),
+            (_, Some(FormatArg::Arrow)) => Some(Format::Arrow),
             (false, None) => None,
         };
         neardup_corpus::ReadOptions {

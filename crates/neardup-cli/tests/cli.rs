@@ -34,6 +34,7 @@ fn json_lines(o: &Output) -> Vec<Value> {
     stdout(o).lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
 }
 
+mod columnar_cli;
 mod common;
 mod overlap_cli;
 use common::tempdir;

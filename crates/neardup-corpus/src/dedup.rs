@@ -240,6 +240,26 @@ pub trait RecordSink {
     /// One document's record as its input wrote it, and whether the dedup kept it.
     fn record(&mut self, kept: bool, record: &[u8]) -> Result<(), Self::Error>;
 
+    /// The rows of a batch of a columnar input (Parquet, Arrow), each marked kept, dropped or
+    /// `None` (not a document: a bad row skipped in the first pass). By default each marked
+    /// row goes to [`RecordSink::record`] as a JSON object ([`crate::columnar::rows_as_json`]);
+    /// a sink that writes tables takes the batch as it is.
+    fn rows(
+        &mut self,
+        batch: &arrow_array::RecordBatch,
+        marks: &[Option<bool>],
+    ) -> Result<(), Self::Error> {
+        for want in [true, false] {
+            let rows = crate::columnar::select_rows(batch, marks, want)
+                .and_then(|b| crate::columnar::rows_as_json(&b))
+                .map_err(|e| CorpusError::Runtime(format!("a row as JSON: {e}")))?;
+            for line in rows.split_inclusive(|b| *b == b'\n') {
+                self.record(want, line)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Called after each source has been copied and checked (to stop early, say).
     fn source_done(&mut self) -> Result<(), Self::Error> {
         Ok(())
@@ -281,6 +301,26 @@ pub fn copy_records<S: RecordSink>(
         };
         let format = opts.format_of(source);
         match source {
+            Source::File(_) | Source::Spooled(_) if format.is_columnar() => {
+                let file = crate::read::open_file(source).map_err(read_again)?;
+                let name = source.name();
+                let mark = |row: u64| {
+                    let p = places.get(next)?;
+                    (p.source as usize == s && p.line == row).then(|| {
+                        next += 1;
+                        kept[next - 1]
+                    })
+                };
+                crate::columnar::copy_columnar(
+                    file,
+                    format,
+                    &name,
+                    mark,
+                    &mut digest,
+                    |batch, marks| sink.rows(batch, marks),
+                    |m| CorpusError::Runtime(m).into(),
+                )?;
+            }
             Source::Plain(_) | Source::File(_) | Source::Spooled(_) if format == Format::Text => {
                 // One document: written as the JSON object {"id": PATH, "text": CONTENT}.
                 let mut bytes = Vec::new();

@@ -1,11 +1,13 @@
 //! Corpora as users hold them, for the jobs of [`neardup`].
 //!
-//! - [`read`]: JSON Lines, plain-text files, `.gz` and `.zst`, directories and standard input,
+//! - [`read`]: JSON Lines, Parquet and Arrow files, plain-text files, `.gz` and `.zst`, directories and standard input,
 //!   record by record, each bad record an [`InputError`] that says where (file, line, byte
 //!   offset) and whether it may be skipped;
 //! - [`dedup`]: the two-pass dedup of such a corpus (sketch every record, let the library find the
 //!   clusters, read the input again to copy the kept records byte for byte, after checking it is
 //!   the same input), and the JSON Lines it writes;
+//! - [`columnar`]: Parquet and Arrow IPC files, read as one record per row (columns named as
+//!   fields, dotted into structs) and written as outputs ([`columnar::TableWriter`]);
 //! - [`write`]: outputs that never harm inputs or each other (checked before anything is opened,
 //!   written to a temporary file, renamed into place when the run succeeded, removed on a
 //!   signal).
@@ -41,6 +43,7 @@
 
 use std::fmt;
 
+pub mod columnar;
 pub mod dedup;
 pub mod read;
 pub mod write;

@@ -32,15 +32,65 @@ pub enum Format {
     Jsonl,
     /// One plain-text document per file.
     Text,
+    /// Parquet: one record per row, fields are columns.
+    Parquet,
+    /// Arrow IPC (the file form, `.arrow`/`.feather`, or the stream form, `.arrows`): one
+    /// record per row.
+    Arrow,
 }
 
 impl Format {
     /// The format a file's name says: JSON Lines for `.jsonl`, `.ndjson` and `.json` (also
-    /// compressed: `.jsonl.gz`, `.json.zst`, ...; Spark writes JSON Lines as `part-*.json`).
+    /// compressed: `.jsonl.gz`, `.json.zst`, ...; Spark writes JSON Lines as `part-*.json`),
+    /// Parquet for `.parquet` (`part-*.snappy.parquet`), Arrow for `.arrow`, `.feather`,
+    /// `.arrows` and `.ipc`.
     pub fn by_name(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_string_lossy().to_lowercase();
+        if name.ends_with(".parquet") {
+            return Some(Format::Parquet);
+        }
+        if [".arrow", ".feather", ".arrows", ".ipc"].iter().any(|e| name.ends_with(e)) {
+            return Some(Format::Arrow);
+        }
         let name = name.trim_end_matches(".gz").trim_end_matches(".zst").trim_end_matches(".zstd");
         [".jsonl", ".ndjson", ".json"].iter().any(|e| name.ends_with(e)).then_some(Format::Jsonl)
+    }
+
+    /// The format a file's first bytes say, for a file whose name does not: Parquet (`PAR1`)
+    /// or Arrow IPC (`ARROW1`, or a stream's continuation marker and schema message).
+    pub fn by_content(path: &Path) -> Option<Format> {
+        let mut head = [0u8; 8];
+        let mut file = File::open(path).ok()?;
+        let mut n = 0;
+        while n < head.len() {
+            match file.read(&mut head[n..]) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+        }
+        let head = &head[..n];
+        if head.starts_with(b"PAR1") {
+            Some(Format::Parquet)
+        } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
+            Some(Format::Arrow)
+        } else {
+            None
+        }
+    }
+
+    /// True for the formats read as tables of rows.
+    pub fn is_columnar(self) -> bool {
+        matches!(self, Format::Parquet | Format::Arrow)
+    }
+
+    /// Its name in messages and options.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Jsonl => "jsonl",
+            Format::Text => "text",
+            Format::Parquet => "parquet",
+            Format::Arrow => "arrow",
+        }
     }
 }
 
@@ -88,7 +138,11 @@ impl ReadOptions {
     pub fn format_of(&self, source: &Source) -> Format {
         match source {
             Source::Text(..) | Source::Plain(_) => Format::Text,
-            Source::File(p) => self.format.or_else(|| Format::by_name(p)).unwrap_or(self.fallback),
+            Source::File(p) => self
+                .format
+                .or_else(|| Format::by_name(p))
+                .or_else(|| Format::by_content(p))
+                .unwrap_or(self.fallback),
             Source::Stdin | Source::Spooled(_) => self.format.unwrap_or(self.fallback),
         }
     }
@@ -271,6 +325,19 @@ pub fn read_source(
             &name,
             opts,
         )),
+        Source::File(_) | Source::Spooled(_) if opts.format_of(source).is_columnar() => {
+            match open_file(source) {
+                Ok(file) => crate::columnar::read_columnar(
+                    file,
+                    opts.format_of(source),
+                    &name,
+                    opts,
+                    &mut digest,
+                    visit,
+                ),
+                Err(e) => visit(Err(unreadable(&name, &e))),
+            }
+        }
         Source::File(_) | Source::Spooled(_) => match open(source) {
             Ok(opened) => {
                 let mut reader = opened.reader;
@@ -293,6 +360,14 @@ pub fn read_source(
             }
             Err(e) => visit(Err(unreadable(&name, &e))),
         },
+        Source::Stdin if opts.format_of(source).is_columnar() => visit(Err(InputError {
+            place: name.clone(),
+            message: format!(
+                "{} is read from a file, not from standard input (save it to a file)",
+                opts.format_of(source).name()
+            ),
+            kind: InputErrorKind::Unreadable,
+        })),
         Source::Stdin => {
             let mut stdin = io::stdin().lock();
             if opts.format_of(source) == Format::Jsonl {
@@ -399,6 +474,22 @@ impl Read for SharedFile {
         let n = self.file.read_at(buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
+    }
+}
+
+/// The file of a named source or the spool, from its start, as it is (a columnar file is read
+/// at the offsets its footer names).
+pub(crate) fn open_file(source: &Source) -> io::Result<File> {
+    match source {
+        Source::Spooled(file) => {
+            let mut f = file.try_clone()?;
+            f.rewind()?;
+            Ok(f)
+        }
+        Source::File(p) | Source::Plain(p) => File::open(p),
+        Source::Stdin | Source::Text(..) => {
+            Err(io::Error::new(io::ErrorKind::Unsupported, "not a file"))
+        }
     }
 }
 
@@ -1149,8 +1240,14 @@ fn expand(
             let kind = entry.file_type();
             if kind.is_file() {
                 let path = entry.into_path();
-                let jsonl = opts.format.or_else(|| Format::by_name(&path)) == Some(Format::Jsonl);
-                out.push(if jsonl { Source::File(path) } else { Source::Plain(path) });
+                // Records for JSONL and tables (by name, or content: Spark names Parquet part
+                // files `.parquet` but some tools write none), else one text document.
+                let records = opts
+                    .format
+                    .or_else(|| Format::by_name(&path))
+                    .or_else(|| Format::by_content(&path))
+                    .is_some_and(|f| f != Format::Text);
+                out.push(if records { Source::File(path) } else { Source::Plain(path) });
             } else if !kind.is_dir() {
                 // FIFOs, sockets, devices: reading them could block or never end.
                 report(&InputError {

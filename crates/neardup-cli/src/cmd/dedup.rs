@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use neardup::{
     Dedup, DedupConfig, DedupOutcome, Keep, Method, SearchSpec, SearchSpecError, Verification,
 };
+use neardup_corpus::columnar::RecordsOutput;
 use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Lines, Sketched};
 pub(crate) use neardup_corpus::peak_memory;
 use neardup_corpus::read::{expand_inputs, Format, InputError, ReadOptions, Source};
@@ -34,9 +35,11 @@ use crate::Failure;
     after_help = "Input: JSON Lines files (plain, .gz or .zst; one record per line, text in --text-field
 or a token array in --tokens-field, id in --id-field, else FILE:LINE; dotted names such as
 meta.url reach into objects), directories (walked in path order, symbolic links followed, loops
-detected: files named .jsonl, .ndjson or .json are JSON Lines, any other file is one plain-text
-document whose id is its path; names starting with _ or . and .crc files, which Spark and
-Hadoop write beside their part files, are passed over), or `-` for standard input (JSONL).
+detected: files named .jsonl, .ndjson or .json are JSON Lines, .parquet and .arrow tables, any
+other file one plain-text document whose id is its path unless its first bytes say Parquet or
+Arrow; names starting with _ or . and .crc files, which Spark and Hadoop write beside their part
+files, are passed over), or `-` for standard input (JSONL). Parquet and Arrow IPC files give one
+record per row, their columns named as fields (dotted into struct columns: meta.url).
 --format text reads every file as one document.
 
 Method: minhash (default) finds candidates with LSH bands, then verifies each candidate with the
@@ -56,7 +59,9 @@ characters is ignored, so line breaks inside Chinese text change nothing.
 Outputs, all optional, in input order (each written to a temporary file and renamed into place
 at the end; an output may not be an input or another output):
   --output FILE        the records of the kept documents, byte for byte (a directory's file
-                       becomes {\"id\": PATH, \"text\": CONTENT})
+                       becomes {\"id\": PATH, \"text\": CONTENT}; a Parquet or Arrow row a
+                       JSON object); FILE.parquet or FILE.arrow: a table, in the schema of
+                       Parquet/Arrow inputs (the types kept), or the one JSONL records imply
   --dropped FILE       the records of the dropped documents, likewise
   --clusters FILE      one line per cluster of two or more:
                        {\"cluster\": [ids], \"keep\": id, \"size\": n, \"similarity\": weakest link}
@@ -258,7 +263,7 @@ impl VerifyArg {
 
 /// The outputs of a run, opened before the first pass and committed after the last write.
 struct Outputs {
-    records: [Option<OutputFile>; 2],
+    records: [Option<RecordsOutput>; 2],
     clusters: Option<OutputFile>,
     pairs: Option<OutputFile>,
     compact_pairs: Option<OutputFile>,
@@ -292,8 +297,11 @@ impl Outputs {
         let open = |option, p: &Option<PathBuf>| {
             p.as_deref().map(|p| OutputFile::create(option, p)).transpose()
         };
+        let records = |option, p: &Option<PathBuf>| {
+            p.as_deref().map(|p| RecordsOutput::create(option, p)).transpose()
+        };
         Ok(Outputs {
-            records: [open("--output", &args.output)?, open("--dropped", &args.dropped)?],
+            records: [records("--output", &args.output)?, records("--dropped", &args.dropped)?],
             clusters: open("--clusters", &args.clusters)?,
             pairs: open("--pairs", &args.pairs)?,
             compact_pairs: open("--compact-pairs", &args.compact_pairs)?,
@@ -302,36 +310,31 @@ impl Outputs {
         })
     }
 
-    fn all(self) -> impl Iterator<Item = OutputFile> {
+    /// Finishes and renames every output into place, the records last (they are the run's
+    /// result; the others describe it).
+    fn commit(self) -> Result<(), CorpusError> {
         let [kept, dropped] = self.records;
-        [
-            kept,
-            dropped,
-            self.clusters,
-            self.pairs,
-            self.compact_pairs,
-            self.assignments,
-            self.report,
-        ]
-        .into_iter()
-        .flatten()
+        for out in [self.clusters, self.pairs, self.compact_pairs, self.assignments, self.report]
+            .into_iter()
+            .flatten()
+        {
+            out.commit()?;
+        }
+        for out in [kept, dropped].into_iter().flatten() {
+            out.commit()?;
+        }
+        Ok(())
     }
 
     /// True when some output is a file (not standard output).
     fn any_file(&self) -> bool {
-        let [kept, dropped] = &self.records;
-        [
-            kept,
-            dropped,
-            &self.clusters,
-            &self.pairs,
-            &self.compact_pairs,
-            &self.assignments,
-            &self.report,
-        ]
-        .into_iter()
-        .flatten()
-        .any(|o| !o.is_stdout())
+        if self.records.iter().flatten().any(|o| !o.is_stdout()) {
+            return true;
+        }
+        [&self.clusters, &self.pairs, &self.compact_pairs, &self.assignments, &self.report]
+            .into_iter()
+            .flatten()
+            .any(|o| !o.is_stdout())
     }
 }
 
@@ -485,9 +488,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         None => None,
     };
     output::commit_section(|| -> Result<(), Failure> {
-        for out in outputs.all() {
-            out.commit()?;
-        }
+        outputs.commit()?;
         if let Some(prepared) = prepared {
             prepared.commit().map_err(|e| Failure::Runtime(e.into()))?;
         }
@@ -743,9 +744,18 @@ impl neardup_corpus::dedup::RecordSink for Outputs {
 
     fn record(&mut self, keep: bool, record: &[u8]) -> Result<(), Failure> {
         let Some(out) = &mut self.records[usize::from(!keep)] else { return Ok(()) };
-        out.write_bytes(record)?;
-        if record.last() != Some(&b'\n') {
-            out.write_bytes(b"\n")?;
+        Ok(out.record(record)?)
+    }
+
+    fn rows(
+        &mut self,
+        batch: &neardup_corpus::columnar::RecordBatch,
+        marks: &[Option<bool>],
+    ) -> Result<(), Failure> {
+        for (i, out) in self.records.iter_mut().enumerate() {
+            if let Some(out) = out {
+                out.rows(batch, marks, i == 0)?;
+            }
         }
         Ok(())
     }
