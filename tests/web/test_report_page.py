@@ -105,6 +105,16 @@ def test_the_report_shows_summary_charts_clusters_and_shared_passages(run, brows
     counts = [int(r.get_attribute("data-count")) for r in browser.find_elements(By.CSS_SELECTOR, "#similarity-svg rect")]
     assert sum(counts) == len(pairs) and len(counts) >= 2
     assert browser.find_elements(By.CSS_SELECTOR, "#similarity-svg line.threshold")
+    # From 0 to 1, the unverified region below the threshold shaded; the table says what each
+    # higher threshold would drop, this run's row first.
+    assert browser.find_elements(By.CSS_SELECTOR, "#similarity-svg path.unverified")
+    assert "0.00" in browser.find_element(By.ID, "similarity-svg").text
+    rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+            for tr in browser.find_elements(By.CSS_SELECTOR, "#threshold-table tbody tr")]
+    assert [r[0] for r in rows] == ["0.8", "0.85", "0.9", "0.95", "1"]
+    assert rows[0][3] == summary["dropped"] and rows[0][4] == "this run"
+    assert rows[-1][1] == str(sum(1 for p in pairs if p["similarity"] >= 1.0))
+    assert int(rows[-1][3]) <= int(rows[0][3])
     sizes = [int(r.get_attribute("data-count")) for r in browser.find_elements(By.CSS_SELECTOR, "#size-svg rect")]
     assert sum(sizes) == len(clusters)
 
@@ -120,11 +130,17 @@ def test_the_report_shows_summary_charts_clusters_and_shared_passages(run, brows
     assert "word level" in legend
     rows = li.find_elements(By.CSS_SELECTOR, "table.members tbody tr")
     assert len(rows) == 6 and "kept" in rows[0].text
+    # What differs is marked first: the changed word.
+    right = li.find_element(By.CSS_SELECTOR, ".pane-right .text")
+    diff = " ".join(m.text for m in right.find_elements(By.CSS_SELECTOR, "mark.diff"))
+    assert "changed" in diff and len(diff) < len(right.text) / 4, diff
+    # The other button marks what is shared (and holds for every view on the page).
+    li.find_element(By.CSS_SELECTOR, ".sbs-mode button[data-mode='shared']").click()
     left = li.find_element(By.CSS_SELECTOR, ".pane-left .text")
     right = li.find_element(By.CSS_SELECTOR, ".pane-right .text")
     marked = " ".join(m.text for m in right.find_elements(By.TAG_NAME, "mark"))
     assert "changed" in right.text and "changed" not in marked
-    assert left.find_elements(By.TAG_NAME, "mark")
+    assert left.find_elements(By.TAG_NAME, "mark") and not left.find_elements(By.CSS_SELECTOR, "mark.diff")
     screenshot(browser, "report")
 
     # Chinese: character-level marks.
@@ -177,8 +193,63 @@ def test_the_summary_and_charts_read_without_javascript(run):
         assert not driver.find_element(By.ID, "cluster-tools").is_displayed()
         assert "needs JavaScript" in driver.find_element(By.TAG_NAME, "noscript").get_attribute("textContent")
         assert not driver.find_elements(By.CSS_SELECTOR, "#cluster-list > li")
+        assert not driver.find_element(By.ID, "decision-tools").is_displayed()
     finally:
         driver.quit()
+
+
+def test_a_cluster_has_its_own_link(run, browser):
+    clusters = [json.loads(l) for l in open(run / "clusters.jsonl")]
+    number = next(i for i, c in enumerate(clusters) if "zh-a" in c["cluster"])
+    browser.get((run / "report.html").as_uri() + f"#cluster-{number}")
+    li = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, f"#cluster-{number} details[open]"),
+                  what="the linked cluster open")[0]
+    wait_for(lambda: li.find_elements(By.CSS_SELECTOR, ".sbs"), what="its side by side")
+    assert "zh-a" in li.text
+    # Opening another cluster puts its link in the address bar.
+    other = browser.find_elements(By.CSS_SELECTOR, "#cluster-list > li")[0]
+    other.find_element(By.TAG_NAME, "summary").click()
+    wait_for(lambda: browser.execute_script("return location.hash") == f"#{other.get_attribute('id')}",
+             what="the hash")
+    assert other.find_element(By.CSS_SELECTOR, "a.permalink").get_attribute("href").endswith(
+        f"#{other.get_attribute('id')}")
+
+
+def test_review_decisions_export_and_dedup_keeps_them(run, browser, tmp_path):
+    """The reviewer marks a member "not a duplicate", exports the decisions as the page
+    writes them, and `neardup dedup --decisions` keeps that member; the summary says what was
+    removed."""
+    browser.get((run / "report.html").as_uri())
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#cluster-list > li"), what="clusters")
+    summary = {dt.text: dd.text for dt, dd in zip(browser.find_elements(By.CSS_SELECTOR, "dl.summary dt"),
+                                                  browser.find_elements(By.CSS_SELECTOR, "dl.summary dd"))}
+    assert re.fullmatch(r"[\d.]+ KB of text, [\d.]+% of the bytes", summary["removed"]), summary["removed"]
+    link = browser.find_element(By.ID, "export-decisions")
+    assert "disabled" in link.get_attribute("class")
+    li = open_cluster(browser, "en-big-0")
+    box = li.find_elements(By.CSS_SELECTOR, "input.not-duplicate")[0]
+    member = box.get_attribute("aria-label").split(" is not")[0]
+    box.click()
+    wait_for(lambda: "1 document marked" in browser.find_element(By.ID, "decision-count").text, what="count")
+    assert li.find_element(By.CSS_SELECTOR, ".badge.reviewed").is_displayed()
+    href = link.get_attribute("href")
+    assert href.startswith("data:application/x-ndjson") and link.get_attribute("download") == "decisions.jsonl"
+    from urllib.parse import unquote
+
+    exported = unquote(href.split(",", 1)[1])
+    lines = [json.loads(l) for l in exported.splitlines()]
+    assert [(l["id"], l["decision"]) for l in lines] == [(member, "not_duplicate")]
+    decisions = tmp_path / "decisions.jsonl"
+    decisions.write_text(exported, encoding="utf-8")
+    kept = lambda extra: {json.loads(l)["id"] for l in subprocess.run(  # noqa: E731
+        [str(binary()), "dedup", "corpus.jsonl", "-o", "-", "-q", *extra],
+        capture_output=True, text=True, cwd=run, check=True).stdout.splitlines()}
+    before, after = kept([]), kept(["--decisions", str(decisions)])
+    assert member not in before and after == before | {member}
+    # The marks stay after a reload.
+    browser.refresh()
+    wait_for(lambda: "1 document marked" in browser.find_element(By.ID, "decision-count").text, what="kept marks")
+    assert not page_errors(browser)
 
 
 def test_a_narrow_screen_needs_no_sideways_scrolling(run):
@@ -191,6 +262,11 @@ def test_a_narrow_screen_needs_no_sideways_scrolling(run):
         fits = driver.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth + 1")
         assert fits, driver.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        # The header row is hidden on a phone: each cell says its column.
+        label = driver.execute_script(
+            "return getComputedStyle(arguments[0], '::before').content",
+            li.find_element(By.CSS_SELECTOR, "table.members tbody tr:nth-child(2) td:nth-child(2)"))
+        assert "Similarity to kept" in label, label
         left = li.find_element(By.CSS_SELECTOR, ".pane-left").rect
         right = li.find_element(By.CSS_SELECTOR, ".pane-right").rect
         assert right["y"] >= left["y"] + left["height"] - 1  # stacked, not side by side
@@ -226,6 +302,10 @@ def test_compare_html_marks_shared_passages(tmp_path, browser):
     measures = {th.text: td.text for th, td in zip(browser.find_elements(By.CSS_SELECTOR, "table.measures th"),
                                                    browser.find_elements(By.CSS_SELECTOR, "table.measures td"))}
     assert set(measures) >= {"simhash hamming", "jaccard exact", "cosine (tf-idf)", "edit similarity"}
+    right = browser.find_element(By.CSS_SELECTOR, ".pane-right .text")
+    diff = " ".join(m.text for m in right.find_elements(By.CSS_SELECTOR, "mark.diff"))
+    assert "Reporting by the city desk" in diff  # only in b: marked as what differs
+    browser.find_element(By.CSS_SELECTOR, ".sbs-mode button[data-mode='shared']").click()
     right = browser.find_element(By.CSS_SELECTOR, ".pane-right .text")
     unmarked = right.text
     for m in right.find_elements(By.TAG_NAME, "mark"):

@@ -70,6 +70,10 @@ def test_the_page_searches_and_shows_hits_side_by_side(server, browser):
     assert "similarity 0.8" in hits[0].text or "similarity 0.9" in hits[0].text
     view = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#view .sbs"), what="side by side")[0]
     assert "character level" in view.find_element(By.CSS_SELECTOR, ".sbs-legend").text
+    # What differs is marked first; the other button marks what is shared.
+    assert view.find_elements(By.CSS_SELECTOR, ".pane-right mark.diff")
+    view.find_element(By.CSS_SELECTOR, ".sbs-mode button[data-mode='shared']").click()
+    view = browser.find_element(By.CSS_SELECTOR, "#view .sbs")
     marks = view.find_elements(By.CSS_SELECTOR, ".pane-right mark")
     assert any("新闻发布会" in m.text for m in marks)
     assert 'metadata: {"source":"example"}' in hits[0].text

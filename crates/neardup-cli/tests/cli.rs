@@ -810,6 +810,48 @@ fn dedup_keeps_the_newest_crawl_by_a_field() {
 }
 
 #[test]
+fn dedup_honours_review_decisions_and_says_what_it_removed() {
+    let dir = tempdir("dedup-decisions");
+    let (corpus, _) = dedup_corpus(&dir);
+    let c = corpus.display().to_string();
+    let kept = dir.join("kept.jsonl");
+    let k = kept.display().to_string();
+    let assignments = dir.join("a.jsonl");
+    let a = assignments.display().to_string();
+    let o = run(&["dedup", &c, "-o", &k, "--assignments", &a]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("  removed 2.6 KB of text (55.1% of the bytes)"), "{}", stderr(&o));
+    let rows: Vec<Value> = std::fs::read_to_string(&assignments)
+        .expect("assignments")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let dropped: Vec<&Value> = rows.iter().filter(|r| r["kept"] == false).collect();
+    assert!(!dropped.is_empty());
+    let before = std::fs::read_to_string(&kept).expect("kept").lines().count();
+
+    // The reviewer says the first dropped document is not a duplicate: it is kept.
+    let decisions = dir.join("decisions.jsonl");
+    let line =
+        serde_json::json!({"id": dropped[0]["id"], "decision": "not_duplicate", "cluster": 0});
+    std::fs::write(&decisions, format!("{line}\n")).expect("write");
+    let d = decisions.display().to_string();
+    let o = run(&["dedup", &c, "-o", &k, "--decisions", &d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 document kept by review decisions"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&kept).expect("kept").lines().count(), before + 1);
+
+    // A line that is not a decision is named; the decisions file is never an output.
+    std::fs::write(&decisions, format!("{line}\n{{\"id\": 1, \"decision\": \"dup\"}}\n"))
+        .expect("write");
+    let o = run(&["dedup", &c, "-o", &k, "--decisions", &d]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("decisions.jsonl:2"), "{}", stderr(&o));
+    let o = run(&["dedup", &c, "-o", &d, "--decisions", &d]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
 fn dedup_bad_lines_stop_or_are_skipped_and_duplicate_ids_reported() {
     let dir = tempdir("dedup-bad");
     let path = dir.join("bad.jsonl");

@@ -8,6 +8,7 @@
 //!   the same input), and the JSON Lines it writes;
 //! - [`columnar`]: Parquet and Arrow IPC files, read as one record per row (columns named as
 //!   fields, dotted into structs) and written as outputs ([`columnar::TableWriter`]);
+//! - [`decisions`]: a reviewer's "not a duplicate" marks exported from the report;
 //! - [`write`]: outputs that never harm inputs or each other (checked before anything is opened,
 //!   written to a temporary file, renamed into place when the run succeeded, removed on a
 //!   signal).
@@ -44,6 +45,7 @@
 use std::fmt;
 
 pub mod columnar;
+pub mod decisions;
 pub mod dedup;
 pub mod read;
 pub mod write;

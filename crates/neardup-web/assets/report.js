@@ -1,11 +1,14 @@
 // The cluster browser of the dedup report: the clusters in the page's data block, filtered by
 // text and by similarity, each opening to its members and a side-by-side view of two of them.
+// Each cluster has its own link (#cluster-N). A reviewer can mark members "not a duplicate"
+// (kept in this browser's storage) and export the marks as JSON Lines for
+// `neardup dedup --decisions FILE`.
 // Everything from the data is inserted with textContent (see shared.js).
 "use strict";
 
 (() => {
   const data = JSON.parse(document.getElementById("report-data").textContent);
-  const { element, sideBySide } = Shared;
+  const { element, sideBySide, labelCells } = Shared;
   const list = document.getElementById("cluster-list");
   const count = document.getElementById("cluster-count");
   const query = document.getElementById("filter-text");
@@ -13,6 +16,38 @@
   const maxSim = document.getElementById("filter-max");
   const order = document.getElementById("filter-order");
   document.getElementById("cluster-tools").classList.remove("hidden");
+  document.getElementById("decision-tools").classList.remove("hidden");
+
+  const exportLink = document.getElementById("export-decisions");
+  const decisionCount = document.getElementById("decision-count");
+
+  // The reviewer's marks: member id -> the cluster it was marked in. Kept per report (its
+  // title and clusters) in this browser's storage, so a reload keeps them.
+  const storeKey = `neardup-decisions:${document.title}:${data.clusters.length}:${data.threshold}`;
+  const decisions = new Map();
+  try {
+    for (const [id, cluster] of JSON.parse(localStorage.getItem(storeKey) || "[]")) decisions.set(id, cluster);
+  } catch (e) {
+    // No storage (a file opened in a private window): the marks last as long as the page.
+  }
+  const onDecisions = [];
+  function decisionsChanged() {
+    try {
+      localStorage.setItem(storeKey, JSON.stringify([...decisions]));
+    } catch (e) {
+      // See above.
+    }
+    const lines = [...decisions].map(([id, cluster]) =>
+      JSON.stringify({ id, decision: "not_duplicate", cluster }));
+    const n = lines.length;
+    decisionCount.textContent = n
+      ? `${n} document${n === 1 ? "" : "s"} marked not a duplicate`
+      : "Nothing marked yet: tick \u201cnot a duplicate\u201d on a member to mark it.";
+    exportLink.href = `data:application/x-ndjson;charset=utf-8,${encodeURIComponent(lines.map((l) => `${l}\n`).join(""))}`;
+    exportLink.classList.toggle("disabled", n === 0);
+    exportLink.setAttribute("aria-disabled", String(n === 0));
+    for (const f of onDecisions) f();
+  }
 
   const fmt = (x) => (x === null || x === undefined ? "" : x.toFixed(3));
   const number = (n) => n.toLocaleString("en-US");
@@ -107,7 +142,7 @@
     const table = element("table", "members");
     const head = element("thead");
     const hr = element("tr");
-    for (const h of ["Document", "Similarity to kept", "Characters", "Text", ""]) hr.append(element("th", null, h));
+    for (const h of ["Document", "Similarity to kept", "Characters", "Text", "Not a duplicate", ""]) hr.append(element("th", null, h));
     head.append(hr);
     table.append(head);
     const tb = element("tbody");
@@ -120,6 +155,24 @@
       tr.append(element("td", "num", number(m.chars)));
       const snippet = m.text.length > 220 ? `${m.text.slice(0, 220)}…` : m.text;
       tr.append(element("td", "text", snippet));
+      const decide = element("td");
+      if (!m.kept) {
+        const box = element("input", "not-duplicate");
+        box.type = "checkbox";
+        box.title = "Not a duplicate: keep it (exported with the decisions)";
+        box.setAttribute("aria-label", `${m.id} is not a duplicate`);
+        box.checked = decisions.has(m.id);
+        box.addEventListener("change", () => {
+          if (box.checked) decisions.set(m.id, c.number);
+          else decisions.delete(m.id);
+          decisionsChanged();
+        });
+        onDecisions.push(() => {
+          box.checked = decisions.has(m.id);
+        });
+        decide.append(box);
+      }
+      tr.append(decide);
       const act = element("td");
       if (!m.kept) {
         const b = element("button", "link", "compare with kept");
@@ -136,6 +189,19 @@
       tb.append(tr);
     });
     table.append(tb);
+    labelCells(table);
+    const whole = element("button", null, "Mark every member shown not a duplicate");
+    whole.type = "button";
+    whole.addEventListener("click", () => {
+      const all = c.members.filter((m) => !m.kept).every((m) => decisions.has(m.id));
+      for (const m of c.members) {
+        if (m.kept) continue;
+        if (all) decisions.delete(m.id);
+        else decisions.set(m.id, c.number);
+      }
+      decisionsChanged();
+    });
+    tools.append(whole);
     go.addEventListener("click", () => showPair(view, c.members[+selA.value], c.members[+selB.value]));
     body.append(table, tools, view);
     showPair(view, c.members[keptIndex], c.members[weakest]);
@@ -144,12 +210,25 @@
   function clusterItem(c) {
     const li = element("li");
     li.dataset.cluster = String(c.number);
+    li.id = `cluster-${c.number}`;
     const det = element("details");
     const sum = element("summary");
     const head = element("span", "cluster-head");
+    const link = element("a", "permalink", "#");
+    link.href = `#cluster-${c.number}`;
+    link.title = "A link to this cluster";
+    link.setAttribute("aria-label", `link to cluster ${c.number}`);
+    link.addEventListener("click", (e) => e.stopPropagation());
+    head.append(link);
     head.append(element("span", "size", `${number(c.size)} documents`));
     head.append(` · cluster ${c.number} · weakest link ${fmt(c.weakest)} · least similar to kept ${fmt(c.lowest)}`);
     if (c.sampled) head.append(element("span", "badge", "sample"));
+    const reviewed = element("span", "badge reviewed hidden", "marked");
+    const showReviewed = () =>
+      reviewed.classList.toggle("hidden", !c.members.some((m) => decisions.has(m.id)));
+    onDecisions.push(showReviewed);
+    showReviewed();
+    head.append(reviewed);
     const kept = c.members.find((m) => m.kept);
     head.append(element("span", "snippet", `kept: ${kept.id} · ${kept.text.slice(0, 160)}`));
     sum.append(head);
@@ -161,6 +240,9 @@
       if (det.open && !rendered) {
         rendered = true;
         renderBody(c, body);
+      }
+      if (det.open && location.hash !== `#cluster-${c.number}`) {
+        history.replaceState(null, "", `#cluster-${c.number}`);
       }
     });
     li.append(det);
@@ -196,4 +278,27 @@
 
   for (const el of [query, minSim, maxSim, order]) el.addEventListener("input", apply);
   apply();
+  decisionsChanged();
+
+  // A link to a cluster (#cluster-N) opens it, the filters cleared if they hide it.
+  function openFromHash() {
+    const m = /^#cluster-(\d+)$/.exec(location.hash);
+    if (!m) return;
+    const c = data.clusters.find((x) => String(x.number) === m[1]);
+    if (!c) {
+      count.textContent = `Cluster ${m[1]} is not among the clusters on this page.`;
+      return;
+    }
+    if (!list.contains(item(c))) {
+      query.value = "";
+      minSim.value = "0";
+      maxSim.value = "1";
+      apply();
+    }
+    const li = item(c);
+    li.querySelector("details").open = true;
+    li.scrollIntoView({ block: "start" });
+  }
+  window.addEventListener("hashchange", openFromHash);
+  openFromHash();
 })();

@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { element, sideBySide } = Shared;
+  const { element, sideBySide, labelCells } = Shared;
   const $ = (id) => document.getElementById(id);
   const TOKEN_KEY = "neardup-token";
   // Stored texts can be large; the side-by-side view shows at most this many characters.
@@ -114,6 +114,7 @@
       o.value = c.name;
       select.append(o);
     }
+    labelCells($("collections"));
     if (collections.some((c) => c.name === before)) select.value = before;
     status.textContent = collections.length
       ? `${collections.length} collection${collections.length === 1 ? "" : "s"}.`

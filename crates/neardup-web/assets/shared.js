@@ -1,5 +1,7 @@
 // The passages two texts share, drawn side by side. Used by the dedup report, the comparison
-// page and the service's page.
+// page and the service's page. A view marks what differs (the units outside every shared
+// passage: what a reviewer of near-copies looks for) or what is shared, switched by two buttons;
+// the choice holds for every view of the page.
 //
 // A text is cut into units: a word (a run of letters, digits and marks) in space-separated
 // scripts, one character in Han, Hiragana and Katakana. Two texts share a passage where they
@@ -82,11 +84,12 @@ const Shared = (() => {
     return c / side.units.length;
   }
 
-  // Replaces el's content by text, with the marked runs in <mark> elements (text nodes only).
-  function draw(el, text, side) {
+  // Replaces el's content by text, with the marked runs in <mark> elements (text nodes only):
+  // the shared units, or with `differs` the others (as <mark class="diff">).
+  function draw(el, text, side, differs = false) {
     el.replaceChildren();
     const us = side.units;
-    const m = side.marks;
+    const m = differs ? side.marks.map((x) => 1 - x) : side.marks;
     let pos = 0;
     let i = 0;
     while (i < us.length) {
@@ -100,6 +103,7 @@ const Shared = (() => {
       const e = us[j].end;
       if (s > pos) el.append(text.slice(pos, s));
       const mark = document.createElement("mark");
+      if (differs) mark.className = "diff";
       mark.textContent = text.slice(s, e);
       el.append(mark);
       pos = e;
@@ -119,37 +123,77 @@ const Shared = (() => {
     return `${Math.round(x * 100)}%`;
   }
 
-  // Two panes in root, each {title, note, text}, with their shared passages marked.
+  // What the views mark: "differs" (the default) or "shared".
+  let markMode = "differs";
+
+  // Two panes in root, each {title, note, text}, marking what differs or what is shared, with
+  // the two buttons that switch between them.
   function sideBySide(root, left, right) {
     const r = compare(left.text, right.text);
-    const box = element("div", "sbs");
-    const unit = r.level === "character" ? "characters" : "words";
-    box.append(
-      element(
-        "p",
-        "sbs-legend",
-        `Marked: passages both texts contain (runs of ${r.n} ${unit} in common, ${r.level} level). ` +
-          `${percent(coverage(r.a))} of the left text and ${percent(coverage(r.b))} of the right ` +
-          `text are shared.`,
-      ),
-    );
-    const panes = element("div", "sbs-panes");
-    for (const [doc, side, name] of [
-      [left, r.a, "left"],
-      [right, r.b, "right"],
-    ]) {
-      const pane = element("section", `pane pane-${name}`);
-      pane.append(element("h4", null, doc.title));
-      if (doc.note) pane.append(element("p", "note", doc.note));
-      const body = element("div", "text");
-      draw(body, doc.text, side);
-      pane.append(body);
-      panes.append(pane);
-    }
-    box.append(panes);
-    root.replaceChildren(box);
+    const render = () => {
+      const differs = markMode === "differs";
+      const box = element("div", "sbs");
+      const unit = r.level === "character" ? "characters" : "words";
+      const modes = element("div", "sbs-mode");
+      modes.setAttribute("role", "group");
+      modes.setAttribute("aria-label", "Mark");
+      for (const [mode, label] of [
+        ["differs", "What differs"],
+        ["shared", "What is shared"],
+      ]) {
+        const b = element("button", markMode === mode ? "on" : null, label);
+        b.type = "button";
+        b.dataset.mode = mode;
+        b.setAttribute("aria-pressed", String(markMode === mode));
+        b.addEventListener("click", () => {
+          markMode = mode;
+          render();
+        });
+        modes.append(b);
+      }
+      box.append(modes);
+      const what = differs
+        ? `Marked: what differs, the ${unit} outside every passage both texts contain`
+        : "Marked: passages both texts contain";
+      box.append(
+        element(
+          "p",
+          "sbs-legend",
+          `${what} (runs of ${r.n} ${unit} in common, ${r.level} level). ` +
+            `${percent(coverage(r.a))} of the left text and ${percent(coverage(r.b))} of the right ` +
+            `text are shared.`,
+        ),
+      );
+      const panes = element("div", "sbs-panes");
+      for (const [doc, side, name] of [
+        [left, r.a, "left"],
+        [right, r.b, "right"],
+      ]) {
+        const pane = element("section", `pane pane-${name}`);
+        pane.append(element("h4", null, doc.title));
+        if (doc.note) pane.append(element("p", "note", doc.note));
+        const body = element("div", "text");
+        draw(body, doc.text, side, differs);
+        pane.append(body);
+        panes.append(pane);
+      }
+      box.append(panes);
+      root.replaceChildren(box);
+    };
+    render();
     return r;
   }
 
-  return { units, compare, coverage, draw, sideBySide, element, percent };
+  // Gives each cell of table's body the label of its column (data-label), which a narrow
+  // screen shows before the cell when the header row is hidden.
+  function labelCells(table) {
+    const labels = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+    for (const tr of table.querySelectorAll("tbody tr")) {
+      [...tr.children].forEach((td, i) => {
+        if (labels[i]) td.dataset.label = labels[i];
+      });
+    }
+  }
+
+  return { units, compare, coverage, draw, sideBySide, labelCells, element, percent };
 })();

@@ -24,10 +24,12 @@ struct Bar {
     class: &'static str,
 }
 
-/// A vertical marker at `at` bar widths from the left edge, with its label.
+/// A vertical marker at `at` bar widths from the left edge, with its label; with `shade`, the
+/// region left of it is shaded and titled so.
 struct Marker {
     at: f64,
     label: String,
+    shade: Option<String>,
 }
 
 fn bar_chart(
@@ -116,6 +118,15 @@ fn bar_chart(
     );
     if let Some(m) = marker {
         let x = LEFT + m.at * bw;
+        if let Some(title) = m.shade.as_ref().filter(|_| x > LEFT + 0.5) {
+            let _ = write!(
+                s,
+                "<path class=\"unverified\" d=\"M{LEFT} {TOP}H{x:.1}V{:.1}H{LEFT}Z\"><title>{}\
+                 </title></path>",
+                TOP + plot_h,
+                escape(title)
+            );
+        }
         let anchor = if m.at > bars.len() as f64 * 0.7 { "end" } else { "start" };
         let dx = if anchor == "end" { -5.0 } else { 5.0 };
         let _ = write!(
@@ -156,14 +167,12 @@ pub(crate) fn similarity_bin(s: f64) -> usize {
     ((s * 100.0 + 1e-9).floor() as usize).min(SIMILARITY_BINS - 2)
 }
 
-/// The histogram of the pairs' similarities, from the lowest bin in use (or the threshold's,
-/// if lower) to 1, with the threshold marked.
+/// The histogram of the pairs' similarities from 0 to 1, with the threshold marked and the
+/// region below it shaded (the run verified no pair there).
 pub(crate) fn similarity_chart(bins: &[u64], threshold: f64, measure: &str) -> String {
     let total: u64 = bins.iter().sum();
-    let first_used = bins.iter().position(|&c| c > 0).unwrap_or(SIMILARITY_BINS - 1);
-    let lo = first_used.min(similarity_bin(threshold)) / 5 * 5;
-    let n = SIMILARITY_BINS - lo;
-    let step = if n > 40 { 10 } else { 5 };
+    let lo = 0;
+    let step = 10;
     let bars: Vec<Bar> = (lo..SIMILARITY_BINS)
         .map(|i| {
             let count = bins[i];
@@ -187,6 +196,11 @@ pub(crate) fn similarity_chart(bins: &[u64], threshold: f64, measure: &str) -> S
     let marker = Marker {
         at: threshold * 100.0 - lo as f64,
         label: format!("threshold {}", trim_float(threshold)),
+        shade: Some(format!(
+            "below the threshold {}: pairs here were not verified (run with a lower --threshold \
+             to see them)",
+            trim_float(threshold)
+        )),
     };
     let summary = format!(
         "Histogram of the {measure} similarity of {} pairs, threshold {}",
@@ -274,6 +288,9 @@ mod tests {
         assert!(svg.contains("threshold 0.8"));
         assert!(svg.contains("similarity 0.95 to 0.96: 1,200 pairs"));
         assert!(svg.contains("similarity 1: 40 pairs"));
+        // From 0 to 1, the region below the threshold shaded.
+        assert!(svg.contains(">0.00</text>") && svg.contains(">0.50</text>"));
+        assert!(svg.contains("class=\"unverified\"") && svg.contains("were not verified"));
     }
 
     #[test]

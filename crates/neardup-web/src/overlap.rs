@@ -164,8 +164,9 @@ impl OverlapReport {
             };
             let _ = write!(
                 body,
-                "<tr><td class=\"id\">{id}</td><td>{}</td><td class=\"copied\">{}</td><td>{}</td>\
-                 <td>{}{}</td></tr>",
+                "<tr><td class=\"id\" data-label=\"Query\">{id}</td><td data-label=\"Characters\">{}\
+                 </td><td class=\"copied\" data-label=\"Copied\">{}</td><td data-label=\"With \
+                 quotations and references\">{}</td><td data-label=\"Sources\">{}{}</td></tr>",
                 thousands(q.chars),
                 share(q.copied_chars, q.chars),
                 share(q.copied_chars + q.excluded_chars, q.chars),

@@ -154,6 +154,35 @@ pub fn choose_members<T: Copy>(
     (others, hidden)
 }
 
+/// What a threshold would give: the rows of the table under the histogram.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThresholdRow {
+    /// The threshold.
+    pub threshold: f64,
+    /// Pairs at or above it (copies included).
+    pub pairs: u64,
+    /// Clusters.
+    pub clusters: u64,
+    /// Documents dropped.
+    pub dropped: u64,
+}
+
+/// The thresholds a report's table lists: the run's, then every 0.05 above it, and 1.
+pub fn table_thresholds(run: f64) -> Vec<f64> {
+    let mut out = vec![run];
+    let mut t = (run * 20.0).floor() / 20.0 + 0.05;
+    while t < 1.0 - 1e-9 {
+        if t > run + 1e-9 {
+            out.push((t * 100.0).round() / 100.0);
+        }
+        t += 0.05;
+    }
+    if run < 1.0 {
+        out.push(1.0);
+    }
+    out
+}
+
 /// Everything a report shows.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -172,6 +201,9 @@ pub struct Report {
     pub pair_bins: Option<Vec<u64>>,
     /// Why there is no histogram of pairs, when there is none.
     pub pairs_note: String,
+    /// What other thresholds (at or above the run's) would give, from the pairs the run
+    /// verified; empty when not known.
+    pub thresholds: Vec<ThresholdRow>,
     /// Clusters by size: size -> how many clusters.
     pub cluster_sizes: BTreeMap<u64, u64>,
     /// The clusters shown, in page order.
@@ -208,6 +240,7 @@ impl Report {
             measure: "Jaccard".into(),
             pair_bins: Some(vec![0; SIMILARITY_BINS]),
             pairs_note: String::new(),
+            thresholds: Vec::new(),
             cluster_sizes: BTreeMap::new(),
             clusters: Vec::new(),
             limits,
@@ -260,8 +293,9 @@ impl Report {
                     body.push_str(
                         "<p class=\"note\">Every pair counts, copies included: a group of n \
                          identical texts gives n(n-1)/2 pairs at 1. The dashed line is the \
-                         threshold.</p>",
+                         threshold; the run verified no pair below it (shaded).</p>",
                     );
+                    self.render_thresholds(&mut body);
                 }
             }
             None => {
@@ -299,6 +333,11 @@ impl Report {
              <option value=\"weakest\">least similar first</option>\
              <option value=\"strongest\">most similar first</option></select></label>\
              <span id=\"cluster-count\" class=\"note\" role=\"status\"></span></div>\n\
+             <div id=\"decision-tools\" class=\"toolbar hidden\"><span id=\"decision-count\" \
+             class=\"note\" role=\"status\"></span><a id=\"export-decisions\" class=\"button\" \
+             download=\"decisions.jsonl\" href=\"#\">Export decisions (JSONL)</a>\
+             <span class=\"note\">for <code>neardup dedup --decisions decisions.jsonl</code>, \
+             which keeps them</span></div>\n\
              <ol class=\"clusters\" id=\"cluster-list\"></ol>\n</section>\n</main>",
         );
         let data = Data {
@@ -323,6 +362,46 @@ impl Report {
             network: Network::None,
         }
         .render()
+    }
+
+    /// The table of what a higher threshold would give, and how to learn what a lower one
+    /// would add.
+    fn render_thresholds(&self, body: &mut String) {
+        let Some(run) = self.thresholds.first() else { return };
+        body.push_str(
+            "<table class=\"thresholds\" id=\"threshold-table\"><caption class=\"note\">What \
+             another threshold would give, from the pairs this run verified</caption><thead><tr>\
+             <th>threshold</th><th>pairs</th><th>clusters</th><th>dropped</th>\
+             <th>dropped vs this run</th></tr></thead><tbody>",
+        );
+        for row in &self.thresholds {
+            let delta = row.dropped as i64 - run.dropped as i64;
+            let _ = write!(
+                body,
+                "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if row == run { " class=\"run\"" } else { "" },
+                trim_float(row.threshold),
+                thousands(row.pairs),
+                thousands(row.clusters),
+                thousands(row.dropped),
+                if row == run {
+                    "this run".to_string()
+                } else if delta == 0 {
+                    "the same".to_string()
+                } else if delta < 0 {
+                    format!("{} fewer", thousands(delta.unsigned_abs()))
+                } else {
+                    format!("{} more", thousands(delta as u64))
+                }
+            );
+        }
+        let _ = write!(
+            body,
+            "</tbody></table><p class=\"note\">A lower threshold would add pairs this run did not \
+             verify: run dedup with a lower --threshold (say {}) and its report lists each \
+             threshold from there up.</p>",
+            trim_float(((run.threshold - 0.1) * 20.0).round().max(1.0) / 20.0)
+        );
     }
 
     fn selection_note(&self, total: u64, largest: usize, sampled: usize) -> String {
@@ -427,6 +506,27 @@ mod tests {
             html.contains("The 1 largest of 2 clusters, and a random sample of 0 of the other 1")
         );
         assert!(html.contains("at most 1 others"));
+    }
+
+    #[test]
+    fn the_threshold_table_lists_the_run_and_higher_thresholds() {
+        assert_eq!(table_thresholds(0.8), vec![0.8, 0.85, 0.9, 0.95, 1.0]);
+        assert_eq!(table_thresholds(0.72), vec![0.72, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]);
+        assert_eq!(table_thresholds(1.0), vec![1.0]);
+        let mut r = Report::new("c", ReportLimits::default());
+        r.add_pair(0.9, 3);
+        let row = |threshold, pairs, clusters, dropped| ThresholdRow {
+            threshold,
+            pairs,
+            clusters,
+            dropped,
+        };
+        r.thresholds = vec![row(0.8, 3, 2, 5), row(0.9, 3, 2, 5), row(1.0, 0, 0, 0)];
+        let html = r.render();
+        assert!(html
+            .contains("<tr class=\"run\"><td>0.8</td><td>3</td><td>2</td><td>5</td><td>this run"));
+        assert!(html.contains("<td>1</td><td>0</td><td>0</td><td>0</td><td>5 fewer</td>"));
+        assert!(html.contains("lower --threshold (say 0.7)"));
     }
 
     #[test]

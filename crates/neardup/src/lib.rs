@@ -36,8 +36,8 @@ mod summary;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
-    read_manifest, Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch,
-    IndexLock, IndexManifest, Keep, Method, Pair, Pairs, PreparedIndex, Rank, RankKind,
+    read_manifest, AtThreshold, Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome,
+    DocSketch, IndexLock, IndexManifest, Keep, Method, Pair, Pairs, PreparedIndex, Rank, RankKind,
     Verification, DEFAULT_MAX_BUCKET, DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION,
     OLDEST_INDEX_FORMAT,
 };
@@ -58,7 +58,7 @@ pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
     MAX_NGRAM, MAX_TOP_N, PRESETS,
 };
-pub use summary::Summary;
+pub use summary::{bytes_text, Summary};
 
 /// A name that no other call gives, in this process or another: the clock, the process id and a
 /// counter, hashed to 16 hex digits. Saved indexes name their docs files with it, and the

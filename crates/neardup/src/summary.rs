@@ -22,6 +22,10 @@ pub struct Summary {
     pub dropped: u64,
     /// Documents kept.
     pub kept: u64,
+    /// Bytes of text of the dropped documents.
+    pub bytes_dropped: u64,
+    /// Dropped documents kept by a reviewer's decision (`--decisions`).
+    pub kept_by_decision: u64,
     /// How candidates were found.
     pub method: Method,
     /// LSH bands (MinHash).
@@ -65,6 +69,8 @@ impl Default for Summary {
             clusters: 0,
             dropped: 0,
             kept: 0,
+            bytes_dropped: 0,
+            kept_by_decision: 0,
             method: Method::MinHash,
             bands: None,
             rows: None,
@@ -93,6 +99,8 @@ impl Summary {
         let config = dedup.config();
         let documents = (dedup.len() - seen) as u64;
         let dropped = outcome.kept[seen..].iter().filter(|k| !**k).count() as u64;
+        let bytes_dropped =
+            (seen..dedup.len()).filter(|&i| !outcome.kept[i]).map(|i| dedup.len_at(i)).sum();
         let (bands, rows) = dedup.banding().unzip();
         Summary {
             documents,
@@ -100,6 +108,7 @@ impl Summary {
             clusters: outcome.clusters.len() as u64,
             dropped,
             kept: documents - dropped,
+            bytes_dropped,
             method: config.method,
             bands,
             rows,
@@ -133,6 +142,16 @@ impl Summary {
     }
 }
 
+/// A size for people: `512 bytes`, `12.3 KB`, `4.5 MB`, `1.2 GB` (powers of 1000).
+pub fn bytes_text(n: u64) -> String {
+    match n {
+        n if n < 1_000 => count(n, "byte", "bytes"),
+        n if n < 1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        n if n < 1_000_000_000 => format!("{:.1} MB", n as f64 / 1e6),
+        n => format!("{:.1} GB", n as f64 / 1e9),
+    }
+}
+
 /// `n` and the noun for it: `1 document`, `2 documents`.
 fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -151,6 +170,14 @@ impl std::fmt::Display for Summary {
             self.dropped,
             self.kept
         )?;
+        if let Some(bytes) = self.bytes.filter(|b| *b > 0 && self.dropped > 0) {
+            writeln!(
+                f,
+                "  removed {} of text ({:.1}% of the bytes)",
+                bytes_text(self.bytes_dropped),
+                100.0 * self.bytes_dropped as f64 / bytes as f64
+            )?;
+        }
         write!(
             f,
             "  {}, verified by {}: {}, {} verified between distinct texts, {}",
@@ -163,6 +190,10 @@ impl std::fmt::Display for Summary {
         if self.capped_buckets > 0 {
             let buckets = count(self.capped_buckets, "bucket", "buckets");
             write!(f, "\n  {buckets} over max_bucket paired as stars (skew guard)")?;
+        }
+        if self.kept_by_decision > 0 {
+            let docs = count(self.kept_by_decision, "document", "documents");
+            write!(f, "\n  {docs} kept by review decisions (not duplicates)")?;
         }
         if self.against > 0 {
             let docs = count(self.against, "document", "documents");
@@ -201,6 +232,7 @@ mod tests {
             clusters: 1,
             dropped: 1,
             kept: 2,
+            bytes_dropped: 500_000,
             bands: Some(16),
             rows: Some(6),
             candidate_probability: Some(0.99234),
@@ -212,7 +244,8 @@ mod tests {
         };
         assert_eq!(
             s.to_string(),
-            "3 documents (1.5 MB, 0 empty), 1 cluster, 1 dropped, 2 kept\n  minhash, 16 bands x \
+            "3 documents (1.5 MB, 0 empty), 1 cluster, 1 dropped, 2 kept\n  removed 500.0 KB of \
+             text (33.3% of the bytes)\n  minhash, 16 bands x \
              6 rows, P(candidate) 0.9923 at Jaccard 0.8, verified by jaccard: 2 candidate pairs, \
              1 verified between distinct texts, 0 exact copies\n  1 duplicate id (records \
              repeating an earlier record's id; \"7\" and 7 are one id), kept as separate \

@@ -18,6 +18,7 @@ use neardup::{
     Dedup, DedupConfig, DedupOutcome, Keep, Method, SearchSpec, SearchSpecError, Verification,
 };
 use neardup_corpus::columnar::RecordsOutput;
+use neardup_corpus::decisions::Decisions;
 use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Lines, Sketched};
 pub(crate) use neardup_corpus::peak_memory;
 use neardup_corpus::read::{expand_inputs, Format, InputError, ReadOptions, Source};
@@ -198,6 +199,12 @@ pub struct DedupArgs {
     /// exit the previous one, whole. Runs saving to one directory take turns (a lock file).
     #[arg(long, value_name = "DIR")]
     save_index: Option<PathBuf>,
+
+    /// A reviewer's decisions, exported from the report ("Export decisions"): JSON Lines of
+    /// {"id": ID, "decision": "not_duplicate"}. Those documents are kept whatever the keep rule
+    /// says (clusters and pairs stay as found; the summary counts them).
+    #[arg(long, value_name = "FILE")]
+    decisions: Option<PathBuf>,
 
     /// Where the feature hashes that verify candidates are kept: an unnamed temporary file in
     /// this directory, read back for candidate pairs only (memory per document about 160
@@ -383,6 +390,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         inputs.push(Input { what: "--against index file".into(), path });
     }
     inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
+    if let Some(path) = &args.decisions {
+        inputs.push(Input { what: "--decisions file".into(), path: path.clone() });
+    }
     let planned = Outputs::plan(&args);
     // --save-index may be the --against directory: the index is read first and replaced
     // atomically at the end.
@@ -395,6 +405,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let mut all_outputs = file_outputs.clone();
     all_outputs.extend(index_outputs);
     check_conflicts(&non_index_inputs, &all_outputs)?;
+    let decisions = args.decisions.as_deref().map(Decisions::read).transpose()?;
 
     // One writer per index directory, from before its documents are read (when it is also
     // --against) until its new state is committed: concurrent runs take turns.
@@ -427,8 +438,15 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let read_time = started.elapsed();
 
     let search_started = Instant::now();
-    let outcome = dedup.run().map_err(|e| Failure::Runtime(e.into()))?;
+    let mut outcome = dedup.run().map_err(|e| Failure::Runtime(e.into()))?;
     let search_time = search_started.elapsed();
+    let mut kept_by_decision = 0;
+    if let Some(decisions) = &decisions {
+        let marked = (seen..ids.len()).filter(|&i| {
+            neardup::id_from_json(ids.get(i)).is_ok_and(|id| decisions.not_duplicate(&id))
+        });
+        kept_by_decision = outcome.keep_also(marked.map(|i| i as u32).collect::<Vec<_>>());
+    }
     // One summary of the run: what stderr says and what the report's table says.
     let mut summary = neardup::Summary::of(&dedup, &outcome);
     summary.bytes = Some(read.bytes);
@@ -436,6 +454,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     summary.replaced = read.replaced;
     summary.repeated_ids = read.repeated_ids.records() as u64;
     summary.repeated_id_examples = read.repeated_ids.examples().to_vec();
+    summary.kept_by_decision = kept_by_decision;
 
     let write_started = Instant::now();
     let writer = Lines { ids: &ids, outcome: &outcome, seen };
@@ -563,6 +582,17 @@ fn build_report(
     for c in &outcome.clusters {
         page.add_cluster_size(c.members.len() as u64);
     }
+    let thresholds = neardup_web::report::table_thresholds(config.threshold);
+    page.thresholds = outcome
+        .at_thresholds(&thresholds)
+        .into_iter()
+        .map(|a| neardup_web::report::ThresholdRow {
+            threshold: a.threshold,
+            pairs: a.pairs,
+            clusters: a.clusters,
+            dropped: a.dropped,
+        })
+        .collect();
     let sizes: Vec<u64> = outcome.clusters.iter().map(|c| c.members.len() as u64).collect();
     let keys: Vec<u64> =
         outcome.clusters.iter().map(|c| report::sample_key(ids.get(c.keep as usize))).collect();
@@ -637,6 +667,14 @@ fn build_report(
         ("clusters".into(), n(summary.clusters)),
         ("dropped".into(), n(summary.dropped)),
         ("kept".into(), n(summary.kept)),
+        (
+            "removed".into(),
+            format!(
+                "{} of text, {:.1}% of the bytes",
+                neardup::bytes_text(summary.bytes_dropped),
+                100.0 * summary.bytes_dropped as f64 / summary.bytes.unwrap_or(0).max(1) as f64
+            ),
+        ),
         ("method".into(), summary.method_line()),
         (
             "verified by".into(),
@@ -651,6 +689,9 @@ fn build_report(
         ("pairs at or above the threshold".into(), format!("{} (copies included)", n(pairs))),
         ("pipeline".into(), dedup.pipeline().id().to_string()),
     ];
+    if summary.kept_by_decision > 0 {
+        rows.push(("kept by review decisions".into(), n(summary.kept_by_decision)));
+    }
     if summary.against > 0 {
         rows.push(("against an index of".into(), format!("{} documents", n(summary.against))));
     }

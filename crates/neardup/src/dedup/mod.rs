@@ -40,7 +40,7 @@ pub use index_file::{
 };
 pub use keep::{Keep, Rank, RankKind};
 pub(crate) use plan::Plan;
-pub use run::{Cluster, Copies, DedupOutcome, Pair, Pairs};
+pub use run::{AtThreshold, Cluster, Copies, DedupOutcome, Pair, Pairs};
 pub use sketch::DocSketch;
 pub(crate) use sketch::{sketch_with, verify};
 
@@ -683,6 +683,45 @@ mod tests {
         assert_eq!(keep(Keep::First), 1);
         assert_eq!(keep(Keep::Longest), 2);
         assert_eq!(keep(Keep::Shortest), 1);
+    }
+
+    #[test]
+    fn a_run_says_what_higher_thresholds_would_give() {
+        // Near-copies at several distances, exact copies, and unrelated texts; every pair that
+        // shares one MinHash value is a candidate (128 bands of 1 row), so runs at different
+        // thresholds verify the same pairs.
+        let base: Vec<String> = (0..60).map(|i| format!("w{}", (i * 7919) % 97)).collect();
+        let mut docs = Vec::new();
+        for changed in [0, 0, 2, 5, 9, 14, 20] {
+            let mut w = base.clone();
+            for k in 0..changed {
+                w[k * 3 % 60] = format!("x{k}");
+            }
+            docs.push(w.join(" "));
+        }
+        docs.extend(
+            (0..5).map(|i| format!("unrelated text number {i} with words of its own {}", i * 13)),
+        );
+        let p = pipeline();
+        let config = |threshold: f64| DedupConfig {
+            threshold,
+            banding: Some((128, 1)),
+            ..DedupConfig::default()
+        };
+        let (low, _) = run(&p, config(0.3), &docs);
+        let ts = [0.3, 0.9, 0.5, 0.7, 1.0];
+        let table = low.at_thresholds(&ts);
+        for (t, row) in ts.iter().zip(&table) {
+            let (out, _) = run(&p, config(*t), &docs);
+            let dropped = out.kept.iter().filter(|k| !**k).count() as u64;
+            assert_eq!(row.threshold, *t);
+            assert_eq!(
+                (row.pairs, row.clusters, row.dropped),
+                (out.pair_count(), out.clusters.len() as u64, dropped),
+                "at {t}"
+            );
+        }
+        assert!(table[0].dropped > table[1].dropped, "{table:?}");
     }
 
     #[test]

@@ -34,6 +34,19 @@ pub struct Cluster {
 
 const NO_GROUP: u32 = u32::MAX;
 
+/// What another threshold would have given ([`DedupOutcome::at_thresholds`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AtThreshold {
+    /// The threshold.
+    pub threshold: f64,
+    /// Pairs at or above it (copies included).
+    pub pairs: u64,
+    /// Clusters of two or more documents.
+    pub clusters: u64,
+    /// Documents dropped (each cluster keeps one).
+    pub dropped: u64,
+}
+
 /// The result of [`Dedup::run`].
 ///
 /// Pairs come in two forms. [`DedupOutcome::pairs`] lists **every** pair of documents at or
@@ -70,6 +83,72 @@ pub struct DedupOutcome {
 }
 
 impl DedupOutcome {
+    /// Keeps the documents at `positions` that the run dropped (a reviewer's "not a
+    /// duplicate", `neardup dedup --decisions`); returns how many changed. Clusters and pairs
+    /// stay as found: the decision changes what is kept, not what is similar.
+    pub fn keep_also(&mut self, positions: impl IntoIterator<Item = u32>) -> u64 {
+        let mut changed = 0;
+        for p in positions {
+            if let Some(k) = self.kept.get_mut(p as usize) {
+                changed += u64::from(!*k);
+                *k = true;
+            }
+        }
+        changed
+    }
+
+    /// What each of `thresholds` (at or above the run's) would have given, from the pairs the
+    /// run verified: pairs (copies included, as [`DedupOutcome::pair_weights`] counts them),
+    /// clusters, and documents dropped (one kept per cluster). A threshold below the run's sees
+    /// only the pairs at or above the run's: run lower to know what it would add. Returned in
+    /// the order given.
+    pub fn at_thresholds(&self, thresholds: &[f64]) -> Vec<AtThreshold> {
+        let n = self.kept.len();
+        let mut sets = super::union_find::UnionFind::new(n);
+        // (clusters, dropped) so far.
+        let mut counts = (0u64, 0u64);
+        let join = |sets: &mut super::union_find::UnionFind, counts: &mut (u64, u64), a, b| {
+            let (ra, rb) = (sets.find(a), sets.find(b));
+            if ra == rb {
+                return;
+            }
+            match (sets.size(ra) > 1, sets.size(rb) > 1) {
+                (false, false) => counts.0 += 1,
+                (true, true) => counts.0 -= 1,
+                _ => {}
+            }
+            counts.1 += 1;
+            sets.union(ra, rb);
+        };
+        for g in self.groups() {
+            for &m in &g[1..] {
+                join(&mut sets, &mut counts, g[0], m);
+            }
+        }
+        let mut edges: Vec<&Pair> = self.edges.iter().collect();
+        edges.sort_by(|x, y| y.similarity.total_cmp(&x.similarity));
+        let mut weights: Vec<(f64, u64)> = self.pair_weights().collect();
+        weights.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let mut order: Vec<usize> = (0..thresholds.len()).collect();
+        order.sort_by(|&x, &y| thresholds[y].total_cmp(&thresholds[x]));
+        let mut out = vec![AtThreshold::default(); thresholds.len()];
+        let (mut e, mut w, mut pairs) = (0, 0, 0u64);
+        for i in order {
+            let t = thresholds[i];
+            while e < edges.len() && edges[e].similarity >= t {
+                join(&mut sets, &mut counts, edges[e].a, edges[e].b);
+                e += 1;
+            }
+            while w < weights.len() && weights[w].0 >= t {
+                pairs += weights[w].1;
+                w += 1;
+            }
+            let (clusters, dropped) = counts;
+            out[i] = AtThreshold { threshold: t, pairs, clusters, dropped };
+        }
+        out
+    }
+
     /// The number of documents that came from a loaded index (positions `0..seen`).
     pub fn seen(&self) -> u32 {
         self.seen
