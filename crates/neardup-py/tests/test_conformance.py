@@ -49,7 +49,9 @@ def test_one_summary_in_every_surface(binary, tmp_path):
     assert out.returncode == 0, out.stderr
     cli = out.stderr.decode().removeprefix("neardup dedup: ").splitlines()
     result = neardup.dedup([d["text"] for d in DOCS], threshold=0.5)
-    assert result.summary_text().splitlines() == cli[:2]
+    lines = result.summary_text().splitlines()
+    assert len(lines) == 3 and lines[1].startswith("  removed ")
+    assert lines == cli[:3]
     s = result.summary()
     assert (s["documents"], s["clusters"], s["threshold"], s["method"]) == (8, 2, 0.5, "minhash")
     assert s["bytes"] == sum(len(d["text"].encode()) for d in DOCS)
