@@ -320,3 +320,29 @@ def test_compare_html_needs_two_texts_and_no_profile():
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--profile" in r.stderr
 
+
+
+def test_the_report_speaks_chinese_to_a_chinese_browser(run):
+    """A browser that prefers Chinese gets the page's words in Chinese; ?lang=en keeps English."""
+    driver = chromium(lang="zh-CN")
+    try:
+        driver.get((run / "report.html").as_uri())
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#cluster-list > li"), what="clusters")
+        assert driver.execute_script("return document.documentElement.lang") == "zh-CN"
+        assert driver.find_element(By.CSS_SELECTOR, "#summary h2").text == "概要"
+        labels = [dt.text for dt in driver.find_elements(By.CSS_SELECTOR, "dl.summary dt")]
+        assert "文档" in labels and "删除的文本" in labels
+        assert driver.find_element(By.CSS_SELECTOR, "#export-decisions").text == "导出决定（JSONL）"
+        assert "本页" in driver.find_element(By.ID, "cluster-count").text
+        li = open_cluster(driver, "zh-a")
+        assert "篇文档" in li.find_element(By.CSS_SELECTOR, ".size").text
+        assert li.find_element(By.CSS_SELECTOR, ".sbs-mode button[data-mode='differs']").text == "不同之处"
+        assert "字级" in li.find_element(By.CSS_SELECTOR, ".sbs-legend").text
+        assert "与保留文档的相似度" in li.find_element(By.CSS_SELECTOR, "table.members thead").text
+        assert not page_errors(driver)
+        screenshot(driver, "report-zh")
+        driver.get((run / "report.html").as_uri() + "?lang=en")
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#cluster-list > li"), what="clusters")
+        assert driver.find_element(By.CSS_SELECTOR, "#summary h2").text == "Summary"
+    finally:
+        driver.quit()

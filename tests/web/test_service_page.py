@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-from webhelpers import ROOT, Server, page_errors, screenshot, wait_for
+from webhelpers import ROOT, Server, chromium, page_errors, screenshot, wait_for
 
 MARKUP = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
 EN = (ROOT / "examples" / "data" / "en" / "report_a.txt").read_text(encoding="utf-8")
@@ -224,3 +224,26 @@ def test_the_page_shows_the_copied_passages_of_a_text(server, browser):
     browser.execute_script("arguments[0].value = arguments[1]", browser.find_element(By.ID, "text"), THESIS)
     browser.find_element(By.ID, "overlap").click()
     wait_for(lambda: '"passages": true' in browser.find_element(By.ID, "status").text, what="status")
+
+
+def test_the_page_speaks_chinese_to_a_chinese_browser(server):
+    """A browser whose languages put Chinese first (Accept-Language zh-CN) gets the page in
+    Chinese: headings, the table's columns, buttons and what the searches say."""
+    fill(server)
+    driver = chromium(lang="zh-CN")
+    try:
+        driver.get(server.base + "/")
+        wait_for(lambda: "运行正常" in driver.find_element(By.ID, "health").text, what="health")
+        assert driver.find_element(By.CSS_SELECTOR, "#collections-box h2").text == "集合"
+        heads = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#collections thead th")]
+        assert heads[:3] == ["名称", "文档数", "方法"]
+        assert driver.find_element(By.ID, "search").text == "搜索"
+        assert driver.find_element(By.ID, "text").get_attribute("placeholder") == "粘贴文本以查找相似文档"
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#collection option"), what="options")
+        driver.execute_script("document.getElementById('collection').value = 'news'")
+        search(driver, ZH_B)
+        assert "在 news 中找到" in driver.find_element(By.ID, "status").text
+        assert not page_errors(driver)
+        screenshot(driver, "service-zh")
+    finally:
+        driver.quit()

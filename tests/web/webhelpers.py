@@ -68,9 +68,10 @@ class Server:
             self.proc.kill()
 
 
-def chromium(width: int = 1280, height: int = 900, javascript: bool = True):
+def chromium(width: int = 1280, height: int = 900, javascript: bool = True, lang: str = "en-US"):
     """A headless Chromium (Debian's chromium and chromedriver) driven by WebDriver; without
-    JavaScript when asked, to see what a reader without it sees."""
+    JavaScript when asked, to see what a reader without it sees; asking for pages in `lang`
+    (its Accept-Language and navigator.languages)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -90,8 +91,10 @@ def chromium(width: int = 1280, height: int = 900, javascript: bool = True):
         "--disable-dev-shm-usage",
         "--hide-scrollbars",
         f"--window-size={width},{height}",
+        f"--lang={lang}",
     ):
         opts.add_argument(flag)
+    opts.add_experimental_option("prefs", {"intl.accept_languages": lang})
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(driver_path), options=opts)
     driver.set_page_load_timeout(60)

@@ -8,7 +8,8 @@
 
 (() => {
   const data = JSON.parse(document.getElementById("report-data").textContent);
-  const { element, sideBySide, labelCells } = Shared;
+  const { element, sideBySide, labelCells, t } = Shared;
+  Shared.translateStatic();
   const list = document.getElementById("cluster-list");
   const count = document.getElementById("cluster-count");
   const query = document.getElementById("filter-text");
@@ -41,8 +42,8 @@
       JSON.stringify({ id, decision: "not_duplicate", cluster }));
     const n = lines.length;
     decisionCount.textContent = n
-      ? `${n} document${n === 1 ? "" : "s"} marked not a duplicate`
-      : "Nothing marked yet: tick \u201cnot a duplicate\u201d on a member to mark it.";
+      ? t(n === 1 ? "1 document marked not a duplicate" : "{n} documents marked not a duplicate", { n })
+      : t("Nothing marked yet: tick \u201cnot a duplicate\u201d on a member to mark it.");
     exportLink.href = `data:application/x-ndjson;charset=utf-8,${encodeURIComponent(lines.map((l) => `${l}\n`).join(""))}`;
     exportLink.classList.toggle("disabled", n === 0);
     exportLink.setAttribute("aria-disabled", String(n === 0));
@@ -62,15 +63,15 @@
   }
 
   function memberTitle(m) {
-    return m.kept ? `${m.id} (kept)` : m.id;
+    return m.kept ? t("{id} (kept)", { id: m.id }) : m.id;
   }
 
   function memberNote(m) {
     const parts = [];
-    if (!m.kept) parts.push(`similarity to the kept document ${fmt(m.similarity)}`);
-    else parts.push("the kept document");
-    parts.push(`${number(m.chars)} characters`);
-    if (m.cut) parts.push(`cut here at ${number(data.selection.text_chars)} of ${number(m.chars)} characters`);
+    if (!m.kept) parts.push(t("similarity to the kept document {x}", { x: fmt(m.similarity) }));
+    else parts.push(t("the kept document"));
+    parts.push(t("{n} characters", { n: number(m.chars) }));
+    if (m.cut) parts.push(t("cut here at {a} of {b} characters", { a: number(data.selection.text_chars), b: number(m.chars) }));
     return parts.join(" · ");
   }
 
@@ -85,7 +86,7 @@
   function simCell(m) {
     const td = element("td", "num");
     if (m.kept) {
-      td.append(element("span", "badge kept", "kept"));
+      td.append(element("span", "badge kept", t("kept (badge)")));
       return td;
     }
     td.append(fmt(m.similarity));
@@ -110,7 +111,7 @@
     if (c.members.some((m) => m.cut)) {
       notes.push(`Some texts are cut at ${number(data.selection.text_chars)} characters (--report-text-chars); each cut is said below.`);
     }
-    if (c.sampled) notes.push("This cluster is in the random sample of the smaller clusters.");
+    if (c.sampled) notes.push(t("This cluster is in the random sample of the smaller clusters."));
     for (const n of notes) body.append(element("p", "note", n));
 
     // Two members side by side, chosen in two lists.
@@ -119,7 +120,7 @@
       const l = element("label", null, label);
       const s = element("select");
       c.members.forEach((m, i) => {
-        const o = element("option", null, m.kept ? `${m.id} (kept)` : `${m.id} (${fmt(m.similarity)})`);
+        const o = element("option", null, m.kept ? t("{id} (kept)", { id: m.id }) : `${m.id} (${fmt(m.similarity)})`);
         o.value = String(i);
         s.append(o);
       });
@@ -133,16 +134,16 @@
     c.members.forEach((m, i) => {
       if (!m.kept && m.similarity < c.members[weakest].similarity) weakest = i;
     });
-    const selA = pick("Left", keptIndex);
-    const selB = pick("Right", weakest);
-    const go = element("button", null, "Side by side");
+    const selA = pick(t("Left"), keptIndex);
+    const selB = pick(t("Right"), weakest);
+    const go = element("button", null, t("Side by side"));
     go.type = "button";
     tools.append(go);
 
     const table = element("table", "members");
     const head = element("thead");
     const hr = element("tr");
-    for (const h of ["Document", "Similarity to kept", "Characters", "Text", "Not a duplicate", ""]) hr.append(element("th", null, h));
+    for (const h of ["Document", "Similarity to kept", "Characters", "Text", "Not a duplicate", ""]) hr.append(element("th", null, h && t(h)));
     head.append(hr);
     table.append(head);
     const tb = element("tbody");
@@ -159,7 +160,7 @@
       if (!m.kept) {
         const box = element("input", "not-duplicate");
         box.type = "checkbox";
-        box.title = "Not a duplicate: keep it (exported with the decisions)";
+        box.title = t("Not a duplicate: keep it (exported with the decisions)");
         box.setAttribute("aria-label", `${m.id} is not a duplicate`);
         box.checked = decisions.has(m.id);
         box.addEventListener("change", () => {
@@ -175,7 +176,7 @@
       tr.append(decide);
       const act = element("td");
       if (!m.kept) {
-        const b = element("button", "link", "compare with kept");
+        const b = element("button", "link", t("compare with kept"));
         b.type = "button";
         b.addEventListener("click", () => {
           selA.value = String(keptIndex);
@@ -190,7 +191,7 @@
     });
     table.append(tb);
     labelCells(table);
-    const whole = element("button", null, "Mark every member shown not a duplicate");
+    const whole = element("button", null, t("Mark every member shown not a duplicate"));
     whole.type = "button";
     whole.addEventListener("click", () => {
       const all = c.members.filter((m) => !m.kept).every((m) => decisions.has(m.id));
@@ -216,21 +217,24 @@
     const head = element("span", "cluster-head");
     const link = element("a", "permalink", "#");
     link.href = `#cluster-${c.number}`;
-    link.title = "A link to this cluster";
+    link.title = t("A link to this cluster");
     link.setAttribute("aria-label", `link to cluster ${c.number}`);
     link.addEventListener("click", (e) => e.stopPropagation());
     head.append(link);
-    head.append(element("span", "size", `${number(c.size)} documents`));
-    head.append(` · cluster ${c.number} · weakest link ${fmt(c.weakest)} · least similar to kept ${fmt(c.lowest)}`);
-    if (c.sampled) head.append(element("span", "badge", "sample"));
-    const reviewed = element("span", "badge reviewed hidden", "marked");
+    head.append(element("span", "size", t("{n} documents", { n: number(c.size) })));
+    head.append(
+      ` · ${t("cluster {n}", { n: c.number })} · ${t("weakest link {x}", { x: fmt(c.weakest) })} · ` +
+        t("least similar to kept {x}", { x: fmt(c.lowest) }),
+    );
+    if (c.sampled) head.append(element("span", "badge", t("sample")));
+    const reviewed = element("span", "badge reviewed hidden", t("marked"));
     const showReviewed = () =>
       reviewed.classList.toggle("hidden", !c.members.some((m) => decisions.has(m.id)));
     onDecisions.push(showReviewed);
     showReviewed();
     head.append(reviewed);
     const kept = c.members.find((m) => m.kept);
-    head.append(element("span", "snippet", `kept: ${kept.id} · ${kept.text.slice(0, 160)}`));
+    head.append(element("span", "snippet", `${t("kept: {id}", { id: kept.id })} · ${kept.text.slice(0, 160)}`));
     sum.append(head);
     det.append(sum);
     const body = element("div", "cluster-body");
@@ -273,7 +277,7 @@
     else if (by === "strongest") shown.sort((a, b) => b.lowest - a.lowest || b.size - a.size);
     // "size": the data's own order, largest first.
     list.replaceChildren(...shown.map(item));
-    count.textContent = `${number(shown.length)} of ${number(data.clusters.length)} clusters on this page`;
+    count.textContent = t("{a} of {b} clusters on this page", { a: number(shown.length), b: number(data.clusters.length) });
   }
 
   for (const el of [query, minSim, maxSim, order]) el.addEventListener("input", apply);
@@ -286,7 +290,7 @@
     if (!m) return;
     const c = data.clusters.find((x) => String(x.number) === m[1]);
     if (!c) {
-      count.textContent = `Cluster ${m[1]} is not among the clusters on this page.`;
+      count.textContent = t("Cluster {n} is not among the clusters on this page.", { n: m[1] });
       return;
     }
     if (!list.contains(item(c))) {

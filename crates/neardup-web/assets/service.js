@@ -4,7 +4,8 @@
 "use strict";
 
 (() => {
-  const { element, sideBySide, labelCells } = Shared;
+  const { element, sideBySide, labelCells, t } = Shared;
+  Shared.translateStatic();
   const $ = (id) => document.getElementById(id);
   const TOKEN_KEY = "neardup-token";
   // Stored texts can be large; the side-by-side view shows at most this many characters.
@@ -69,14 +70,14 @@
       const h = await res.json();
       if (h.status === "ok") {
         el.className = "good";
-        el.textContent = `Healthy · neardup ${h.version} · ${location.host}`;
+        el.textContent = t("Healthy · neardup {v} · {host}", { v: h.version, host: location.host });
       } else {
         el.className = "bad";
-        el.textContent = `Unhealthy: ${h.reason || h.status} · neardup ${h.version}`;
+        el.textContent = t("Unhealthy: {why} · neardup {v}", { why: h.reason || h.status, v: h.version });
       }
     } catch (e) {
       el.className = "bad";
-      el.textContent = `The service does not answer (${e.message}).`;
+      el.textContent = t("The service does not answer ({why}).", { why: e.message });
     }
   }
 
@@ -86,7 +87,7 @@
     try {
       list = (await api("GET", "/v1/collections")).collections;
     } catch (e) {
-      status.textContent = e.status === 401 ? "Give the token above to see the collections." : e.message;
+      status.textContent = e.status === 401 ? t("Give the token above to see the collections.") : e.message;
       return;
     }
     collections = list.sort((a, b) => a.name.localeCompare(b.name));
@@ -105,7 +106,7 @@
         c.threshold,
         lsh,
         c.verification || "",
-        c.passages ? "yes, with passages" : c.store_text ? "yes" : "no",
+        t(c.passages ? "yes, with passages" : c.store_text ? "yes" : "no"),
         c.pipeline_id,
       ];
       cells.forEach((v, i) => tr.append(element("td", i === 7 ? "id mono" : i === 0 ? "id" : null, v)));
@@ -117,8 +118,8 @@
     labelCells($("collections"));
     if (collections.some((c) => c.name === before)) select.value = before;
     status.textContent = collections.length
-      ? `${collections.length} collection${collections.length === 1 ? "" : "s"}.`
-      : "No collections yet: create one with PUT /v1/collections/NAME (see /v1/openapi.json).";
+      ? t(collections.length === 1 ? "1 collection." : "{n} collections.", { n: collections.length })
+      : t("No collections yet: create one with PUT /v1/collections/NAME (see /v1/openapi.json).");
   }
 
   function current() {
@@ -167,7 +168,7 @@
       t.length > VIEW_CHARS ? `${what}; cut here at ${VIEW_CHARS.toLocaleString("en-US")} of ${t.length.toLocaleString("en-US")} characters` : what;
     sideBySide(
       view,
-      { title: "Your text", note: note(query, `${query.length.toLocaleString("en-US")} characters`), text: cut(query) },
+      { title: t("Your text"), note: note(query, `${query.length.toLocaleString("en-US")} characters`), text: cut(query) },
       { title: id, note: note(doc.text, `stored in ${c.name} · similarity ${similarity.toFixed(3)}`), text: cut(doc.text) },
     );
     view.scrollIntoView({ block: "nearest" });
@@ -208,18 +209,18 @@
     const c = current();
     const text = $("text").value;
     if (!c) {
-      setStatus("Choose a collection first.", "bad");
+      setStatus(t("Choose a collection first."), "bad");
       return;
     }
     if (!text.trim()) {
-      setStatus("Paste a text first.", "bad");
+      setStatus(t("Paste a text first."), "bad");
       return;
     }
     if (kind === "overlap" && !c.passages) {
       setStatus(`${c.name} keeps no passages: create a collection with "passages": true to find copied passages.`, "bad");
       return;
     }
-    setStatus(kind === "search" ? "Searching…" : "Checking…");
+    setStatus(t(kind === "search" ? "Searching…" : "Checking…"));
     const base = `/v1/collections/${encodeURIComponent(c.name)}`;
     try {
       if (kind === "overlap") {
@@ -229,13 +230,14 @@
         setStatus(
           r.passages.length
             ? `${OverlapView.pct(r.copied_chars, r.chars)} of the text is copied from ${r.sources.length} document${r.sources.length === 1 ? "" : "s"} of ${c.name}.`
-            : `No passage of the text is copied from ${c.name}.`,
+            : t("No passage of the text is copied from {c}.", { c: c.name }),
           r.passages.length ? "warn" : "good",
         );
         OverlapView.render($("view"), text, r);
       } else if (kind === "search") {
         const r = await api("POST", `${base}/search`, { text, ...options() });
-        setStatus(r.hits.length ? `${r.hits.length} hit${r.hits.length === 1 ? "" : "s"} in ${c.name}.` : `Nothing in ${c.name} is similar enough.`);
+        const n = r.hits.length;
+        setStatus(n ? t(n === 1 ? "1 hit in {c}." : "{n} hits in {c}.", { n, c: c.name }) : t("Nothing in {c} is similar enough.", { c: c.name }));
         renderHits(c, text, r.hits);
       } else {
         const id = $("check-id").value.trim();

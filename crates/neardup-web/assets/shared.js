@@ -12,6 +12,173 @@
 "use strict";
 
 const Shared = (() => {
+  // The pages speak the reader's language when we have it: Chinese (simplified) when the
+  // browser prefers Chinese (navigator.languages, the same list it sends as Accept-Language),
+  // English otherwise; ?lang=zh or ?lang=en chooses. Strings are looked up by their English
+  // text: dynamic ones through t("… {n} …", {n}), the page's static ones (text nodes and
+  // placeholders, titles and labels that equal a key) by translateStatic().
+  const ZH = {
+    // The dedup report.
+    "Summary": "概要",
+    "Clusters": "簇",
+    "documents": "文档",
+    "clusters": "簇",
+    "dropped": "删除",
+    "kept": "保留",
+    "removed": "删除的文本",
+    "method": "方法",
+    "verified by": "验证方式",
+    "pairs at or above the threshold": "达到阈值的文档对",
+    "pipeline": "处理流程",
+    "time": "用时",
+    "peak memory": "峰值内存",
+    "against an index of": "对照索引",
+    "skipped (bad records)": "跳过（坏记录）",
+    "kept by review decisions": "按审阅决定保留",
+    "Near-duplicates in": "近似重复：",
+    "Filter by text or id": "按文本或 id 筛选",
+    "words, or an id": "词语或 id",
+    "Similarity to kept, from": "与保留文档的相似度，从",
+    "to": "到",
+    "Order": "排序",
+    "largest first": "最大的在前",
+    "least similar first": "最不相似的在前",
+    "most similar first": "最相似的在前",
+    "Export decisions (JSONL)": "导出决定（JSONL）",
+    "which keeps them": "将保留它们",
+    "for": "供",
+    "threshold": "阈值",
+    "pairs": "文档对",
+    "dropped vs this run": "与本次相比删除",
+    "this run": "本次",
+    "the same": "相同",
+    "Document": "文档",
+    "Similarity to kept": "与保留文档的相似度",
+    "Characters": "字符数",
+    "Text": "文本",
+    "Not a duplicate": "不是重复",
+    "kept (badge)": "保留",
+    "compare with kept": "与保留文档对比",
+    "Left": "左",
+    "Right": "右",
+    "Side by side": "并排对比",
+    "Mark every member shown not a duplicate": "将显示的所有成员标为不是重复",
+    "sample": "抽样",
+    "marked": "已标记",
+    "{n} documents": "{n} 篇文档",
+    "cluster {n}": "簇 {n}",
+    "weakest link {x}": "最弱连接 {x}",
+    "least similar to kept {x}": "与保留文档最低相似度 {x}",
+    "kept: {id}": "保留：{id}",
+    "{id} (kept)": "{id}（保留）",
+    "the kept document": "保留的文档",
+    "similarity to the kept document {x}": "与保留文档的相似度 {x}",
+    "{n} characters": "{n} 个字符",
+    "cut here at {a} of {b} characters": "此处截取 {b} 个字符中的 {a} 个",
+    "{a} of {b} clusters on this page": "本页 {b} 个簇中的 {a} 个",
+    "Cluster {n} is not among the clusters on this page.": "簇 {n} 不在本页的簇中。",
+    "{n} documents marked not a duplicate": "{n} 篇文档标为不是重复",
+    "1 document marked not a duplicate": "1 篇文档标为不是重复",
+    "Nothing marked yet: tick \u201cnot a duplicate\u201d on a member to mark it.":
+      "尚未标记：在成员旁勾选“不是重复”即可标记。",
+    "This cluster is in the random sample of the smaller clusters.": "此簇来自较小簇的随机抽样。",
+    "A link to this cluster": "此簇的链接",
+    "Not a duplicate: keep it (exported with the decisions)": "不是重复：保留它（随决定导出）",
+    // Side by side.
+    "What differs": "不同之处",
+    "What is shared": "相同之处",
+    "characters (unit)": "字",
+    "words (unit)": "词",
+    "Marked: what differs, the {unit} outside every passage both texts contain":
+      "标记：不同之处，即两篇文本共有段落之外的{unit}",
+    "Marked: passages both texts contain": "标记：两篇文本共有的段落",
+    "(runs of {n} {unit} in common, {level} level).": "（连续 {n} 个相同的{unit}，{level}级）。",
+    "character (level)": "字",
+    "word (level)": "词",
+    "{a} of the left text and {b} of the right text are shared.":
+      "左侧文本的 {a} 和右侧文本的 {b} 是共有的。",
+    // The service's page.
+    "Checking the service…": "正在检查服务…",
+    "Token": "令牌",
+    "Use this token": "使用此令牌",
+    "Collections": "集合",
+    "Name": "名称",
+    "Documents": "文档数",
+    "Method": "方法",
+    "Threshold": "阈值",
+    "Bands × rows": "分带 × 行",
+    "Verified by": "验证方式",
+    "Stores text": "存储文本",
+    "Pipeline": "处理流程",
+    "Search or check a text": "搜索或检查文本",
+    "Collection": "集合",
+    "Hits (top k)": "结果数（top k）",
+    "default": "默认",
+    "Paste a text to find what it matches": "粘贴文本以查找相似文档",
+    "Search": "搜索",
+    "Check": "检查",
+    "Copied passages": "抄袭段落",
+    "Insert if new, with this id (check only; empty: do not insert)": "若为新文档则以此 id 插入（仅检查；留空则不插入）",
+    "Healthy · neardup {v} · {host}": "运行正常 · neardup {v} · {host}",
+    "Unhealthy: {why} · neardup {v}": "运行异常：{why} · neardup {v}",
+    "The service does not answer ({why}).": "服务无响应（{why}）。",
+    "Give the token above to see the collections.": "请在上方输入令牌以查看集合。",
+    "{n} collections.": "{n} 个集合。",
+    "1 collection.": "1 个集合。",
+    "No collections yet: create one with PUT /v1/collections/NAME (see /v1/openapi.json).":
+      "还没有集合：用 PUT /v1/collections/NAME 创建（见 /v1/openapi.json）。",
+    "Your text": "你的文本",
+    "Choose a collection first.": "请先选择一个集合。",
+    "Paste a text first.": "请先粘贴文本。",
+    "Searching…": "正在搜索…",
+    "Checking…": "正在检查…",
+    "{n} hits in {c}.": "在 {c} 中找到 {n} 个结果。",
+    "1 hit in {c}.": "在 {c} 中找到 1 个结果。",
+    "Nothing in {c} is similar enough.": "{c} 中没有足够相似的文档。",
+    "No passage of the text is copied from {c}.": "该文本没有段落抄自 {c}。",
+    "yes": "是",
+    "no": "否",
+    "yes, with passages": "是，含段落",
+  };
+
+  function pickLanguage() {
+    const asked = new URLSearchParams(location.search).get("lang");
+    if (asked === "zh" || asked === "en") return asked;
+    for (const l of navigator.languages || [navigator.language || "en"]) {
+      const low = String(l).toLowerCase();
+      if (low.startsWith("zh")) return "zh";
+      if (low.startsWith("en")) return "en";
+    }
+    return "en";
+  }
+  const lang = pickLanguage();
+  if (lang === "zh") document.documentElement.lang = "zh-CN";
+
+  // The string for `key` (its English text) in the page's language, with {name} filled.
+  function t(key, vars) {
+    let s = (lang === "zh" && ZH[key]) || key.replace(/ \((badge|unit|level)\)$/, "");
+    if (vars) for (const [k, v] of Object.entries(vars)) s = s.split(`{${k}}`).join(String(v));
+    return s;
+  }
+
+  // Translates the static text of root: each text node, placeholder, title and aria-label
+  // that is a key (trimmed), in place.
+  function translateStatic(root = document.body) {
+    if (lang === "en") return;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    for (const n of nodes) {
+      const key = n.nodeValue.trim();
+      if (key && ZH[key]) n.nodeValue = n.nodeValue.replace(key, ZH[key]);
+    }
+    for (const el of root.querySelectorAll("[placeholder], [title], [aria-label]")) {
+      for (const a of ["placeholder", "title", "aria-label"]) {
+        const v = el.getAttribute(a);
+        if (v && ZH[v.trim()]) el.setAttribute(a, ZH[v.trim()]);
+      }
+    }
+  }
   const CJK = "\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}";
   const UNIT = new RegExp(`[${CJK}]|(?:(?![${CJK}])[\\p{L}\\p{N}\\p{M}])+`, "gu");
   const IS_CJK = new RegExp(`^[${CJK}]`, "u");
@@ -141,7 +308,7 @@ const Shared = (() => {
         ["differs", "What differs"],
         ["shared", "What is shared"],
       ]) {
-        const b = element("button", markMode === mode ? "on" : null, label);
+        const b = element("button", markMode === mode ? "on" : null, t(label));
         b.type = "button";
         b.dataset.mode = mode;
         b.setAttribute("aria-pressed", String(markMode === mode));
@@ -152,16 +319,27 @@ const Shared = (() => {
         modes.append(b);
       }
       box.append(modes);
+      const unitName = t(`${unit} (unit)`);
       const what = differs
-        ? `Marked: what differs, the ${unit} outside every passage both texts contain`
-        : "Marked: passages both texts contain";
+        ? t("Marked: what differs, the {unit} outside every passage both texts contain", { unit: unitName })
+        : t("Marked: passages both texts contain");
+      const sep = lang === "zh" ? "" : " ";
       box.append(
         element(
           "p",
           "sbs-legend",
-          `${what} (runs of ${r.n} ${unit} in common, ${r.level} level). ` +
-            `${percent(coverage(r.a))} of the left text and ${percent(coverage(r.b))} of the right ` +
-            `text are shared.`,
+          what +
+            sep +
+            t("(runs of {n} {unit} in common, {level} level).", {
+              n: r.n,
+              unit: unitName,
+              level: t(`${r.level} (level)`),
+            }) +
+            " " +
+            t("{a} of the left text and {b} of the right text are shared.", {
+              a: percent(coverage(r.a)),
+              b: percent(coverage(r.b)),
+            }),
         ),
       );
       const panes = element("div", "sbs-panes");
@@ -195,5 +373,5 @@ const Shared = (() => {
     }
   }
 
-  return { units, compare, coverage, draw, sideBySide, labelCells, element, percent };
+  return { units, compare, coverage, draw, sideBySide, labelCells, element, percent, t, lang, translateStatic };
 })();

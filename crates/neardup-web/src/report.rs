@@ -267,7 +267,8 @@ impl Report {
         let mut body = String::with_capacity(16 * 1024);
         let _ = write!(
             body,
-            "<main>\n<header class=\"page\"><h1>Near-duplicates in {}</h1><p>{}</p></header>\n",
+            "<main>\n<header class=\"page\"><h1><span>Near-duplicates in</span> {}</h1><p>{}</p>\
+             </header>\n",
             escape(&self.title),
             escape(&self.subtitle)
         );
