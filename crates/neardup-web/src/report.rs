@@ -497,7 +497,7 @@ mod tests {
             ],
         });
         let html = r.render();
-        assert!(html.contains("Near-duplicates in &lt;i&gt;corpus&lt;/i&gt;"));
+        assert!(html.contains("<span>Near-duplicates in</span> &lt;i&gt;corpus&lt;/i&gt;"));
         assert!(html.contains("documents &lt;b&gt;"));
         assert!(html.contains("3 &amp; more"));
         // Two script elements: the data block and the page's code; no text closes either.
