@@ -8,7 +8,7 @@
 //! (milliseconds) and raises the interrupt.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 /// the documents done, for the progress line.
 #[derive(Debug, Default)]
 pub(crate) struct Stop {
-    stopped: AtomicBool,
+    stopped: Arc<AtomicBool>,
     done: AtomicU64,
 }
 
@@ -39,6 +39,11 @@ impl Stop {
         } else {
             Ok(())
         }
+    }
+
+    /// The flag itself, for library calls that take one (`PassageIndex::set_stop`).
+    pub(crate) fn flag(&self) -> Arc<AtomicBool> {
+        self.stopped.clone()
     }
 
     /// Counts `n` more documents done.

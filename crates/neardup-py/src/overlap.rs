@@ -13,6 +13,7 @@ use neardup::overlap::{Batch, Overlap, OverlapOptions, OverlapSpec, Passage, Pas
 use rayon::prelude::*;
 
 use crate::guard;
+use crate::interrupt::interruptible;
 use crate::texts::Source;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -182,11 +183,13 @@ fn overlap_texts<'py>(
         };
         let within = against.is_none() && index_dir.is_none();
         let ids: Vec<String> = queries.iter().map(|(id, _)| id.clone()).collect();
-        let (index, found) = py.detach(|| -> PyResult<_> {
+        // Ctrl-C stops the work between documents (the index's stop flag).
+        let (index, found) = interruptible(py, None, |stop| -> PyResult<_> {
             let mut index = match &index_dir {
                 Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_error)?,
                 None => PassageIndex::new(spec).map_err(overlap_error)?,
             };
+            index.set_stop(Some(stop.flag()));
             index
                 .add_documents(collection, neardup::overlap::OnExistingId::Refuse)
                 .map_err(overlap_error)?;
@@ -201,13 +204,19 @@ fn overlap_texts<'py>(
             } else {
                 queries
                     .par_iter()
-                    .map(|(_, text)| index.check(None, text, &exclude))
+                    .map(|(_, text)| {
+                        if stop.is_set() {
+                            return Err(neardup::overlap::OverlapError::Stopped);
+                        }
+                        index.check(None, text, &exclude)
+                    })
                     .collect::<Result<_, _>>()
                     .map_err(overlap_error)?
             };
             if let Some(dir) = &save_index {
                 index.save(dir).map_err(overlap_error)?;
             }
+            index.set_stop(None);
             Ok((index, found))
         })?;
         let name = |n: u32| json_id(py, index.id(n));

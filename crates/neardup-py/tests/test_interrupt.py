@@ -24,6 +24,9 @@ try:
         neardup.dedup(texts, progress=True)
     elif call == "fingerprint_batch":
         neardup.Pipeline().fingerprint_batch(texts, progress=True)
+    elif call == "overlap":
+        print("working", file=sys.stderr, flush=True)
+        neardup.overlap(texts[: n // 4], against=texts)
     else:
         neardup.Index().insert_many([str(i) for i in range(n)], texts, progress=True)
 except KeyboardInterrupt:
@@ -33,20 +36,26 @@ print("finished", flush=True)
 """
 
 
-@pytest.mark.parametrize("call", ["dedup", "fingerprint_batch", "insert_many"])
+@pytest.mark.parametrize("call", ["dedup", "fingerprint_batch", "insert_many", "overlap"])
 def test_ctrl_c_interrupts_a_long_call_within_a_second(call):
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, call, "400000"],
+        [sys.executable, "-c", CHILD, call, "400000" if call != "overlap" else "100000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
         assert child.stdout.readline().strip() == "ready"
-        # The progress line appears after a second of work: then the call is deep in Rust.
         seen = ""
         deadline = time.monotonic() + 60
-        while "neardup:" not in seen and time.monotonic() < deadline:
-            seen += os.read(child.stderr.fileno(), 4096).decode(errors="replace")
-        assert "documents" in seen, seen
+        if call == "overlap":
+            # No progress line: the call is deep in Rust a second after it starts.
+            while "working" not in seen and time.monotonic() < deadline:
+                seen += os.read(child.stderr.fileno(), 4096).decode(errors="replace")
+            time.sleep(1.5)
+        else:
+            # The progress line appears after a second of work: then the call is deep in Rust.
+            while "neardup:" not in seen and time.monotonic() < deadline:
+                seen += os.read(child.stderr.fileno(), 4096).decode(errors="replace")
+            assert "documents" in seen, seen
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=30)

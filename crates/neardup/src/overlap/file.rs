@@ -266,6 +266,7 @@ impl PassageIndex {
             arena: std::sync::Arc::new(arena),
             recent: FxHashMap::default(),
             recent_len: 0,
+            stop: None,
         })
     }
 }

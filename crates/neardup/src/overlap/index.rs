@@ -50,6 +50,8 @@ pub struct PassageIndex {
     pub(crate) recent: FxHashMap<u32, Vec<u32>>,
     /// Entries in `recent`.
     pub(crate) recent_len: usize,
+    /// Set by the caller to stop a long call ([`PassageIndex::set_stop`]).
+    pub(crate) stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What [`PassageIndex::add_documents`] does with an id the index already holds.
@@ -141,7 +143,21 @@ impl PassageIndex {
             arena: Default::default(),
             recent: FxHashMap::default(),
             recent_len: 0,
+            stop: None,
         })
+    }
+
+    /// A flag that stops the long calls ([`PassageIndex::add_documents`],
+    /// [`PassageIndex::check_batch`]) between documents: once it is set they return
+    /// [`OverlapError::Stopped`] (a Ctrl-C, a cancelled request). `add_documents` then leaves
+    /// the index as it was; `check_batch` in [`Batch::Within`] may have added the batch.
+    pub fn set_stop(&mut self, stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+        self.stop = stop;
+    }
+
+    /// True once the caller's stop flag is set.
+    fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// The settings.
@@ -250,15 +266,19 @@ impl PassageIndex {
         let keys: Vec<Vec<u32>> = docs
             .par_iter()
             .map(|(_, text)| {
-                SCRATCH.with_borrow_mut(|s| {
+                if self.stopped() {
+                    return None;
+                }
+                Some(SCRATCH.with_borrow_mut(|s| {
                     units(text, &mut s.units);
                     kgram_hashes(&s.units, seed, &mut s.grams);
                     let mut out = Vec::new();
                     winnow(&s.grams, window, &mut out);
                     out
-                })
+                }))
             })
-            .collect();
+            .collect::<Option<_>>()
+            .ok_or(OverlapError::Stopped)?;
         let mut numbers = Vec::with_capacity(docs.len());
         for (i, (id, text)) in docs.into_iter().enumerate() {
             let n = (first + i) as u32;
@@ -441,12 +461,25 @@ impl PassageIndex {
         match mode {
             Batch::Within => {
                 let numbers = self.add_documents(queries, OnExistingId::Refuse)?;
-                Ok(numbers.par_iter().map(|&n| self.check_member(n, exclude)).collect())
+                numbers
+                    .par_iter()
+                    .map(|&n| {
+                        if self.stopped() {
+                            return Err(OverlapError::Stopped);
+                        }
+                        Ok(self.check_member(n, exclude))
+                    })
+                    .collect()
             }
             Batch::Against | Batch::AgainstThenAdd => {
                 let found = queries
                     .par_iter()
-                    .map(|(id, text)| self.check(Some(id), text, exclude))
+                    .map(|(id, text)| {
+                        if self.stopped() {
+                            return Err(OverlapError::Stopped);
+                        }
+                        self.check(Some(id), text, exclude)
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 if mode == Batch::AgainstThenAdd {
                     self.add_documents(queries, OnExistingId::Replace)?;

@@ -361,6 +361,8 @@ pub enum OverlapError {
         /// What is wrong.
         message: String,
     },
+    /// The caller's stop flag was set ([`PassageIndex::set_stop`]).
+    Stopped,
     /// A saved index was fingerprinted with other settings than the check asks for.
     Mismatch {
         /// The file.
@@ -385,6 +387,7 @@ impl fmt::Display for OverlapError {
                 f,
                 "document {id} has {bytes} bytes: the passage index holds documents under 4 GiB"
             ),
+            OverlapError::Stopped => write!(f, "stopped by the caller"),
             OverlapError::Io { path, .. } => write!(f, "{}", path.display()),
             OverlapError::Format { path, message } => write!(f, "{}: {message}", path.display()),
             OverlapError::Mismatch { path, field, index, asked } => write!(
