@@ -17,10 +17,20 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install -q --upgrade pip
 "$venv/bin/pip" install -q -r tests/requirements.txt
-# The extension in the dev profile: it reuses what `cargo test` just compiled (a user's
-# `pip install ./crates/neardup-py` builds it optimized).
-"$venv/bin/pip" install -q --force-reinstall --no-deps \
-  --config-settings=build-args="--profile dev" ./crates/neardup-py
+if [ "${NEARDUP_TEST_WHEEL:-dev}" = release ]; then
+  # What users install (CI): the release wheel (abi3, one wheel for CPython 3.10+, tagged
+  # manylinux by maturin's checks), built by maturin and installed from the file.
+  rm -rf target/wheels
+  "$venv/bin/maturin" build -q --release -m crates/neardup-py/Cargo.toml -o target/wheels
+  wheel=$(ls target/wheels/neardup-*-abi3-manylinux*.whl)
+  "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
+  echo "tests/run.sh: testing $wheel"
+else
+  # The extension in the dev profile: it reuses what `cargo test` just compiled (a user's
+  # `pip install ./crates/neardup-py` builds it optimized).
+  "$venv/bin/pip" install -q --force-reinstall --no-deps \
+    --config-settings=build-args="--profile dev" ./crates/neardup-py
+fi
 
 for tool in java chromium chromedriver; do
   command -v "$tool" >/dev/null || {
