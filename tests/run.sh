@@ -25,6 +25,8 @@ if [ "${NEARDUP_TEST_WHEEL:-dev}" = release ]; then
   wheel=$(ls target/wheels/neardup-*-abi3-manylinux*.whl)
   "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
   echo "tests/run.sh: testing $wheel"
+  # The Spark cluster test packs this wheel into the executors' environment.
+  export NEARDUP_WHEEL="$PWD/$wheel"
 else
   # The extension in the dev profile: it reuses what `cargo test` just compiled (a user's
   # `pip install ./crates/neardup-py` builds it optimized).
