@@ -164,7 +164,16 @@ fn ids(c: &ArrayRef, name: &str) -> Result<Vec<Option<Box<RawValue>>>, String> {
             .map(|v| v.map(|v| raw(v.to_string())))
             .collect());
     }
-    Err(format!("the id column {name:?} holds {t}: ids are strings or integers"))
+    if t.is_floating() {
+        // pandas writes a nullable integer column as floats; JSONL ids may be any number.
+        let v = arrow_cast::cast(c, &DataType::Float64).map_err(|e| e.to_string())?;
+        return Ok(v
+            .as_primitive::<Float64Type>()
+            .iter()
+            .map(|v| v.and_then(serde_json::Number::from_f64).map(|n| raw(n.to_string())))
+            .collect());
+    }
+    Err(format!("the id column {name:?} holds {t}: ids are strings or numbers"))
 }
 
 /// The keep rule's values of a batch: numbers, dates and timestamps (as instants; one
@@ -257,14 +266,6 @@ pub(crate) fn read_columnar(
             columns()
         ))));
     }
-    if let Some(field) = &opts.rank_field {
-        if root_of(&schema, field).is_none() {
-            return visit(Err(whole(format!(
-                "no column {field:?} named by --keep; its columns are: {}",
-                columns()
-            ))));
-        }
-    }
     let mut row = 0u64;
     for batch in batches {
         let batch = match batch {
@@ -318,11 +319,10 @@ fn batch_records(
         }
         None => vec![None; n],
     };
-    let ranks = match &opts.rank_field {
-        Some(field) => match column(batch, field) {
-            Some(c) => ranks(&c, field)?,
-            None => return Err(format!("no column {field:?} named by --keep")),
-        },
+    // A file without the keep rule's column (an older part of a dataset) has no values, as a
+    // JSONL record without the field.
+    let ranks = match opts.rank_field.as_deref().and_then(|f| Some((f, column(batch, f)?))) {
+        Some((field, c)) => ranks(&c, field)?,
         None => (0..n).map(|_| Ok(None)).collect(),
     };
     let mut out = Vec::with_capacity(n);
@@ -511,7 +511,8 @@ impl<W: Write + Send> TableWriter<W> {
 
     /// Writes rows of a columnar input.
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
-        if batch.num_rows() == 0 {
+        // An empty batch still gives an empty output its schema.
+        if batch.num_rows() == 0 && !matches!(self.state, TableState::Empty(_)) {
             return Ok(());
         }
         match std::mem::replace(&mut self.state, TableState::Done) {
@@ -588,7 +589,10 @@ impl<W: Write + Send> TableWriter<W> {
                         .map_err(|e| format!("the kept records as a table: {e}"))?;
                 let schema = Arc::new(schema);
                 spool.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+                // A field inferred as strings that holds a number in some record (ids 7 and
+                // "x7") keeps the number as its text.
                 let reader = arrow_json::ReaderBuilder::new(schema.clone())
+                    .with_coerce_primitive(true)
                     .with_batch_size(BATCH_ROWS)
                     .build(BufReader::new(spool))
                     .map_err(|e| e.to_string())?;
@@ -667,11 +671,22 @@ impl RecordsOutput {
         }
     }
 
+    /// Writes out what a table holds (its encoding can fail), leaving a file that
+    /// [`RecordsOutput::commit`] only renames.
+    pub fn finish(self) -> Result<RecordsOutput, crate::CorpusError> {
+        match self {
+            RecordsOutput::Lines(out) => Ok(RecordsOutput::Lines(out)),
+            RecordsOutput::Table(t) => {
+                Ok(RecordsOutput::Lines(t.finish().map_err(crate::CorpusError::Runtime)?))
+            }
+        }
+    }
+
     /// Finishes the file and renames it into place.
     pub fn commit(self) -> Result<(), crate::CorpusError> {
-        match self {
+        match self.finish()? {
             RecordsOutput::Lines(out) => out.commit(),
-            RecordsOutput::Table(t) => t.finish().map_err(crate::CorpusError::Runtime)?.commit(),
+            RecordsOutput::Table(_) => unreachable!("finish makes a table a finished file"),
         }
     }
 }

@@ -127,6 +127,8 @@ pub fn sketch_sources(
 ) -> Result<Sketched, CorpusError> {
     let mut out = Sketched { digests: vec![None; sources.len()], ..Sketched::default() };
     let mut fatal: Option<InputError> = None;
+    // Whether any record had a value of the keep rule's field.
+    let mut ranked = false;
     std::thread::scope(|scope| -> Result<(), CorpusError> {
         let (tx, rx) = mpsc::sync_channel::<(u32, Item)>(4);
         scope.spawn(move || read_in_batches(sources, opts, &tx));
@@ -157,18 +159,14 @@ pub fn sketch_sources(
                 match dedup.push_ranked(sketch, record.rank) {
                     Ok(_) => {}
                     Err(e @ neardup::DedupError::MixedRanks { .. }) => {
+                        // Not skippable: which records were "bad" would depend on which kind
+                        // came first.
                         let place = format!("{}:{}", sources[source as usize].name(), record.line);
-                        let e = InputError {
+                        fatal = Some(InputError {
                             place,
                             message: e.to_string(),
-                            kind: InputErrorKind::Record,
-                        };
-                        if opts.skip_bad {
-                            observer.skipped(&e);
-                            out.skipped += 1;
-                            continue;
-                        }
-                        fatal = Some(e);
+                            kind: InputErrorKind::Stream,
+                        });
                         break;
                     }
                     Err(e) => return Err(CorpusError::Dedup(e)),
@@ -179,6 +177,7 @@ pub fn sketch_sources(
                     out.repeated_ids.note(&canonical);
                 }
                 ids.push(id);
+                ranked |= record.rank.is_some();
                 out.places.push(Place { source, line: record.line });
                 out.replaced += record.replaced as u64;
                 out.bytes += record.body.len() as u64;
@@ -191,6 +190,19 @@ pub fn sketch_sources(
         Ok(())
     })?;
     drop(out.repeated_ids.take_seen());
+    if let (None, Some(field), false) = (&fatal, &opts.rank_field, ranked || out.places.is_empty())
+    {
+        // Most likely a misspelt name: every cluster would keep its first, silently.
+        fatal = Some(InputError {
+            place: "the input".into(),
+            message: format!(
+                "none of its {} records has a value in the field {field:?} named by --keep \
+                 (check the name; a dotted name such as meta.fetched_at reaches into an object)",
+                out.places.len()
+            ),
+            kind: InputErrorKind::Stream,
+        });
+    }
     match fatal {
         Some(e) => Err(CorpusError::Input(e)),
         None => Ok(out),

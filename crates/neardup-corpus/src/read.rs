@@ -122,8 +122,9 @@ pub struct ReadOptions {
     pub skip_bad: bool,
     /// The largest document accepted, in bytes.
     pub max_doc_bytes: usize,
-    /// The JSONL field read into [`Record::rank`] (the field of `--keep max:FIELD`), dotted
-    /// like `text_field`; a JSONL source none of whose records has it is an error.
+    /// The field or column read into [`Record::rank`] (the field of `--keep max:FIELD`), dotted
+    /// like `text_field`; a record without it has no rank (the dedup driver refuses a run in
+    /// which no record has one).
     pub rank_field: Option<String>,
 }
 
@@ -720,8 +721,8 @@ fn read_jsonl<R: BufRead + ?Sized>(
     let mut line = Vec::new();
     let mut offset = 0u64;
     let max_line = max_line_bytes(opts.max_doc_bytes);
-    // Records read, and how many of them had the id field and the keep rule's field.
-    let (mut records, mut with_id, mut with_rank) = (0u64, 0u64, 0u64);
+    // Records read, and how many of them had the id field.
+    let (mut records, mut with_id) = (0u64, 0u64);
     for number in 1u64.. {
         line.clear();
         let (n, over) = match read_line_bounded(reader, &mut line, max_line, digest) {
@@ -765,22 +766,9 @@ fn read_jsonl<R: BufRead + ?Sized>(
         let record = record.map(|(record, has_id)| {
             records += 1;
             with_id += u64::from(has_id);
-            with_rank += u64::from(record.rank.is_some());
             record
         });
         visit(record)?;
-    }
-    if let Some(field) = opts.rank_field.as_deref().filter(|_| records > 0 && with_rank == 0) {
-        // A misspelt name would otherwise keep the first of every cluster, silently.
-        visit(Err(InputError {
-            place: name.to_string(),
-            message: format!(
-                "none of its {records} records has a value in the field {field:?} named by \
-                 --keep (check the name; a dotted name such as meta.fetched_at reaches into an \
-                 object)"
-            ),
-            kind: InputErrorKind::Record,
-        }))?;
     }
     if opts.id_field_named && records > 0 && with_id == 0 {
         // Most likely a misspelt name: every record would otherwise get a FILE:LINE id.
@@ -864,7 +852,8 @@ impl fmt::Display for LinePlace<'_> {
 /// segment of dotted ones (a bit per slot), or none.
 #[derive(Clone, Copy)]
 enum Field {
-    Named(usize),
+    /// The slots this key fills (one name may be two fields: `--keep max:id`).
+    Named(u8),
     Parent(u8),
     Other,
 }
@@ -872,8 +861,8 @@ enum Field {
 /// The field names to look for; deserializes an object into [`Found`].
 #[derive(Clone, Copy)]
 struct Wanted<'o> {
-    /// The id, text, tokens and keep-rule fields, in that order (the id is matched first: it
-    /// may share its name with nothing else).
+    /// The id, text, tokens and keep-rule fields, in that order (a key may fill several: the
+    /// keep rule may read the id).
     names: [Option<&'o str>; 4],
     /// The first segment of each dotted name (`meta` of `meta.url`).
     heads: [Option<&'o str>; 4],
@@ -955,7 +944,14 @@ impl<'de> Visitor<'de> for Wanted<'_> {
         let mut found = Found::default();
         while let Some(field) = map.next_key_seed(KeySeed(self))? {
             match field {
-                Field::Named(i) => found.values[i] = Some(map.next_value()?),
+                Field::Named(bits) => {
+                    let raw: &RawValue = map.next_value()?;
+                    for (i, slot) in found.values.iter_mut().enumerate() {
+                        if bits & (1 << i) != 0 {
+                            *slot = Some(raw);
+                        }
+                    }
+                }
                 Field::Parent(bits) => {
                     let raw: &RawValue = map.next_value()?;
                     for (i, parent) in found.parents.iter_mut().enumerate() {
@@ -995,9 +991,14 @@ impl Visitor<'_> for KeyVisitor<'_> {
 
     fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Field, E> {
         let w = self.0;
-        // The id field is checked first: it may share its name with nothing else.
-        Ok(if let Some(i) = w.names.iter().position(|n| *n == Some(key)) {
-            Field::Named(i)
+        let named = w
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n == Some(key))
+            .fold(0u8, |bits, (i, _)| bits | 1 << i);
+        Ok(if named != 0 {
+            Field::Named(named)
         } else {
             let bits = w
                 .heads

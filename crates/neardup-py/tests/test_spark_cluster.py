@@ -28,10 +28,18 @@ SPARK_HOME = Path(pyspark.__file__).parent
 VENV_BIN = Path(sys.executable).parent
 
 
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on now, never the same one twice in this run."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def cluster_env() -> dict:
@@ -78,11 +86,11 @@ class Cluster:
         self.ui = free_port()
 
     def start(self, name: str, args: list[str]) -> None:
-        log = open(self.tmp / f"{name}.log", "w")
-        self.procs.append(subprocess.Popen(
-            [str(SPARK_HOME / "bin" / "spark-class"), *args], env=cluster_env(), stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        ))
+        with open(self.tmp / f"{name}.log", "w") as log:
+            self.procs.append(subprocess.Popen(
+                [str(SPARK_HOME / "bin" / "spark-class"), *args], env=cluster_env(), stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            ))
 
     def up(self, workers: int) -> str:
         self.start("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -112,18 +120,24 @@ class Cluster:
         return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.tmp.glob("*.log")))
 
     def stop(self) -> None:
-        # The group holds the daemon, its executors and their Python workers.
+        # Each group holds a daemon (or spark-submit), its executors and their Python workers:
+        # asked to stop, then whatever is left of the group is killed.
         for p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            signal_group(p, signal.SIGTERM)
         for p in self.procs:
             try:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+                pass
+            signal_group(p, signal.SIGKILL)
+            p.wait()
+
+
+def signal_group(p: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def clusters_of(lines: list[str]) -> list[list]:
@@ -156,14 +170,16 @@ def test_dedup_on_a_standalone_cluster_with_a_packed_environment(binary, tmp_pat
         env = dict(cluster_env(), PYSPARK_DRIVER_PYTHON=sys.executable,
                    PYSPARK_PYTHON="./environment/bin/python")
         out, assignments = tmp_path / "kept", tmp_path / "assignments"
-        run = subprocess.run(
+        submit = subprocess.Popen(
             [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
              "--archives", f"{packed}#environment", "--conf", "spark.executor.memory=1g",
              script, "dedup", str(path), str(out), "--threshold", "0.8", "--assignments", str(assignments)],
-            capture_output=True, text=True, env=env, timeout=900,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
         )
-        said = run.stdout + run.stderr
-        assert run.returncode == 0, said[-4000:] + cluster.logs()
+        cluster.procs.append(submit)  # its driver and Python go with it, whatever happens
+        stdout, stderr = submit.communicate(timeout=900)
+        said = stdout + stderr
+        assert submit.returncode == 0, said[-4000:] + cluster.logs()
         assert "neardup dedup (spark):" in said, said[-2000:]
         lines = [l for p in sorted(assignments.glob("part-*")) for l in p.read_text().splitlines()]
         assert clusters_of(lines) == want

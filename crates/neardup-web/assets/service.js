@@ -191,7 +191,7 @@
       bar.append(fill);
       row.append(bar, " ");
       if (c.store_text) {
-        const b = element("button", "link", "side by side");
+        const b = element("button", "link", t("side by side"));
         b.type = "button";
         b.addEventListener("click", () => showSideBySide(c, query, h.id, h.similarity));
         row.append(b);

@@ -317,17 +317,27 @@ impl Outputs {
         })
     }
 
-    /// Finishes and renames every output into place, the records last (they are the run's
-    /// result; the others describe it).
+    /// Finishes the record outputs' files (a table's encoding can fail: a schema the records
+    /// do not fit, a full disk), so that committing is only renames.
+    fn finish_records(&mut self) -> Result<(), CorpusError> {
+        for slot in &mut self.records {
+            if let Some(out) = slot.take() {
+                *slot = Some(out.finish()?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames every output into place; the caller finished them ([`Outputs::finish_records`]).
     fn commit(self) -> Result<(), CorpusError> {
         let [kept, dropped] = self.records;
+        for out in [kept, dropped].into_iter().flatten() {
+            out.commit()?;
+        }
         for out in [self.clusters, self.pairs, self.compact_pairs, self.assignments, self.report]
             .into_iter()
             .flatten()
         {
-            out.commit()?;
-        }
-        for out in [kept, dropped].into_iter().flatten() {
             out.commit()?;
         }
         Ok(())
@@ -506,6 +516,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         }
         None => None,
     };
+    outputs.finish_records()?;
     output::commit_section(|| -> Result<(), Failure> {
         outputs.commit()?;
         if let Some(prepared) = prepared {
@@ -582,7 +593,13 @@ fn build_report(
     for c in &outcome.clusters {
         page.add_cluster_size(c.members.len() as u64);
     }
-    let thresholds = neardup_web::report::table_thresholds(config.threshold);
+    // The table is the run's own counts only for a run by similarity without --against.
+    let by_similarity = seen == 0 && dedup.verification() != Verification::Hamming;
+    let thresholds = if by_similarity {
+        neardup_web::report::table_thresholds(config.threshold)
+    } else {
+        Vec::new()
+    };
     page.thresholds = outcome
         .at_thresholds(&thresholds)
         .into_iter()

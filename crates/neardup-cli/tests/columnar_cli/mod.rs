@@ -200,6 +200,30 @@ fn parquet_in_and_out_keeps_its_schema_and_finds_what_jsonl_finds() {
     assert_eq!(ids_of(&out), ids_of(&read_parquet(&first)), "the first of each cluster");
     assert_ne!(ids_of(&out), kept_ids, "max:meta.fetched keeps others");
 
+    // JSONL whose ids are numbers and strings: a string column in the table.
+    let mixed = dir.join("mixed.jsonl");
+    std::fs::write(
+        &mixed,
+        "{\"id\": 7, \"text\": \"one two three\"}\n{\"id\": \"x7\", \"text\": \"four five six\"}\n",
+    )
+    .expect("write");
+    let mixed_out = dir.join("mixed.parquet");
+    let o = run(&["dedup", &p(&mixed), "-o", &p(&mixed_out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_parquet(&mixed_out).iter().map(RecordBatch::num_rows).sum::<usize>(), 2);
+
+    // Nothing dropped: the dropped rows are an empty table in the input's schema.
+    let unique = dir.join("unique.parquet");
+    write_parquet(&unique, &batch(&rows[4..6]));
+    let none = dir.join("none.parquet");
+    let o = run(&["dedup", &p(&unique), "--dropped", &p(&none)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = File::open(&none).expect("open");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("parquet");
+    assert_eq!(reader.schema().as_ref(), batch(&rows).schema().as_ref());
+    assert_eq!(reader.metadata().file_metadata().num_rows(), 0);
+
     // Fingerprints of each row.
     let o = run(&["fingerprint", &p(&input)]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -303,7 +327,7 @@ fn bad_columns_are_named() {
     assert!(o.status.success(), "{}", stderr(&o));
     let ids = ids_of(&read_parquet(&kept));
     assert!(!ids.contains(&2), "the bad row is neither kept nor dropped");
-    let o = run(&["dedup", &p, "--keep", "max:meta.nosuch", "-o", &k]);
+    let o = run(&["dedup", &p, "--keep", "max:meta.nosuch", "--skip-bad", "-o", &k]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("meta.nosuch"), "{}", stderr(&o));
     let o = run(&["dedup", &p, "--text-field", "id", "-o", &k]);

@@ -101,7 +101,9 @@ impl DedupOutcome {
     /// run verified: pairs (copies included, as [`DedupOutcome::pair_weights`] counts them),
     /// clusters, and documents dropped (one kept per cluster). A threshold below the run's sees
     /// only the pairs at or above the run's: run lower to know what it would add. Returned in
-    /// the order given.
+    /// the order given. For a run by similarity without a loaded index: with `--against` old
+    /// documents are never dropped, and Hamming verification accepts pairs by bits, so the
+    /// counts would not be the run's.
     pub fn at_thresholds(&self, thresholds: &[f64]) -> Vec<AtThreshold> {
         let n = self.kept.len();
         let mut sets = super::union_find::UnionFind::new(n);
@@ -135,6 +137,8 @@ impl DedupOutcome {
         let (mut e, mut w, mut pairs) = (0, 0, 0u64);
         for i in order {
             let t = thresholds[i];
+            // The tolerance of verification itself (a pair at 0.7999999999999999 passes 0.8).
+            let t = t - 1e-12;
             while e < edges.len() && edges[e].similarity >= t {
                 join(&mut sets, &mut counts, edges[e].a, edges[e].b);
                 e += 1;
@@ -144,7 +148,7 @@ impl DedupOutcome {
                 w += 1;
             }
             let (clusters, dropped) = counts;
-            out[i] = AtThreshold { threshold: t, pairs, clusters, dropped };
+            out[i] = AtThreshold { threshold: thresholds[i], pairs, clusters, dropped };
         }
         out
     }

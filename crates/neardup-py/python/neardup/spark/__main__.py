@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         pipeline = neardup.Pipeline(args.preset)
 
     skipped_lines = 0
+    keep_field = None
     if fmt == "jsonl":
         lines = spark.read.text(args.input).where(F.trim("value") != "")
         schema = T.StructType([
@@ -147,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     elif out_fmt == "jsonl":
         kept.write.mode("errorifexists").json(args.output)
     else:
-        kept.drop("value").write.mode("errorifexists").parquet(args.output) if fmt == "jsonl" \
+        # From JSONL: the parsed columns, not the line nor the keep field read for the rule.
+        added = ["value"] + ([keep_field] if fmt == "jsonl" and keep_field is not None else [])
+        kept.drop(*added).write.mode("errorifexists").parquet(args.output) if fmt == "jsonl" \
             else kept.write.mode("errorifexists").parquet(args.output)
     if args.assignments:
         result.assignments.write.mode("errorifexists").json(args.assignments)
