@@ -412,8 +412,11 @@ mod tests {
             prop_assert_eq!(prefix.values(), &whole.values()[..n.min(64)]);
         }
 
-        /// The estimate is within 4 standard errors sqrt(J (1 - J) / k) of the exact Jaccard
-        /// (with a floor of 1/k, one slot, for J near 0 or 1).
+        /// The estimate is within 4 standard errors sqrt(J (1 - J) / k) of the exact Jaccard,
+        /// plus 4 slots (4/k). Near J = 0 or 1 the count of differing slots is nearly Poisson
+        /// with a mean under one, where 4 normal standard errors undercount the tail: J 0.9968
+        /// gave 5 differing slots of 256 once in CI (the case is kept in proptest-regressions);
+        /// with the slack a failure is about one in 10^6 cases.
         #[test]
         fn estimate_within_four_standard_errors(
             seed in any::<u64>(),
@@ -430,8 +433,9 @@ mod tests {
             let k = 256;
             let m = MinHasher::new(k, seed, schemes()[which]).expect("valid");
             let est = m.sketch(a.iter().copied()).jaccard(&m.sketch(b.iter().copied())).expect("same k");
-            let se = (j * (1.0 - j) / k as f64).sqrt().max(1.0 / k as f64);
-            prop_assert!((est - j).abs() <= 4.0 * se, "J={} est={} se={} scheme={:?}", j, est, se, schemes()[which]);
+            let se = (j * (1.0 - j) / k as f64).sqrt();
+            let bound = 4.0 * se + 4.0 / k as f64;
+            prop_assert!((est - j).abs() <= bound, "J={} est={} se={} scheme={:?}", j, est, se, schemes()[which]);
         }
 
         #[test]
