@@ -2,8 +2,9 @@
 # Reading Parquet against reading JSONL (BENCHMARKS.md, "Parquet input"): the 1,000,000-document
 # dedup corpus (bench/data/en_dedup_1000000.jsonl, made by bench/run_dedup_1m.sh) written once as
 # Parquet (snappy, as Spark and pyarrow write it; its id and text columns only), then
-# `neardup dedup -o /dev/null` on each, alternated, twice; and the kept rows written back as
-# Parquet. Prints wall seconds and peak memory per run.
+# `neardup dedup` on each, alternated, twice (the first pass alone, and with -o /dev/null, which
+# reads again and writes each kept record as JSON); and the kept rows written back as Parquet.
+# Prints wall seconds and peak memory per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jsonl=bench/data/en_dedup_1000000.jsonl
@@ -24,7 +25,9 @@ fi
 ls -l "$jsonl" "$parquet"
 for run in 1 2; do
   for input in "$jsonl" "$parquet"; do
-    /usr/bin/time -f "$(basename "$input") run $run: %e s, peak %M KB" \
+    /usr/bin/time -f "$(basename "$input") run $run, no output (one pass): %e s, peak %M KB" \
+      target/release/neardup dedup "$input" -q
+    /usr/bin/time -f "$(basename "$input") run $run, -o /dev/null (JSONL): %e s, peak %M KB" \
       target/release/neardup dedup "$input" -o /dev/null -q
   done
 done

@@ -467,8 +467,12 @@ impl<W: Write + Send> BatchWriter<W> {
     fn inner(format: Format, out: W, schema: SchemaRef) -> Result<Inner<W>, String> {
         Ok(match format {
             Format::Parquet => {
+                // Row groups of at most 64 Ki rows and 128 MB: the writer holds one group in
+                // memory (its default of 1 Mi rows held a whole 1M-document output, 0.97 GB).
                 let props = parquet::file::properties::WriterProperties::builder()
                     .set_compression(parquet::basic::Compression::SNAPPY)
+                    .set_max_row_group_row_count(Some(64 * 1024))
+                    .set_max_row_group_bytes(Some(128 << 20))
                     .build();
                 Inner::Parquet(
                     parquet::arrow::ArrowWriter::try_new(out, schema, Some(props))
