@@ -990,22 +990,20 @@ impl Visitor<'_> for KeyVisitor<'_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Field, E> {
+        // A bit per slot whose name (or first dotted segment) is `key`.
+        let slots = |names: &[Option<&str>; 4]| {
+            names
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n == Some(key))
+                .fold(0u8, |bits, (i, _)| bits | 1 << i)
+        };
         let w = self.0;
-        let named = w
-            .names
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n == Some(key))
-            .fold(0u8, |bits, (i, _)| bits | 1 << i);
+        let named = slots(&w.names);
         Ok(if named != 0 {
             Field::Named(named)
         } else {
-            let bits = w
-                .heads
-                .iter()
-                .enumerate()
-                .filter(|(_, h)| **h == Some(key))
-                .fold(0u8, |bits, (i, _)| bits | 1 << i);
+            let bits = slots(&w.heads);
             if bits == 0 {
                 Field::Other
             } else {
