@@ -42,4 +42,6 @@ for tool in java chromium chromedriver; do
 done
 
 export NEARDUP_BIN="$PWD/target/debug/neardup"
-"$venv/bin/python" -m pytest -q crates/neardup-py/tests tests/web
+# Temporary directories of passed tests are removed (pytest keeps every test's by default, for
+# the last three runs: gigabytes with the Spark tests).
+"$venv/bin/python" -m pytest -q -o tmp_path_retention_policy=failed crates/neardup-py/tests tests/web
