@@ -21,4 +21,5 @@ pub mod datasketch;
 pub mod lucene;
 pub mod mt19937;
 pub mod recipes;
+pub mod sha1x;
 pub mod yanyiwu;

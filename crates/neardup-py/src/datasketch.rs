@@ -13,6 +13,7 @@ use neardup::compat::datasketch::{
     self as ds, sha1_hash32, sha1_hash64, update_affine32, update_affine64, update_legacy,
     Permutations, Scheme,
 };
+use neardup::compat::sha1x::{sha1_hash32_many, sha1_hash64_many};
 
 use crate::guard;
 
@@ -77,11 +78,24 @@ fn byte_tokens<'a, 'py>(items: &'a [Bound<'py, PyAny>]) -> PyResult<Option<Vec<&
     Ok(Some(out))
 }
 
+/// The SHA-1 hash of each token (several computed at once), 64-bit for affine64 and 32-bit
+/// otherwise, widened.
 fn hashes_of(s: Scheme, tokens: &[&[u8]]) -> Vec<u64> {
-    match s {
-        Scheme::Affine64 => tokens.iter().map(|t| sha1_hash64(t)).collect(),
-        _ => tokens.iter().map(|t| u64::from(sha1_hash32(t))).collect(),
+    let mut out = Vec::with_capacity(tokens.len());
+    if s == Scheme::Affine64 {
+        sha1_hash64_many(tokens, &mut out);
+    } else {
+        let mut h = Vec::with_capacity(tokens.len());
+        sha1_hash32_many(tokens, &mut h);
+        out.extend(h.into_iter().map(u64::from));
     }
+    out
+}
+
+fn hashes32_of(tokens: &[&[u8]]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(tokens.len());
+    sha1_hash32_many(tokens, &mut out);
+    out
 }
 
 /// The hash values of a batch, in the width of the scheme's input: 32 bits for affine32, 64
@@ -157,7 +171,7 @@ fn ds_update_tokens(
         };
         let Some(bytes) = byte_tokens(&items)? else { return Ok(false) };
         if s == Scheme::Affine32 {
-            let hashes: Vec<u32> = py.detach(|| bytes.iter().map(|t| sha1_hash32(t)).collect());
+            let hashes = py.detach(|| hashes32_of(&bytes));
             apply(s, a, b, values, Hashes::U32(&hashes), py)?;
         } else {
             let hashes = py.detach(|| hashes_of(s, &bytes));
@@ -225,7 +239,7 @@ fn ds_bulk<'py>(
                     tokens
                         .par_iter()
                         .flat_map_iter(|t| {
-                            let h: Vec<u32> = t.iter().map(|t| sha1_hash32(t)).collect();
+                            let h = hashes32_of(t);
                             let mut v = vec![u32::MAX; k];
                             update_affine32(a, b, &mut v, &h);
                             v

@@ -105,6 +105,11 @@ def _is_integer(x: Any) -> bool:
     return type(x) is int or isinstance(x, np.integer)
 
 
+# `(a, b)` of a permutations array, by the array's identity (`MinHash._params`).
+_AB: dict[int, tuple[Any, Optional[tuple[np.ndarray, np.ndarray]]]] = {}
+_AB_SIZE = 256
+
+
 @functools.lru_cache(maxsize=64)
 def _cached_permutations(num_perm: int, seed: int, scheme: str) -> np.ndarray:
     return _drawn_permutations(num_perm, seed, scheme)
@@ -296,15 +301,19 @@ class MinHash:
         computes with as given), or `hashvalues` not one value of the scheme's dtype per
         permutation (numpy broadcasting made it 2-D, or it was assigned). numpy then computes
         as in datasketch."""
-        cached = self.__dict__.get("_ab")
         p = self.permutations
+        cached = _AB.get(id(p))
         if cached is not None and cached[0] is p:
             ab = cached[1]
         else:
             ab = None
             if isinstance(p, np.ndarray) and p.dtype == _DTYPES[self.scheme] and p.ndim == 2:
                 ab = (np.ascontiguousarray(p[0]), np.ascontiguousarray(p[1]))
-            self.__dict__["_ab"] = (p, ab)
+            if len(_AB) >= _AB_SIZE:
+                _AB.clear()
+            # Keyed by identity, holding `p` so that its id is not reused while cached: every
+            # MinHash of one (num_perm, seed, scheme) shares one permutations array.
+            _AB[id(p)] = (p, ab)
         hv = self.hashvalues
         if ab is None or not (
             isinstance(hv, np.ndarray)
@@ -515,7 +524,6 @@ class MinHash:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.pop("_ab", None)
         state["_a_gpu"] = None
         state["_b_gpu"] = None
         return state
