@@ -626,7 +626,11 @@ fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
             pipeline.id()
         ));
     }
-    Engine::new(Arc::new(pipeline), dedup_config(info)).map_err(|e| e.to_string())
+    // The sketches stay in the store: verification reads each candidate's from it, and the
+    // memory a document takes is its index entries and id (BENCHMARKS.md, "neardup serve").
+    Engine::new(Arc::new(pipeline), dedup_config(info))
+        .map(Engine::with_external_sketches)
+        .map_err(|e| e.to_string())
 }
 
 /// The in-memory side of a collection: its engine (scanning at most `--max-scan-docs` below

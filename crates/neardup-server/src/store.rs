@@ -203,6 +203,23 @@ impl Record {
         Record::decode_body(body)
     }
 
+    /// Reads only the sketch of the stored bytes of document `id` (what verification needs),
+    /// checking the checksum first, as [`Record::decode`] does.
+    pub fn decode_sketch(id: &str, bytes: &[u8]) -> Result<DocSketch, String> {
+        let Some(split) = bytes.len().checked_sub(8) else {
+            return Err(format!("{} bytes, shorter than a checksum", bytes.len()));
+        };
+        let (body, sum) = bytes.split_at(split);
+        let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
+        if checksum(id, body) != sum {
+            return Err("the record fails its checksum (the store is damaged)".into());
+        }
+        let n = body.get(..4).ok_or("record truncated at byte 0")?;
+        let n = u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize;
+        let sketch = body.get(4..).and_then(|b| b.get(..n)).ok_or("record truncated at byte 4")?;
+        DocSketch::from_bytes(sketch)
+    }
+
     /// Reads a record without a checksum (store format 2, and the body of format 3).
     fn decode_body(bytes: &[u8]) -> Result<Record, String> {
         let mut pos = 0usize;

@@ -1,10 +1,11 @@
 //! A live collection: documents inserted, removed and searched one at a time (the service's
 //! core), with the same sketches and exact verification as [`crate::Dedup`].
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use neardup_index::{HammingIndex, MinHashLsh};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::dedup::{manifest_for, read_index, sketch_with, verify, write_index, Plan};
 use crate::{DedupConfig, DedupError, DocSketch, Document, Method, Pipeline, Scratch};
@@ -16,6 +17,44 @@ pub struct Hit {
     pub key: u64,
     /// Its similarity under the engine's verification.
     pub similarity: f64,
+}
+
+/// Why a stored sketch could not be read from where an engine with external sketches keeps
+/// them (a store's error).
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Reads the stored sketch of a key for an engine whose sketches are external
+/// ([`Engine::with_external_sketches`]): `None` when the key is no longer stored.
+pub type KeySource<'a> = &'a dyn Fn(u64) -> Result<Option<DocSketch>, SourceError>;
+
+/// Where an engine's stored sketches are.
+#[derive(Debug)]
+enum Docs {
+    /// In memory, by key.
+    Resident(FxHashMap<u64, DocSketch>),
+    /// Elsewhere (the service's store): only the stored keys are kept; verification reads a
+    /// candidate's sketch through a [`KeySource`].
+    External(FxHashSet<u64>),
+}
+
+impl Docs {
+    fn len(&self) -> usize {
+        match self {
+            Docs::Resident(m) => m.len(),
+            Docs::External(s) => s.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn keys(&self) -> Vec<u64> {
+        match self {
+            Docs::Resident(m) => m.keys().copied().collect(),
+            Docs::External(s) => s.iter().copied().collect(),
+        }
+    }
 }
 
 /// How many documents a search below an index's threshold may scan by default (about 0.1 s at
@@ -90,7 +129,7 @@ pub struct Engine {
     plan: Plan,
     lsh: Option<MinHashLsh>,
     hamming: Option<HammingIndex>,
-    docs: FxHashMap<u64, DocSketch>,
+    docs: Docs,
     scan_limit: usize,
 }
 
@@ -112,13 +151,33 @@ impl Engine {
             plan,
             lsh,
             hamming,
-            docs: FxHashMap::default(),
+            docs: Docs::Resident(FxHashMap::default()),
             scan_limit: DEFAULT_SCAN_LIMIT,
         })
     }
 
+    /// This engine, empty, keeping only the index and the keys of what it stores: each sketch's
+    /// features are dropped once indexed, and verification reads a candidate's sketch from
+    /// where the caller keeps them (the service's store), through the [`KeySource`] given to
+    /// [`Engine::search_in`]. The memory a document takes is then its index entries alone
+    /// (about a fifth).
+    ///
+    /// # Panics
+    /// If the engine already stores documents.
+    pub fn with_external_sketches(mut self) -> Engine {
+        assert!(self.docs.is_empty(), "sketches are made external before any is stored");
+        self.docs = Docs::External(FxHashSet::default());
+        self
+    }
+
+    /// True when the sketches are kept outside the engine ([`Engine::with_external_sketches`]).
+    pub fn external_sketches(&self) -> bool {
+        matches!(self.docs, Docs::External(_))
+    }
+
     /// An empty engine with this one's pipeline and resolved settings (its plan reused, not
-    /// resolved again: under `estimate` verification that is datasketch's band search).
+    /// resolved again: under `estimate` verification that is datasketch's band search), holding
+    /// its sketches in memory.
     pub fn empty_like(&self) -> Engine {
         Engine {
             pipeline: self.pipeline.clone(),
@@ -129,7 +188,7 @@ impl Engine {
                 HammingIndex::new(self.plan.bits, h.k())
                     .expect("the settings of a built index are valid")
             }),
-            docs: FxHashMap::default(),
+            docs: Docs::Resident(FxHashMap::default()),
             scan_limit: self.scan_limit,
         }
     }
@@ -198,29 +257,43 @@ impl Engine {
         sketch_with(&self.pipeline, &self.plan, doc, len, scratch)
     }
 
-    /// The stored sketch of `key`.
+    /// The stored sketch of `key` (`None` too when the sketches are external).
     pub fn get(&self, key: u64) -> Option<&DocSketch> {
-        self.docs.get(&key)
+        match &self.docs {
+            Docs::Resident(m) => m.get(&key),
+            Docs::External(_) => None,
+        }
     }
 
     /// Stores `sketch` under `key`, replacing what `key` held. Empty documents are stored but
-    /// never indexed: they match nothing.
+    /// never indexed: they match nothing. With external sketches only the index keeps it.
     pub fn insert(&mut self, key: u64, sketch: DocSketch) {
         self.remove(key);
         if !sketch.empty {
             if let Some(lsh) = &mut self.lsh {
-                lsh.insert_keys(key, sketch.band_keys().into());
+                lsh.insert_keys(key, sketch.band_keys());
             }
             if let Some(h) = &mut self.hamming {
                 h.insert(key, sketch.simhash_value());
             }
         }
-        self.docs.insert(key, sketch);
+        match &mut self.docs {
+            Docs::Resident(m) => {
+                m.insert(key, sketch);
+            }
+            Docs::External(s) => {
+                s.insert(key);
+            }
+        }
     }
 
     /// Removes `key`; returns whether it was stored.
     pub fn remove(&mut self, key: u64) -> bool {
-        if self.docs.remove(&key).is_none() {
+        let stored = match &mut self.docs {
+            Docs::Resident(m) => m.remove(&key).is_some(),
+            Docs::External(s) => s.remove(&key),
+        };
+        if !stored {
             return false;
         }
         if let Some(lsh) = &mut self.lsh {
@@ -269,12 +342,16 @@ impl Engine {
         dir: &std::path::Path,
         id_of: impl Fn(u64) -> &'a str,
     ) -> Result<(), DedupError> {
-        let manifest =
-            manifest_for(&self.pipeline, &self.plan, &self.config, self.docs.len() as u64);
-        let mut keys: Vec<u64> = self.docs.keys().copied().collect();
+        let Docs::Resident(docs) = &self.docs else {
+            return Err(DedupError::InvalidConfig {
+                message: "an engine with external sketches cannot be saved as an index".into(),
+            });
+        };
+        let manifest = manifest_for(&self.pipeline, &self.plan, &self.config, docs.len() as u64);
+        let mut keys: Vec<u64> = docs.keys().copied().collect();
         keys.sort_unstable();
         let lock = crate::IndexLock::acquire(dir)?;
-        write_index(&lock, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &self.docs[&k]))))
+        write_index(&lock, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &docs[&k]))))
     }
 
     /// Reads a saved index made with this engine's pipeline and settings (refusing any other):
@@ -331,6 +408,9 @@ impl Engine {
     }
 
     /// [`Engine::search`] by the given plan (a scan reads every document, whatever the limit).
+    ///
+    /// # Panics
+    /// If the sketches are external: search those with [`Engine::search_in`].
     pub fn search_with(
         &self,
         plan: SearchPlan,
@@ -338,12 +418,30 @@ impl Engine {
         threshold: Option<f64>,
         top_k: usize,
     ) -> Vec<Hit> {
+        let none = |_: u64| -> Result<Option<DocSketch>, SourceError> {
+            panic!("an engine with external sketches is searched with Engine::search_in")
+        };
+        self.search_in(plan, query, threshold, top_k, &none)
+            .expect("a resident engine reads no source")
+    }
+
+    /// [`Engine::search_with`] for an engine of either kind: with external sketches, each
+    /// candidate's is read through `source` (a key it no longer has is no longer stored: left
+    /// out); an engine holding its sketches never calls it. Its first error is returned.
+    pub fn search_in(
+        &self,
+        plan: SearchPlan,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+        source: KeySource<'_>,
+    ) -> Result<Vec<Hit>, SourceError> {
         if query.empty {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let mut candidates: Vec<u64> = Vec::new();
         match plan {
-            SearchPlan::Scan => candidates.extend(self.docs.keys().copied()),
+            SearchPlan::Scan => candidates.extend(self.docs.keys()),
             SearchPlan::Index => {
                 if let Some(lsh) = &self.lsh {
                     candidates.extend(lsh.query_keys(query.band_keys()));
@@ -356,18 +454,24 @@ impl Engine {
         candidates.sort_unstable();
         candidates.dedup();
         let threshold = threshold.unwrap_or(self.config.threshold);
-        let mut hits: Vec<Hit> = candidates
-            .into_iter()
-            .filter_map(|key| {
-                let doc = self.docs.get(&key)?;
-                let similarity =
-                    verify(&self.plan, threshold, self.config.hamming, &query.view(), &doc.view())?;
-                Some(Hit { key, similarity })
-            })
-            .collect();
+        let mut hits: Vec<Hit> = Vec::new();
+        for key in candidates {
+            let doc = match &self.docs {
+                Docs::Resident(m) => m.get(&key).map(Cow::Borrowed),
+                Docs::External(s) if s.contains(&key) => source(key)?.map(Cow::Owned),
+                Docs::External(_) => None,
+            };
+            let Some(doc) = doc else { continue };
+            let q = query.view();
+            if let Some(similarity) =
+                verify(&self.plan, threshold, self.config.hamming, &q, &doc.view())
+            {
+                hits.push(Hit { key, similarity });
+            }
+        }
         hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
         hits.truncate(top_k);
-        hits
+        Ok(hits)
     }
 }
 
@@ -413,6 +517,63 @@ mod tests {
                 let mut got: Vec<u64> = e.search(q, None, usize::MAX).expect("at the threshold").iter().map(|h| h.key).collect();
                 got.sort_unstable();
                 prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// An engine whose sketches are read from a source (the service's store) answers every
+        /// search as one holding them, by the index and by a scan, for each method, after
+        /// inserts, replacements and removals; a key its source no longer has is left out.
+        #[test]
+        fn external_sketches_answer_as_resident_ones(
+            texts in words(),
+            method in prop::sample::select(vec![Method::MinHash, Method::SimHash, Method::Both]),
+            removed in 0u64..20,
+            threshold in prop::sample::select(vec![None, Some(0.3), Some(0.95)]),
+        ) {
+            let p = Arc::new(Pipeline::new(PipelineSpec::preset("shingles").expect("preset"))
+                .expect("valid"));
+            let config = DedupConfig { method, threshold: 0.5, ..DedupConfig::default() };
+            let mut resident = Engine::new(p.clone(), config.clone()).expect("valid");
+            let mut external =
+                Engine::new(p, config).expect("valid").with_external_sketches();
+            prop_assert!(external.external_sketches() && !resident.external_sketches());
+            let mut s = Scratch::default();
+            let sketches: Vec<DocSketch> =
+                texts.iter().map(|t| resident.sketch(Document::Text(t), t.len(), &mut s)).collect();
+            let mut store: FxHashMap<u64, DocSketch> = FxHashMap::default();
+            for (i, sk) in sketches.iter().enumerate() {
+                let key = i as u64 % 20;
+                resident.insert(key, sk.clone());
+                external.insert(key, sk.clone());
+                store.insert(key, sk.clone());
+            }
+            prop_assert_eq!(resident.remove(removed), external.remove(removed));
+            store.remove(&removed);
+            prop_assert_eq!(resident.len(), external.len());
+            prop_assert!(external.get(0).is_none());
+            let source = |key: u64| -> Result<Option<DocSketch>, SourceError> {
+                Ok(store.get(&key).cloned())
+            };
+            for q in &sketches {
+                for plan in [SearchPlan::Index, SearchPlan::Scan] {
+                    let want = resident.search_with(plan, q, threshold, usize::MAX);
+                    let got = external.search_in(plan, q, threshold, usize::MAX, &source)
+                        .expect("the source answers");
+                    prop_assert_eq!(got, want);
+                }
+            }
+            // A source that fails fails the search; one that lost a key leaves it out.
+            let failing = |_: u64| -> Result<Option<DocSketch>, SourceError> { Err("gone".into()) };
+            let lost = |_: u64| -> Result<Option<DocSketch>, SourceError> { Ok(None) };
+            for q in sketches.iter().filter(|q| !q.empty).take(1) {
+                let failed = external.search_in(SearchPlan::Scan, q, None, usize::MAX, &failing);
+                prop_assert_eq!(failed.is_err(), !external.is_empty());
+                let none = external.search_in(SearchPlan::Scan, q, None, usize::MAX, &lost);
+                prop_assert!(none.expect("no error").is_empty());
             }
         }
     }

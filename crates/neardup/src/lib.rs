@@ -41,12 +41,14 @@ pub use dedup::{
     Verification, DEFAULT_MAX_BUCKET, DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION,
     OLDEST_INDEX_FORMAT,
 };
-pub use engine::{BelowThreshold, Engine, Hit, SearchPlan, DEFAULT_SCAN_LIMIT};
+pub use engine::{
+    BelowThreshold, Engine, Hit, KeySource, SearchPlan, SourceError, DEFAULT_SCAN_LIMIT,
+};
 pub use error::BuildError;
 pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
 pub use idf::IdfBuilder;
 pub use job::{CompiledJob, JobError, JobSpec, RunOptions};
-pub use named::{Check, CheckAnswer, NamedEngine};
+pub use named::{Check, CheckAnswer, IdSource, NamedEngine};
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{
     Document, Fingerprint, OwnedDocument, Pipeline, Scratch, Sketches, WeightedFeature,

@@ -6,8 +6,13 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::engine::SourceError;
 use crate::overlap::{OnExistingId, OverlapError, OverlapSpec, PassageIndex};
 use crate::{BelowThreshold, DedupError, DocSketch, Engine, SearchPlan};
+
+/// Reads the stored sketch of an id for an index whose engine keeps its sketches elsewhere
+/// ([`Engine::with_external_sketches`]): `None` when the id is no longer stored.
+pub type IdSource<'a> = &'a dyn Fn(&str) -> Result<Option<DocSketch>, SourceError>;
 
 /// An [`Engine`] with string ids. Each id gets a `u64` key when first stored (keys count up, so
 /// key order is first-insertion order); the id text is held once, shared by both directions.
@@ -133,10 +138,30 @@ impl NamedEngine {
         except: Option<&str>,
     ) -> Result<Vec<(String, f64)>, BelowThreshold> {
         let plan = self.engine.plan_search(threshold)?;
-        Ok(self.search_with(plan, query, threshold, top_k, except))
+        Ok(self
+            .search_with(plan, query, threshold, top_k, except, None)
+            .expect("a resident engine reads no source"))
     }
 
-    /// [`NamedEngine::search`] by the given plan.
+    /// [`NamedEngine::search`] on an engine of either kind: with external sketches, each
+    /// candidate's is read through `source` ([`Engine::search_in`]). Refused below the
+    /// threshold as [`NamedEngine::plan_search`] says; a source's error is the outer one.
+    pub fn search_in(
+        &self,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+        except: Option<&str>,
+        source: IdSource<'_>,
+    ) -> Result<Result<Vec<(String, f64)>, BelowThreshold>, SourceError> {
+        let plan = match self.engine.plan_search(threshold) {
+            Ok(plan) => plan,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.search_with(plan, query, threshold, top_k, except, Some(source)).map(Ok)
+    }
+
+    /// [`NamedEngine::search`] by the given plan, reading external sketches through `source`.
     fn search_with(
         &self,
         plan: SearchPlan,
@@ -144,15 +169,25 @@ impl NamedEngine {
         threshold: Option<f64>,
         top_k: usize,
         except: Option<&str>,
-    ) -> Vec<(String, f64)> {
+        source: Option<IdSource<'_>>,
+    ) -> Result<Vec<(String, f64)>, SourceError> {
         let own = except.and_then(|id| self.key_of.get(id).copied());
-        self.engine
-            .search_with(plan, query, threshold, top_k.saturating_add(usize::from(own.is_some())))
+        let by_key = |key: u64| -> Result<Option<DocSketch>, SourceError> {
+            match (source, self.id_of.get(&key)) {
+                (Some(source), Some(id)) => source(id),
+                (None, Some(_)) => Err("an index with external sketches needs a source".into()),
+                (_, None) => Ok(None),
+            }
+        };
+        let deeper = top_k.saturating_add(usize::from(own.is_some()));
+        Ok(self
+            .engine
+            .search_in(plan, query, threshold, deeper, &by_key)?
             .into_iter()
             .filter(|h| Some(h.key) != own)
             .take(top_k)
             .map(|h| (self.id_of[&h.key].to_string(), h.similarity))
-            .collect()
+            .collect())
     }
 
     /// Decides `checks` in order as if each ran alone and, when accepted, were stored before the
@@ -170,6 +205,17 @@ impl NamedEngine {
     /// admission if the index was then too large to scan: [`NamedEngine::plan_search`]), so
     /// that documents stored since cannot fail the group.
     pub fn decide_checks(&self, checks: &[Check<'_>]) -> Vec<CheckAnswer> {
+        self.decide_checks_in(checks, None).expect("a resident engine reads no source")
+    }
+
+    /// [`NamedEngine::decide_checks`] on an engine of either kind: with external sketches, the
+    /// stored candidates' are read through `source` (the accepted documents of the group are
+    /// held in memory until the caller stores them). A source's error ends the decision.
+    pub fn decide_checks_in(
+        &self,
+        checks: &[Check<'_>],
+        source: Option<IdSource<'_>>,
+    ) -> Result<Vec<CheckAnswer>, SourceError> {
         // The group's accepted documents, in an engine of the same settings: searching it is
         // searching them as if they were stored.
         let mut group: Option<NamedEngine> = None;
@@ -186,13 +232,21 @@ impl NamedEngine {
                     c.threshold,
                     c.top_k.saturating_add(shadowed),
                     Some(c.id),
-                )
+                    source,
+                )?
                 .into_iter()
                 .filter(|(id, _)| !group.as_ref().is_some_and(|g| g.contains(id)))
                 .collect();
             if let Some(g) = &group {
                 // The group is searched as the stored documents are (a scan below the threshold).
-                matches.extend(g.search_with(plan, c.sketch, c.threshold, c.top_k, Some(c.id)));
+                matches.extend(g.search_with(
+                    plan,
+                    c.sketch,
+                    c.threshold,
+                    c.top_k,
+                    Some(c.id),
+                    None,
+                )?);
             }
             matches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             matches.truncate(c.top_k);
@@ -204,7 +258,7 @@ impl NamedEngine {
             }
             answers.push(CheckAnswer { matches, duplicate, inserted });
         }
-        answers
+        Ok(answers)
     }
 
     /// How a search at `threshold` would find its candidates, or why it is refused

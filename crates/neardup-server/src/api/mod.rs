@@ -202,6 +202,57 @@ fn read_record(
     })
 }
 
+/// The stored sketches of a collection, read from a read transaction for verification: a
+/// collection's index keeps none in memory ([`neardup::Engine::with_external_sketches`]). The
+/// first error is kept whole for the reply (the library only passes it through).
+struct StoredSketches<'a> {
+    state: &'a AppState,
+    collection: &'a str,
+    table: redb::ReadOnlyTable<&'static str, &'static [u8]>,
+    failed: std::cell::RefCell<Option<ApiError>>,
+}
+
+impl<'a> StoredSketches<'a> {
+    fn open(
+        state: &'a AppState,
+        c: &'a Collection,
+        txn: &redb::ReadTransaction,
+    ) -> Result<StoredSketches<'a>, ApiError> {
+        let name = c.info.name.as_str();
+        let table = txn.open_table(docs_def(&c.table)).map_err(|e| store_err(state, name, e))?;
+        Ok(StoredSketches { state, collection: name, table, failed: Default::default() })
+    }
+
+    fn get(&self, id: &str) -> Result<Option<neardup::DocSketch>, neardup::SourceError> {
+        let failed = |e: ApiError| -> neardup::SourceError {
+            let message = e.message.clone();
+            self.failed.borrow_mut().get_or_insert(e);
+            message.into()
+        };
+        let Some(v) =
+            self.table.get(id).map_err(|e| failed(store_err(self.state, self.collection, e)))?
+        else {
+            return Ok(None);
+        };
+        match Record::decode_sketch(id, v.value()) {
+            Ok(sketch) => Ok(Some(sketch)),
+            Err(what) => {
+                self.state.record_damage(self.collection, id, &what);
+                Err(failed(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "damaged_record",
+                    format!("collection {:?}, document {id:?}: {what}", self.collection),
+                )))
+            }
+        }
+    }
+
+    /// The reply for a source error the library returned.
+    fn error(&self, e: neardup::SourceError) -> ApiError {
+        self.failed.borrow_mut().take().unwrap_or_else(|| ApiError::internal(e))
+    }
+}
+
 impl AppState {
     /// Runs `f` on the store, unless the service is unhealthy (503).
     fn with_db<T>(&self, f: impl FnOnce(&Database) -> Result<T, ApiError>) -> Result<T, ApiError> {

@@ -61,8 +61,11 @@ pub(super) async fn search(
             // The hits and the snapshot that gives their metadata are taken together, under
             // the index's read lock: a hit whose delete committed since (and whose removal from
             // the index waits for that lock) is left out, as the delete is then the earlier.
-            let (hits, txn) = {
+            // Verification reads the candidates' sketches from the same snapshot.
+            let (hits, plan, stored) = {
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
+                let txn = db.begin_read().map_err(|e| err(e.into()))?;
+                let stored = StoredSketches::open(&st, &c, &txn)?;
                 let mut scratch = Scratch::default();
                 let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
                 // Planned again under the read lock: the collection may have grown since.
@@ -70,14 +73,17 @@ pub(super) async fn search(
                     ApiError::bad("threshold_below_collection", format!("collection {name:?}: {e}"))
                 };
                 let plan = live.plan_search(req.threshold).map_err(below)?;
-                let hits = live.search(&q, req.threshold, top_k, None).map_err(below)?;
-                ((hits, plan), db.begin_read().map_err(|e| err(e.into()))?)
+                let hits = live
+                    .search_in(&q, req.threshold, top_k, None, &|id| stored.get(id))
+                    .map_err(|e| stored.error(e))?
+                    .map_err(below)?;
+                (hits, plan, stored)
             };
-            let (hits, plan) = hits;
-            let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
             let mut out = Vec::with_capacity(hits.len());
             for (id, similarity) in hits {
-                let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? else { continue };
+                let Some(v) = stored.table.get(id.as_str()).map_err(|e| err(e.into()))? else {
+                    continue;
+                };
                 let metadata = read_record(&state, &c.info.name, &id, v.value())?.metadata;
                 out.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
             }
@@ -283,8 +289,12 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
     };
     // Decisions, in queue order, as one-at-a-time checks would make them (the library's rule).
-    let decided: Vec<neardup::CheckAnswer> = {
+    let name = c.info.name.as_str();
+    let decided = state.with_db(|db| {
         let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
+        // The stored candidates' sketches, from a snapshot taken under the index's read lock.
+        let txn = db.begin_read().map_err(|e| store_err(state, name, e))?;
+        let stored = StoredSketches::open(state, c, &txn)?;
         let checks: Vec<neardup::Check<'_>> = group
             .iter()
             .map(|p| neardup::Check {
@@ -295,11 +305,14 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 top_k: p.top_k,
             })
             .collect();
-        live.decide_checks(&checks)
+        live.decide_checks_in(&checks, Some(&|id| stored.get(id))).map_err(|e| stored.error(e))
+    });
+    let decided: Vec<neardup::CheckAnswer> = match decided {
+        Ok(d) => d,
+        Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
     };
     let accepted: Vec<usize> =
         decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i).collect();
-    let name = c.info.name.as_str();
     // One transaction, one durable commit for the whole group; a group that stores nothing
     // reads its matches' metadata in a read transaction.
     let written = state.with_db(|db| {
