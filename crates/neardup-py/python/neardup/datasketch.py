@@ -105,6 +105,14 @@ def _is_integer(x: Any) -> bool:
     return type(x) is int or isinstance(x, np.integer)
 
 
+@functools.lru_cache(maxsize=64)
+def _initial_values(num_perm: int, scheme: str) -> np.ndarray:
+    """A new MinHash's hash values (affine schemes), read-only: copied for each MinHash."""
+    v = np.full(num_perm, _MAX[scheme], dtype=_DTYPES[scheme])
+    v.setflags(write=False)
+    return v
+
+
 # `(a, b)` of a permutations array, by the array's identity (`MinHash._params`).
 _AB: dict[int, tuple[Any, Optional[tuple[np.ndarray, np.ndarray]]]] = {}
 _AB_SIZE = 256
@@ -239,6 +247,10 @@ class MinHash:
     def _init_hashvalues(self, num_perm: Any) -> np.ndarray:
         if self.scheme == "legacy":
             return np.ones(num_perm, dtype=np.uint64) * _MAX["legacy"]
+        if type(num_perm) is int and num_perm <= _CACHED_NUM_PERM:
+            # A copy of a cached array: a sixth of np.full's time, which a MinHash per
+            # document pays every time.
+            return _initial_values(num_perm, self.scheme).copy()
         return np.full(num_perm, _MAX[self.scheme], dtype=_DTYPES[self.scheme])
 
     def _to_scheme_array(self, values: Any, what: str) -> np.ndarray:
@@ -383,7 +395,9 @@ class MinHash:
             items = b if isinstance(b, list) else list(b)
             if not items:
                 return
-            values = np.array(self.hashvalues, dtype=_DTYPES[self.scheme])
+            # A new array (an update replaces `hashvalues`, as datasketch's does); `_params`
+            # checked its dtype and shape.
+            values = self.hashvalues.copy()
             if _neardup.ds_update_tokens(self.scheme, ab[0], ab[1], values, items):
                 self.hashvalues = values
                 return
