@@ -12,6 +12,13 @@
    redis-server, started here on a private port), --peer-docs documents inserted with an
    insertion session, then queries from 2 Python threads for --seconds.
 
+6. Restarts the server on the same store: the seconds until it listens (it rebuilds every
+   collection's index from the store) and its memory then.
+
+Documents are streamed from --corpus in batches (nothing but a sample of 2,000 kept), so
+--docs may be as large as the file: `--corpus bench/data/en_planted_10000000.jsonl --docs
+10000000` (the corpus of bench/dedup_10m.py) for ten million.
+
 Usage: bash bench/run_serve_load.sh [--docs 1000000] [--seconds 20] [--peer-docs 50000]
 """
 import argparse
@@ -34,8 +41,8 @@ PORT = 7790
 REDIS_PORT = 7791
 
 
-def corpus_lines(n):
-    path = DATA / "en_dedup_1000000.jsonl"
+def corpus_lines(n, path=None):
+    path = path or DATA / "en_dedup_1000000.jsonl"
     if not path.exists():
         sys.path.insert(0, str(ROOT / "bench"))
         import dedup_1m
@@ -48,6 +55,38 @@ def corpus_lines(n):
             if len(out) >= n:
                 break
     return out
+
+
+def corpus_batches(path, n, size=1000):
+    """Batches of up to `size` JSONL lines, the first `n` lines of `path` in all."""
+    count = 0
+    with open(path, "rb") as f:
+        batch = []
+        for line in f:
+            if count >= n:
+                break
+            batch.append(line.rstrip(b"\n"))
+            count += 1
+            if len(batch) == size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def start_server(binary, data_dir, server_args):
+    """`neardup serve` on `data_dir`; returns the process and the seconds until it listened."""
+    t = time.perf_counter()
+    server = subprocess.Popen([str(binary), "serve", "--data-dir", str(data_dir),
+                               "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)]
+                              + shlex.split(server_args),
+                              stderr=subprocess.PIPE, text=True)
+    for line in server.stderr:
+        if "listening on" in line:
+            break
+    started = time.perf_counter() - t
+    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    return server, started
 
 
 def request(conn, method, path, body=None):
@@ -116,55 +155,67 @@ def main():
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"),
                     help="the neardup to serve (another build, to compare two in one run)")
     ap.add_argument("--clients", type=int, default=2, help="concurrent batch-insert clients")
+    ap.add_argument("--corpus", type=Path, default=DATA / "en_dedup_1000000.jsonl",
+                    help="the JSONL documents to insert (streamed)")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="where the store goes (default: a new temporary directory)")
     ap.add_argument("--collection", default="{}",
                     help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
     args = ap.parse_args()
     rng = random.Random(5)
-    lines = corpus_lines(args.docs)
-    print(f"{len(lines)} documents, {sum(map(len, lines)) / 1e6:.0f} MB of JSONL; {os.cpu_count()} cores")
+    if args.corpus == DATA / "en_dedup_1000000.jsonl":
+        corpus_lines(1, args.corpus)  # builds it when missing
 
-    data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
+    if args.data_dir:
+        args.data_dir.mkdir(parents=True, exist_ok=False)
+        data_dir = args.data_dir
+    else:
+        data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
     binary = Path(args.binary)
-    server = subprocess.Popen([str(binary), "serve", "--data-dir", str(data_dir),
-                               "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)]
-                              + shlex.split(args.server_args),
-                              stderr=subprocess.PIPE, text=True)
-    for line in server.stderr:
-        if "listening on" in line:
-            break
-    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    server, _ = start_server(binary, data_dir, args.server_args)
     results = []
     try:
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
         request(conn, "PUT", "/v1/collections/load", args.collection.encode())
         print(f"collection: {args.collection}")
 
-        # 1. batch inserts
-        batches = [b'{"docs":[' + b",".join(lines[i:i + 1000]) + b"]}" for i in range(0, len(lines), 1000)]
-        todo = list(range(len(batches)))
+        # 1. batch inserts, streamed from the corpus; a reservoir sample of 2,000 texts kept
+        batches = corpus_batches(args.corpus, args.docs)
         lock = threading.Lock()
+        sample_lines, seen, jsonl_bytes = [], 0, 0
 
         def insert_worker():
+            nonlocal seen, jsonl_bytes
             c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
             while True:
                 with lock:
-                    if not todo:
+                    batch = next(batches, None)
+                    if batch is None:
                         return
-                    i = todo.pop()
-                request(c, "POST", "/v1/collections/load/docs", batches[i])
+                    for line in batch:
+                        seen += 1
+                        jsonl_bytes += len(line) + 1
+                        if len(sample_lines) < 2000:
+                            sample_lines.append(line)
+                        elif (j := rng.randrange(seen)) < 2000:
+                            sample_lines[j] = line
+                body = b'{"docs":[' + b",".join(batch) + b"]}"
+                request(c, "POST", "/v1/collections/load/docs", body)
 
         t = time.perf_counter()
         workers = [threading.Thread(target=insert_worker) for _ in range(args.clients)]
         [w.start() for w in workers]
         [w.join() for w in workers]
         insert_s = time.perf_counter() - t
+        print(f"{seen} documents, {jsonl_bytes / 1e6:.0f} MB of JSONL from {args.corpus.name}; "
+              f"{os.cpu_count()} cores")
         stored = request(conn, "GET", "/v1/collections/load")["documents"]
         rss, peak = server_memory(server.pid)
-        results.append((f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{len(lines) / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
-        del batches
+        results.append((f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{seen / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
 
         # 2. search
-        sample = [json.loads(lines[rng.randrange(len(lines))])["text"] for _ in range(2000)]
+        sample = [json.loads(line)["text"] for line in sample_lines]
+        rng.shuffle(sample)
         bodies = [json.dumps({"text": edit(t, rng), "top_k": 10}) for t in sample]
         lua = lua_bodies(DATA / "search.lua", bodies, "/v1/collections/load/search")
         rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
@@ -179,13 +230,24 @@ def main():
         rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
         rss, peak = server_memory(server.pid)
         results.append(("neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", ("; ".join(errors) or "no errors") + f"; server RSS {rss:.0f} MB, peak {peak:.0f} MB over the whole run"))
+
+        # 4. a restart on the same store: every index rebuilt from it
+        server.terminate()
+        server.wait()
+        store_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
+        server, started = start_server(binary, data_dir, args.server_args)
+        rss, peak = server_memory(server.pid)
+        fresh = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
+        stored = request(fresh, "GET", "/v1/collections/load")["documents"]
+        results.append(("neardup restart (index rebuilt from the store)", f"{started:.1f} s to listen", "",
+                        f"{stored} documents; store {store_mb:,.0f} MB on disk; server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
     finally:
         server.terminate()
         server.wait()
         shutil.rmtree(data_dir, ignore_errors=True)
 
     if not args.no_peer:
-        results += peer(lines[:args.peer_docs], args.seconds, rng)
+        results += peer(corpus_lines(args.peer_docs), args.seconds, rng)
 
     print("\n| workload | throughput | latency | notes |")
     print("|---|---:|---|---|")
