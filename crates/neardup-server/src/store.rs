@@ -183,6 +183,19 @@ fn checksum(id: &str, body: &[u8]) -> u64 {
     h.digest()
 }
 
+/// The body of the stored bytes of document `id`, once its checksum is found right.
+fn checked_body<'a>(id: &str, bytes: &'a [u8]) -> Result<&'a [u8], String> {
+    let Some(split) = bytes.len().checked_sub(8) else {
+        return Err(format!("{} bytes, shorter than a checksum", bytes.len()));
+    };
+    let (body, sum) = bytes.split_at(split);
+    let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
+    if checksum(id, body) != sum {
+        return Err("the record fails its checksum (the store is damaged)".into());
+    }
+    Ok(body)
+}
+
 impl Record {
     /// The stored bytes of this record as document `id`.
     pub fn encode(&self, id: &str) -> Vec<u8> {
@@ -192,28 +205,13 @@ impl Record {
     /// Reads the stored bytes of document `id`, checking the checksum first. The error says
     /// what is damaged.
     pub fn decode(id: &str, bytes: &[u8]) -> Result<Record, String> {
-        let Some(split) = bytes.len().checked_sub(8) else {
-            return Err(format!("{} bytes, shorter than a checksum", bytes.len()));
-        };
-        let (body, sum) = bytes.split_at(split);
-        let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
-        if checksum(id, body) != sum {
-            return Err("the record fails its checksum (the store is damaged)".into());
-        }
-        Record::decode_body(body)
+        Record::decode_body(checked_body(id, bytes)?)
     }
 
     /// Reads only the sketch of the stored bytes of document `id` (what verification needs),
     /// checking the checksum first, as [`Record::decode`] does.
     pub fn decode_sketch(id: &str, bytes: &[u8]) -> Result<DocSketch, String> {
-        let Some(split) = bytes.len().checked_sub(8) else {
-            return Err(format!("{} bytes, shorter than a checksum", bytes.len()));
-        };
-        let (body, sum) = bytes.split_at(split);
-        let sum = u64::from_le_bytes(sum.try_into().expect("8 bytes"));
-        if checksum(id, body) != sum {
-            return Err("the record fails its checksum (the store is damaged)".into());
-        }
+        let body = checked_body(id, bytes)?;
         let n = body.get(..4).ok_or("record truncated at byte 0")?;
         let n = u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize;
         let sketch = body.get(4..).and_then(|b| b.get(..n)).ok_or("record truncated at byte 4")?;
@@ -352,5 +350,29 @@ mod tests {
         }
         assert!(Record::decode("doc-2", &bytes).is_err(), "a record moved to another id");
         assert!(Record::decode("doc-1", &bytes[..5]).is_err());
+    }
+
+    /// Verification reads only the sketch, with the same checksum as a whole record.
+    #[test]
+    fn the_sketch_alone_is_the_records_and_checked_as_it() {
+        use neardup::{DedupConfig, Document, Engine, Pipeline, PipelineSpec, Scratch};
+        let pipeline = Pipeline::new(PipelineSpec::default()).expect("valid");
+        let engine =
+            Engine::new(std::sync::Arc::new(pipeline), DedupConfig::default()).expect("valid");
+        let text = "the quick brown fox jumps over the lazy dog near the river bank today";
+        let sketch = engine.sketch(Document::Text(text), text.len(), &mut Scratch::default());
+        let meta = serde_json::json!({"url": "https://example.com/a"});
+        let bytes = encode_record("doc-1", &sketch, &meta, Some(text));
+        let alone = Record::decode_sketch("doc-1", &bytes).expect("intact");
+        let whole = Record::decode("doc-1", &bytes).expect("intact").sketch;
+        assert_eq!(alone.to_bytes(), whole.to_bytes());
+        assert_eq!(alone.to_bytes(), sketch.to_bytes());
+        for bit in (0..bytes.len() * 8).step_by(7) {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert!(Record::decode_sketch("doc-1", &damaged).is_err(), "bit {bit} flipped");
+        }
+        assert!(Record::decode_sketch("doc-2", &bytes).is_err(), "a record moved to another id");
+        assert!(Record::decode_sketch("doc-1", &bytes[..5]).is_err());
     }
 }
