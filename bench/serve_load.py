@@ -158,7 +158,8 @@ def main():
     ap.add_argument("--corpus", type=Path, default=DATA / "en_dedup_1000000.jsonl",
                     help="the JSONL documents to insert (streamed)")
     ap.add_argument("--data-dir", type=Path, default=None,
-                    help="where the store goes (default: a new temporary directory)")
+                    help="a new directory for the store, removed at the end (default: a new "
+                         "temporary directory)")
     ap.add_argument("--collection", default="{}",
                     help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
     args = ap.parse_args()
@@ -247,7 +248,7 @@ def main():
         shutil.rmtree(data_dir, ignore_errors=True)
 
     if not args.no_peer:
-        results += peer(corpus_lines(args.peer_docs), args.seconds, rng)
+        results += peer(corpus_lines(args.peer_docs, args.corpus), args.seconds, rng)
 
     print("\n| workload | throughput | latency | notes |")
     print("|---|---:|---|---|")

@@ -462,6 +462,11 @@ impl Engine {
                 Docs::External(_) => None,
             };
             let Some(doc) = doc else { continue };
+            // The index's tables keep 32 bits of each band key: a candidate that only shares
+            // those is no candidate (the batch search and `candidate_keys` would not pair them).
+            if plan == SearchPlan::Index && !self.is_candidate(query, &doc) {
+                continue;
+            }
             let q = query.view();
             if let Some(similarity) =
                 verify(&self.plan, threshold, self.config.hamming, &q, &doc.view())

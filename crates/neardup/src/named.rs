@@ -130,6 +130,9 @@ impl NamedEngine {
     /// The stored documents similar to `query` (verified at `threshold`, or the configured
     /// one), most similar first, at most `top_k`; `except` (the query's own id, when a stored
     /// document is checked against the others) is never among them.
+    ///
+    /// # Panics
+    /// If the engine's sketches are external: search those with [`NamedEngine::search_in`].
     pub fn search(
         &self,
         query: &DocSketch,
@@ -204,6 +207,9 @@ impl NamedEngine {
     /// A check below the index's threshold is answered by a scan (the caller refused it at
     /// admission if the index was then too large to scan: [`NamedEngine::plan_search`]), so
     /// that documents stored since cannot fail the group.
+    ///
+    /// # Panics
+    /// If the engine's sketches are external: decide with [`NamedEngine::decide_checks_in`].
     pub fn decide_checks(&self, checks: &[Check<'_>]) -> Vec<CheckAnswer> {
         self.decide_checks_in(checks, None).expect("a resident engine reads no source")
     }

@@ -314,18 +314,30 @@ class MinHash:
         permutation (numpy broadcasting made it 2-D, or it was assigned). numpy then computes
         as in datasketch."""
         p = self.permutations
-        cached = _AB.get(id(p))
+        cached = _AB.get(id(p)) or self.__dict__.get("_ab")
         if cached is not None and cached[0] is p:
             ab = cached[1]
         else:
             ab = None
             if isinstance(p, np.ndarray) and p.dtype == _DTYPES[self.scheme] and p.ndim == 2:
                 ab = (np.ascontiguousarray(p[0]), np.ascontiguousarray(p[1]))
-            if len(_AB) >= _AB_SIZE:
-                _AB.clear()
-            # Keyed by identity, holding `p` so that its id is not reused while cached: every
-            # MinHash of one (num_perm, seed, scheme) shares one permutations array.
-            _AB[id(p)] = (p, ab)
+            if (
+                isinstance(p, np.ndarray)
+                and p.ndim == 2
+                and not p.flags.writeable
+                and p.shape[1] <= _CACHED_NUM_PERM
+            ):
+                # The shared arrays of `_cached_permutations` (read-only, at most
+                # `_CACHED_NUM_PERM` wide, so the cache stays small): every MinHash of one
+                # (num_perm, seed, scheme) has the same, so (a, b) are cached for all of them,
+                # keyed by identity and holding `p` so that its id is not reused while cached.
+                if len(_AB) >= _AB_SIZE:
+                    _AB.clear()
+                _AB[id(p)] = (p, ab)
+            else:
+                # Anything else (given by the caller, who may change it in place, or drawn
+                # for this MinHash alone) is cached for this MinHash only.
+                self.__dict__["_ab"] = (p, ab)
         hv = self.hashvalues
         if ab is None or not (
             isinstance(hv, np.ndarray)
@@ -538,6 +550,7 @@ class MinHash:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
+        state.pop("_ab", None)
         state["_a_gpu"] = None
         state["_b_gpu"] = None
         return state
