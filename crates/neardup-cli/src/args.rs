@@ -366,9 +366,9 @@ pub struct InputArgs {
     #[arg(long, default_value = "text", value_name = "NAME")]
     pub text_field: String,
 
-    /// The field or column holding the id (a string or an integer); a dotted name (meta.url)
-    /// reaches into objects. Without it, the id is FILE:LINE; a field named here that no record of a file
-    /// has is an error.
+    /// The field or column holding the id (a string or an integer; default: id); a dotted name
+    /// (meta.url) reaches into objects. A record without it is named FILE:LINE; a field named
+    /// here that no record of a file has is an error (even with --skip-bad).
     #[arg(long, value_name = "NAME")]
     pub id_field: Option<String>,
 

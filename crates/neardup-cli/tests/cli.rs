@@ -193,7 +193,7 @@ fn malformed_jsonl_stops_after_writing_earlier_records() {
     let err = stderr(&o);
     assert!(err.contains("in.jsonl:6: no \"text\" field"), "{err}");
     assert!(err.contains("in.jsonl:8: invalid UTF-8 at byte offset"), "{err}");
-    assert!(err.contains("skipped 3 bad record(s)"), "{err}");
+    assert!(err.contains("skipped 3 bad records"), "{err}");
 }
 
 #[test]
@@ -857,6 +857,19 @@ fn dedup_honours_review_decisions_and_says_what_it_removed() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("1 document kept by review decisions"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&kept).expect("kept").lines().count(), before + 1);
+    assert!(!stderr(&o).contains("matched no document"), "{}", stderr(&o));
+
+    // Decisions naming ids this run does not have (made with other --id-field settings) are
+    // said, not silently ignored.
+    let other = serde_json::json!({"id": "zzz", "decision": "not_duplicate"});
+    std::fs::write(&decisions, format!("{line}\n{other}\n")).expect("write");
+    let o = run(&["dedup", &c, "-o", &k, "--decisions", &d]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 id of --decisions matched no document of this run, e.g. \"zzz\""),
+        "{}",
+        stderr(&o)
+    );
 
     // A line that is not a decision is named; the decisions file is never an output.
     std::fs::write(&decisions, format!("{line}\n{{\"id\": 1, \"decision\": \"dup\"}}\n"))
@@ -2215,6 +2228,15 @@ fn a_spark_output_folder_is_its_part_files() {
     // The records, byte for byte, as the part files hold them.
     let written = std::fs::read_to_string(&kept).expect("kept");
     assert_eq!(written, distinct_docs("a", 2) + &distinct_docs("b", 3));
+    // Every command reads a folder so: fingerprint and idf too.
+    let o = run(&["fingerprint", out.to_str().expect("p")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<Value> = json_lines(&o).iter().map(|f| f["id"].clone()).collect();
+    assert_eq!(ids, ["a-0", "a-1", "b-0", "b-1", "b-2"].map(|s| serde_json::json!(s)));
+    let idf = dir.join("idf.txt");
+    let o = run(&["idf", "build", out.to_str().expect("p"), "-o", idf.to_str().expect("p")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("neardup: 5 documents"), "{}", stderr(&o));
 }
 
 /// `--text-field` and `--id-field` reach into objects by a dotted name; a key with the whole
@@ -2277,6 +2299,22 @@ fn nested_fields_by_dotted_names_and_a_misspelt_id_field_is_an_error() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains(&format!("{c}: none of its 3 records has the field \"nosuch\"")), "{err}");
+    assert!(!kept.exists(), "nothing written");
+    // A mistake in the request, not in the data: --skip-bad does not skip it (its records
+    // were read under the wrong name).
+    let o = run(&[
+        "dedup",
+        c,
+        "--id-field",
+        "nosuch",
+        "--text-field",
+        "content.body",
+        "--skip-bad",
+        "-o",
+        kept.to_str().expect("p"),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("error:") && !stderr(&o).contains("skipped"), "{}", stderr(&o));
     assert!(!kept.exists(), "nothing written");
     // Without --id-field, records without an "id" are named FILE:LINE, as before.
     let o = run(&["dedup", c, "--text-field", "content.body", "--assignments", "-"]);

@@ -260,11 +260,15 @@ pub(crate) fn read_columnar(
         ))));
     }
     if opts.id_field_named && root_of(&schema, &opts.id_field).is_none() {
-        return visit(Err(whole(format!(
-            "no column {:?} named by --id-field; its columns are: {}",
-            opts.id_field,
-            columns()
-        ))));
+        return visit(Err(InputError {
+            place: name.to_string(),
+            message: format!(
+                "no column {:?} named by --id-field; its columns are: {}",
+                opts.id_field,
+                columns()
+            ),
+            kind: InputErrorKind::Request,
+        }));
     }
     let mut row = 0u64;
     for batch in batches {

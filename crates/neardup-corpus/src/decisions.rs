@@ -80,6 +80,18 @@ impl Decisions {
         self.not_duplicate.contains(id)
     }
 
+    /// The marked ids not in `found` (the ids a run matched), sorted.
+    pub fn unmatched(&self, found: &HashSet<String>) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .not_duplicate
+            .iter()
+            .filter(|id| !found.contains(*id))
+            .map(String::as_str)
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     /// How many ids were marked.
     pub fn len(&self) -> usize {
         self.not_duplicate.len()

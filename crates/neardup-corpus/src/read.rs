@@ -7,9 +7,9 @@
 //! skippable (`--skip-bad`); a stream that breaks in the middle (a corrupt or truncated `.gz` or
 //! `.zst`, a read error) never is, because everything after the break would be lost unseen.
 //!
-//! JSONL lines are parsed without building a `serde_json::Value`: the three fields of interest
-//! are found by name and read from borrowed slices of the line, every other field is skipped,
-//! and the id is kept as the JSON text it was written with (`1.10` stays `1.10`).
+//! Each JSONL line is read by the library's one rule for a record ([`neardup::parse_json_record`]:
+//! the fields found by name, every other field skipped, the id kept as written), which Spark's
+//! executors also use on the lines its text reader gives.
 
 use std::fmt;
 use std::fs::File;
@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::CorpusError;
@@ -203,6 +202,27 @@ impl Source {
         Ok(sources)
     }
 
+    /// [`Source::from_args`] with each directory among `paths` expanded to the files in it, as
+    /// [`expand_inputs`] expands them (records by name or content, what Spark and Hadoop write
+    /// beside their data passed over); standard input stays a stream.
+    pub fn from_args_expanded(
+        paths: &[PathBuf],
+        texts: &[String],
+        opts: &ReadOptions,
+        mut report: impl FnMut(&InputError),
+    ) -> Result<Vec<Source>, CorpusError> {
+        let mut sources = Vec::new();
+        for source in Source::from_args(paths, texts)? {
+            match source {
+                Source::File(path) if path.is_dir() => {
+                    sources.extend(expand_inputs(std::slice::from_ref(&path), opts, &mut report)?)
+                }
+                other => sources.push(other),
+            }
+        }
+        Ok(sources)
+    }
+
     /// Its name in messages: the path, `<stdin>` or `--text #N`.
     pub fn name(&self) -> String {
         match self {
@@ -251,6 +271,10 @@ pub enum InputErrorKind {
     /// The source broke after it was opened (a corrupt or truncated compressed stream, a read
     /// error): what follows cannot be read, so skipping it would lose records unseen.
     Stream,
+    /// A mistake in the request rather than the data (an `--id-field` that no record of a
+    /// source has: most likely misspelt): never skipped, since its records were read already
+    /// under the wrong name.
+    Request,
 }
 
 /// A record that could not be read, and where.
@@ -272,7 +296,7 @@ impl InputError {
 
     /// True when `--skip-bad` may skip it.
     pub fn skippable(&self) -> bool {
-        self.kind != InputErrorKind::Stream
+        !matches!(self.kind, InputErrorKind::Stream | InputErrorKind::Request)
     }
 }
 
@@ -776,11 +800,11 @@ fn read_jsonl<R: BufRead + ?Sized>(
             place: name.to_string(),
             message: format!(
                 "none of its {records} records has the field {:?} named by --id-field (check \
-                 the name; a dotted name such as meta.url reaches into an object); without \
-                 --id-field, records are named FILE:LINE",
+                 the name; a dotted name such as meta.url reaches into an object); records \
+                 without an id field (default: id) are named FILE:LINE",
                 opts.id_field
             ),
-            kind: InputErrorKind::Record,
+            kind: InputErrorKind::Request,
         }));
     }
     ControlFlow::Continue(())
@@ -848,194 +872,6 @@ impl fmt::Display for LinePlace<'_> {
     }
 }
 
-/// Which wanted field a key names: one of them (by its slot in [`Wanted::names`]), the first
-/// segment of dotted ones (a bit per slot), or none.
-#[derive(Clone, Copy)]
-enum Field {
-    /// The slots this key fills (one name may be two fields: `--keep max:id`).
-    Named(u8),
-    Parent(u8),
-    Other,
-}
-
-/// The field names to look for; deserializes an object into [`Found`].
-#[derive(Clone, Copy)]
-struct Wanted<'o> {
-    /// The id, text, tokens and keep-rule fields, in that order (a key may fill several: the
-    /// keep rule may read the id).
-    names: [Option<&'o str>; 4],
-    /// The first segment of each dotted name (`meta` of `meta.url`).
-    heads: [Option<&'o str>; 4],
-}
-
-impl<'o> Wanted<'o> {
-    fn new(opts: &'o ReadOptions) -> Wanted<'o> {
-        let names = [
-            Some(opts.id_field.as_str()),
-            Some(opts.text_field.as_str()),
-            Some(opts.tokens_field.as_str()),
-            opts.rank_field.as_deref(),
-        ];
-        let heads = names.map(|n| n.and_then(|name| name.split_once('.').map(|(h, _)| h)));
-        Wanted { names, heads }
-    }
-}
-
-/// The raw values of the wanted fields of one line (the last one, if a key repeats), and of
-/// the objects that dotted names reach into, by slot.
-#[derive(Default)]
-struct Found<'a> {
-    values: [Option<&'a RawValue>; 4],
-    parents: [Option<&'a RawValue>; 4],
-}
-
-impl<'a> Found<'a> {
-    /// Fills each field not found by its whole name from its dotted path, if it has one.
-    fn resolve_paths(&mut self, wanted: &Wanted<'_>) -> Result<(), serde_json::Error> {
-        for (i, slot) in self.values.iter_mut().enumerate() {
-            if slot.is_some() {
-                continue;
-            }
-            let rest = wanted.names[i].and_then(|n| n.split_once('.')).map(|(_, rest)| rest);
-            if let (Some(parent), Some(rest)) = (self.parents[i], rest) {
-                *slot = lookup(parent, rest)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The value at a dotted `path` inside the JSON value `raw` (a key with the whole remaining
-/// name first, then its first segment and the rest); `None` when it is not there or a step is
-/// not an object.
-fn lookup<'a>(raw: &'a RawValue, path: &str) -> Result<Option<&'a RawValue>, serde_json::Error> {
-    if !raw.get().starts_with('{') {
-        return Ok(None);
-    }
-    let object: std::collections::BTreeMap<String, &'a RawValue> = serde_json::from_str(raw.get())?;
-    if let Some(value) = object.get(path) {
-        return Ok(Some(value));
-    }
-    match path.split_once('.') {
-        Some((head, rest)) => match object.get(head) {
-            Some(inner) => lookup(inner, rest),
-            None => Ok(None),
-        },
-        None => Ok(None),
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Wanted<'_> {
-    type Value = Found<'de>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Found<'de>, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Wanted<'_> {
-    type Value = Found<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found<'de>, A::Error> {
-        let mut found = Found::default();
-        while let Some(field) = map.next_key_seed(KeySeed(self))? {
-            match field {
-                Field::Named(bits) => {
-                    let raw: &RawValue = map.next_value()?;
-                    for (i, slot) in found.values.iter_mut().enumerate() {
-                        if bits & (1 << i) != 0 {
-                            *slot = Some(raw);
-                        }
-                    }
-                }
-                Field::Parent(bits) => {
-                    let raw: &RawValue = map.next_value()?;
-                    for (i, parent) in found.parents.iter_mut().enumerate() {
-                        if bits & (1 << i) != 0 {
-                            *parent = Some(raw);
-                        }
-                    }
-                }
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Keys are compared where they lie in the line (no copy unless they hold escapes).
-struct KeySeed<'o>(Wanted<'o>);
-
-impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Field;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Field, D::Error> {
-        d.deserialize_str(KeyVisitor(self.0))
-    }
-}
-
-struct KeyVisitor<'o>(Wanted<'o>);
-
-impl Visitor<'_> for KeyVisitor<'_> {
-    type Value = Field;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a field name")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Field, E> {
-        // A bit per slot whose name (or first dotted segment) is `key`.
-        let slots = |names: &[Option<&str>; 4]| {
-            names
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n == Some(key))
-                .fold(0u8, |bits, (i, _)| bits | 1 << i)
-        };
-        let w = self.0;
-        let named = slots(&w.names);
-        Ok(if named != 0 {
-            Field::Named(named)
-        } else {
-            let bits = slots(&w.heads);
-            if bits == 0 {
-                Field::Other
-            } else {
-                Field::Parent(bits)
-            }
-        })
-    }
-}
-
-/// The JSON type of a raw value, for messages.
-fn kind(raw: &RawValue) -> &'static str {
-    match raw.get().as_bytes().first() {
-        Some(b'"') => "a string",
-        Some(b'[') => "an array",
-        Some(b'{') => "an object",
-        Some(b't' | b'f') => "a boolean",
-        Some(b'n') => "null",
-        _ => "a number",
-    }
-}
-
-/// The string a raw JSON string value holds. The parser has already checked it (escapes and
-/// control characters), so one without a backslash is its inner slice as it stands: copied once
-/// instead of scanned again (BENCHMARKS.md, "Reading JSONL").
-fn unescape(raw: &RawValue) -> Result<String, serde_json::Error> {
-    let json = raw.get();
-    match json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        Some(inner) if !inner.as_bytes().contains(&b'\\') => Ok(inner.to_string()),
-        _ => serde_json::from_str::<String>(json),
-    }
-}
-
 fn parse_record(
     line: &str,
     place: &LinePlace<'_>,
@@ -1044,90 +880,21 @@ fn parse_record(
     opts: &ReadOptions,
     replaced: usize,
 ) -> Result<(Record, bool), InputError> {
-    let bad = |message: String| InputError {
+    let fields = neardup::RecordFields {
+        text: &opts.text_field,
+        id: &opts.id_field,
+        tokens: &opts.tokens_field,
+        rank: opts.rank_field.as_deref(),
+    };
+    let parsed = neardup::parse_json_record(line, &fields).map_err(|e| InputError {
         place: place.to_string(),
-        message,
+        message: e.0,
         kind: InputErrorKind::Record,
-    };
-    let malformed = |e: serde_json::Error| {
-        // serde_json ends its message with "at line 1 column N"; say it once, our way.
-        let message = e.to_string();
-        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
-        bad(format!("malformed JSON at column {}: {message}", e.column()))
-    };
-    if !line.trim_start().starts_with('{') {
-        // Still report a syntax error as such (`[1,` is malformed, `[1]` is not an object).
-        return Err(match serde_json::from_str::<IgnoredAny>(line) {
-            Err(e) => malformed(e),
-            Ok(_) => bad("expected a JSON object".to_string()),
-        });
-    }
-    let wanted = Wanted::new(opts);
-    let mut de = serde_json::Deserializer::from_str(line);
-    let mut found =
-        wanted.deserialize(&mut de).and_then(|f| de.end().map(|()| f)).map_err(malformed)?;
-    found.resolve_paths(&wanted).map_err(malformed)?;
-    let [found_id, found_text, found_tokens, found_rank] = found.values;
-    let id = match found_id {
-        Some(raw) if matches!(kind(raw), "a string" | "a number") => raw.to_owned(),
-        Some(raw) => {
-            return Err(bad(format!(
-                "field {:?} must be a string or a number, found {}",
-                opts.id_field,
-                kind(raw)
-            )))
-        }
-        None => json_string(format!("{name}:{number}")),
-    };
-    let has_id = found_id.is_some();
-    let string = |raw: &RawValue| unescape(raw).map_err(malformed);
-    let body = match (found_text, found_tokens) {
-        (Some(raw), _) if kind(raw) == "a string" => Body::Text(string(raw)?),
-        (Some(raw), _) => {
-            return Err(bad(format!(
-                "field {:?} must be a string, found {}",
-                opts.text_field,
-                kind(raw)
-            )))
-        }
-        (None, Some(raw)) if kind(raw) == "an array" => {
-            let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(malformed)?;
-            let mut tokens = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                if kind(item) != "a string" {
-                    return Err(bad(format!(
-                        "field {:?}[{i}] must be a string, found {}",
-                        opts.tokens_field,
-                        kind(item)
-                    )));
-                }
-                tokens.push(string(item)?);
-            }
-            Body::Tokens(tokens)
-        }
-        (None, Some(raw)) => {
-            return Err(bad(format!(
-                "field {:?} must be an array of strings, found {}",
-                opts.tokens_field,
-                kind(raw)
-            )))
-        }
-        (None, None) => {
-            return Err(bad(format!(
-                "no {:?} field (nor {:?}); choose the field with --text-field",
-                opts.text_field, opts.tokens_field
-            )))
-        }
-    };
-    let rank = match (found_rank, &opts.rank_field) {
-        (Some(raw), Some(field)) => {
-            let value: serde_json::Value = serde_json::from_str(raw.get()).map_err(malformed)?;
-            neardup::Rank::from_json(&value)
-                .map_err(|e| bad(format!("field {field:?} (of --keep): {e}")))?
-        }
-        _ => None,
-    };
-    check_size(Record { id, body, replaced, line: number, rank }, place, opts).map(|r| (r, has_id))
+    })?;
+    let has_id = parsed.id.is_some();
+    let id = parsed.id.unwrap_or_else(|| json_string(format!("{name}:{number}")));
+    let record = Record { id, body: parsed.body, replaced, line: number, rank: parsed.rank };
+    check_size(record, place, opts).map(|r| (r, has_id))
 }
 
 /// Expands the paths a user gave: files as given, directories walked in path order (following

@@ -145,15 +145,15 @@ impl Summary {
 /// A size for people: `512 bytes`, `12.3 KB`, `4.5 MB`, `1.2 GB` (powers of 1000).
 pub fn bytes_text(n: u64) -> String {
     match n {
-        n if n < 1_000 => count(n, "byte", "bytes"),
+        n if n < 1_000 => count_of(n, "byte", "bytes"),
         n if n < 1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
         n if n < 1_000_000_000 => format!("{:.1} MB", n as f64 / 1e6),
         n => format!("{:.1} GB", n as f64 / 1e9),
     }
 }
 
-/// `n` and the noun for it: `1 document`, `2 documents`.
-fn count(n: u64, one: &str, many: &str) -> String {
+/// `n` and the noun for it: `1 document`, `2 documents` (every surface's messages count so).
+pub fn count_of(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -164,9 +164,9 @@ impl std::fmt::Display for Summary {
         writeln!(
             f,
             "{} ({size}{} empty), {}, {} dropped, {} kept",
-            count(self.documents, "document", "documents"),
+            count_of(self.documents, "document", "documents"),
             self.empty,
-            count(self.clusters, "cluster", "clusters"),
+            count_of(self.clusters, "cluster", "clusters"),
             self.dropped,
             self.kept
         )?;
@@ -183,28 +183,28 @@ impl std::fmt::Display for Summary {
             "  {}, verified by {}: {}, {} verified between distinct texts, {}",
             self.method_line(),
             self.verification.name(),
-            count(self.candidates, "candidate pair", "candidate pairs"),
+            count_of(self.candidates, "candidate pair", "candidate pairs"),
             self.verified,
-            count(self.exact_duplicates, "exact copy", "exact copies")
+            count_of(self.exact_duplicates, "exact copy", "exact copies")
         )?;
         if self.capped_buckets > 0 {
-            let buckets = count(self.capped_buckets, "bucket", "buckets");
+            let buckets = count_of(self.capped_buckets, "bucket", "buckets");
             write!(f, "\n  {buckets} over max_bucket paired as stars (skew guard)")?;
         }
         if self.kept_by_decision > 0 {
-            let docs = count(self.kept_by_decision, "document", "documents");
+            let docs = count_of(self.kept_by_decision, "document", "documents");
             write!(f, "\n  {docs} kept by review decisions (not duplicates)")?;
         }
         if self.against > 0 {
-            let docs = count(self.against, "document", "documents");
+            let docs = count_of(self.against, "document", "documents");
             write!(f, "\n  against an index of {docs}")?;
         }
         if self.skipped > 0 {
-            let bad = count(self.skipped, "bad record or file", "bad records or files");
+            let bad = count_of(self.skipped, "bad record or file", "bad records or files");
             write!(f, "\n  skipped {bad}")?;
         }
         if self.replaced > 0 {
-            let bad = count(self.replaced, "invalid UTF-8 sequence", "invalid UTF-8 sequences");
+            let bad = count_of(self.replaced, "invalid UTF-8 sequence", "invalid UTF-8 sequences");
             write!(f, "\n  replaced {bad} (--lossy)")?;
         }
         if self.repeated_ids > 0 {
@@ -212,7 +212,7 @@ impl std::fmt::Display for Summary {
                 f,
                 "\n  {} (records repeating an earlier record's id; \"7\" and 7 are one id), kept \
                  as separate documents, e.g. {}",
-                count(self.repeated_ids, "duplicate id", "duplicate ids"),
+                count_of(self.repeated_ids, "duplicate id", "duplicate ids"),
                 self.repeated_id_examples.join(", ")
             )?;
         }

@@ -98,7 +98,8 @@ Examples:
   neardup dedup today.jsonl --against seen/ --save-index seen/ --output new.jsonl"
 )]
 pub struct DedupArgs {
-    /// JSONL files (.jsonl, .gz, .zst), directories of text files, or `-` for standard input.
+    /// JSONL files (.jsonl, .gz, .zst), Parquet or Arrow IPC files, text files, directories of
+    /// them (a Spark output folder is its part files), or `-` for standard input.
     #[arg(value_name = "INPUT", required = true)]
     inputs: Vec<PathBuf>,
 
@@ -452,10 +453,27 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let search_time = search_started.elapsed();
     let mut kept_by_decision = 0;
     if let Some(decisions) = &decisions {
-        let marked = (seen..ids.len()).filter(|&i| {
-            neardup::id_from_json(ids.get(i)).is_ok_and(|id| decisions.not_duplicate(&id))
-        });
-        kept_by_decision = outcome.keep_also(marked.map(|i| i as u32).collect::<Vec<_>>());
+        let mut found = std::collections::HashSet::new();
+        let marked: Vec<u32> = (seen..ids.len())
+            .filter(|&i| match neardup::id_from_json(ids.get(i)) {
+                Ok(id) if decisions.not_duplicate(&id) => {
+                    found.insert(id.into_owned());
+                    true
+                }
+                _ => false,
+            })
+            .map(|i| i as u32)
+            .collect();
+        kept_by_decision = outcome.keep_also(marked);
+        let unmatched = decisions.unmatched(&found);
+        if let Some(example) = unmatched.first() {
+            // Said, not refused: decisions may cover more than this run's input.
+            eprintln!(
+                "neardup: {} of --decisions matched no document of this run, e.g. {example:?} (were \
+                 they made with other --id-field settings?)",
+                neardup::count_of(unmatched.len() as u64, "id", "ids")
+            );
+        }
     }
     // One summary of the run: what stderr says and what the report's table says.
     let mut summary = neardup::Summary::of(&dedup, &outcome);

@@ -84,7 +84,10 @@ const BATCH_DOCS: usize = 4096;
 const BATCH_BYTES: usize = 64 << 20;
 
 pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
-    let sources = Source::from_args(&args.files, &args.text)?;
+    let opts = args.input.read_options();
+    let sources = Source::from_args_expanded(&args.files, &args.text, &opts, |e| {
+        eprintln!("neardup: skipped: {e}")
+    })?;
     if sources.is_empty() {
         return Err(Failure::Usage(anyhow::anyhow!(
             "no input: give FILE arguments, `-` for standard input, or --text STRING"
@@ -106,7 +109,6 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     let mut batch_bytes = 0usize;
     let (mut errors, mut skipped, mut replaced) = (0usize, 0usize, 0usize);
     let mut write_error: Option<Failure> = None;
-    let opts = args.input.read_options();
     let jsonl = sources.iter().any(|s| opts.format_of(s) == neardup_corpus::read::Format::Jsonl);
     let mut refused = Refused { skip: args.input.skip_bad, errors: 0, skipped: 0 };
 
@@ -174,10 +176,16 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     errors += refused.errors;
     skipped += refused.skipped;
     if skipped > 0 {
-        eprintln!("neardup: skipped {skipped} bad record(s)");
+        eprintln!(
+            "neardup: skipped {}",
+            neardup::count_of(skipped as u64, "bad record", "bad records")
+        );
     }
     if replaced > 0 {
-        eprintln!("neardup: replaced {replaced} invalid UTF-8 sequence(s) with U+FFFD (--lossy)");
+        eprintln!(
+            "neardup: replaced {} with U+FFFD (--lossy)",
+            neardup::count_of(replaced as u64, "invalid UTF-8 sequence", "invalid UTF-8 sequences")
+        );
     }
     if errors > 0 {
         return Err(Failure::Reported);

@@ -55,11 +55,13 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
     inputs.extend(args.pipeline.files().into_iter().map(|(what, path)| Input { what, path }));
     check_conflicts(&inputs, &[Output { option: "--output", path: args.output.clone() }])?;
     let pipeline = build_pipeline(&args.pipeline)?;
-    let sources = Source::from_args(&args.corpus, &[])?;
+    let opts = args.input.read_options();
+    let sources = Source::from_args_expanded(&args.corpus, &[], &opts, |e| {
+        eprintln!("neardup: skipped: {e}")
+    })?;
     let mut builder = IdfBuilder::new();
     let mut scratch = Scratch::default();
     let mut errors = 0usize;
-    let opts = args.input.read_options();
     let jsonl = sources.iter().any(|s| opts.format_of(s) == neardup_corpus::read::Format::Jsonl);
     let flow = read_all(&sources, &opts, |item| match item {
         Ok(record) => {

@@ -27,8 +27,10 @@ use neardup_corpus::read::io_message;
   GET    /v1/collections/NAME/docs/ID  metadata, fingerprints, text if stored; DELETE removes
   POST   /v1/collections/NAME/search   {\"text\", \"top_k\", \"threshold\"}
                                        -> {\"hits\": [{\"id\", \"similarity\", \"metadata\"}]}
-  POST   /v1/collections/NAME/check    {\"id\", \"text\", \"insert\": true}
-                                       -> {\"duplicate\", \"matches\", \"inserted\", \"replaced\"}
+  POST   /v1/collections/NAME/check    {\"id\", \"text\", \"metadata\", \"insert\": true}
+                                       -> {\"duplicate\", \"matches\", \"inserted\", \"replaced\"};
+                                       or {\"docs\": [...]}: decided in order, one durable
+                                       commit -> {\"results\": [...]}
   POST   /v1/compare                   {\"a\", \"b\", \"preset\"} -> as `neardup compare --json`
   GET    /v1/health, /metrics (Prometheus), /v1/openapi.json
 
