@@ -4,7 +4,7 @@
 each process tree (Spark's JVM and its Python workers together), the shuffle volume per stage
 (from the Spark REST API), and whether the clusters are identical.
 
-Usage: bash bench/run_spark_1m.sh [--docs 1000000] [--driver-memory 8g]
+Usage: bash bench/run_spark_1m.sh [--docs 1000000] [--driver-memory 8g] [--input jsonl|parquet]
 """
 
 import argparse
@@ -68,11 +68,20 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"))
+    ap.add_argument("--input", choices=["jsonl", "parquet"], default="jsonl",
+                    help="the corpus as JSON Lines, or as Parquet (written once from the JSONL)")
     args = ap.parse_args()
     corpus = DATA / f"en_dedup_{args.docs}.jsonl"
     if not corpus.exists():
         subprocess.run([sys.executable, str(ROOT / "bench" / "dedup_1m.py"), "--docs",
                         str(args.docs), "--peers", ""], check=True)
+    if args.input == "parquet":
+        jsonl, corpus = corpus, corpus.with_suffix(".parquet")
+        if not corpus.exists():
+            import pyarrow.json as pj
+            import pyarrow.parquet as pq
+
+            pq.write_table(pj.read_json(jsonl), corpus)
     out = DATA / "spark_out"
     subprocess.run(["rm", "-rf", str(out)], check=True)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
@@ -85,17 +94,16 @@ def main() -> None:
 
     clusters = DATA / "spark_cli_clusters.jsonl"
     cli_s, cli_rss, c = run_measured([args.binary, "dedup", str(corpus), "--clusters",
-                                      str(clusters), "-o", str(DATA / "kept.jsonl"), "-q"], dict(os.environ))
+                                      str(clusters), "-o", str(DATA / f"kept.{args.input}"), "-q"], dict(os.environ))
     if c.returncode != 0:
         raise SystemExit(c.stderr)
     cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(clusters))
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(out / "assignments").to_pydict()
     groups: dict = {}
-    for i, cl in zip(table["id"], table["cluster"]):
-        if cl is not None:
-            groups.setdefault(cl, []).append(int(i))
+    for part in sorted((out / "assignments").glob("part-*")):
+        for line in open(part):
+            row = json.loads(line)
+            if row.get("cluster") is not None:
+                groups.setdefault(row["cluster"], []).append(int(row["id"]))
     spark_clusters = sorted(sorted(g) for g in groups.values())
     same = spark_clusters == cli
 

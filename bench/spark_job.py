@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The Spark side of bench/spark_1m.py: the dedup of `python -m neardup.spark dedup` on a JSONL
-file in local[2], writing the kept lines and the assignments, and printing each stage's time and
-shuffle volume (from Spark's status API) as one JSON line."""
+"""The Spark side of bench/spark_1m.py: `python -m neardup.spark dedup` as a user runs it
+(the command's own `run`, in this process so that Spark's status API can be read after it), on
+a JSONL or Parquet corpus in local[2], writing the kept records and the assignments; prints each
+stage's time and shuffle volume as one JSON line."""
 
 import json
 import sys
@@ -11,10 +12,8 @@ import time
 def main() -> None:
     corpus, out = sys.argv[1], sys.argv[2]
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
-    from neardup.spark import dedup
+    from neardup.spark import __main__ as command
 
     t0 = time.perf_counter()
     spark = (
@@ -28,20 +27,12 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     started = time.perf_counter() - t0
-    schema = T.StructType([T.StructField("id", T.StringType()), T.StructField("text", T.StringType())])
-    lines = spark.read.text(corpus)
-    df = lines.select("value", F.from_json("value", schema).alias("r")).select(
-        "value", F.col("r.id").alias("id"), F.col("r.text").alias("text")
-    )
+    ap = command.parser()
+    args = ap.parse_args(["dedup", corpus, f"{out}/kept", "--threshold", "0.8",
+                          "--assignments", f"{out}/assignments"])
     t = time.perf_counter()
-    # As `python -m neardup.spark dedup` runs it: a plain file read, not cached.
-    result = dedup(df, threshold=0.8, cache_input=False)
-    dedup_s = time.perf_counter() - t
-    t = time.perf_counter()
-    spark.sparkContext.setJobDescription("neardup dedup: write")
-    result.kept.select("value").write.text(f"{out}/kept")
-    result.assignments.write.parquet(f"{out}/assignments")
-    write_s = time.perf_counter() - t
+    result = command.run(args, ap)
+    run_s = time.perf_counter() - t
 
     # Shuffle bytes written per stage, by the job descriptions the stages ran under.
     shuffle: dict = {}
@@ -61,9 +52,9 @@ def main() -> None:
     except Exception as e:  # noqa: BLE001 - the numbers are a report, not the job
         print(f"no shuffle figures: {e}", file=sys.stderr)
     summary = dict(result.summary)
-    stages_s = {"start Spark": started, **summary.pop("stage_seconds"), "write": write_s}
+    stages_s = {"start Spark": started, **summary.pop("stage_seconds")}
     print(result.print_summary(), file=sys.stderr)
-    print(json.dumps({"stage_seconds": stages_s, "dedup_s": dedup_s, "shuffle_mb": shuffle,
+    print(json.dumps({"stage_seconds": stages_s, "run_s": run_s, "shuffle_mb": shuffle,
                       "summary": summary}))
 
 

@@ -206,7 +206,7 @@ pub struct BucketCap {
 }
 
 /// The pairs of one bucket (positions, ascending) under `cap`, appended to `out`.
-pub fn bucket_pairs(members: &[u32], cap: Option<BucketCap>, out: &mut Vec<(u32, u32)>) {
+pub fn bucket_pairs<T: Copy + Ord>(members: &[T], cap: Option<BucketCap>, out: &mut Vec<(T, T)>) {
     let heads = match cap {
         Some(c) if members.len() > c.max_bucket => c.star_width.min(members.len()),
         _ => members.len(),

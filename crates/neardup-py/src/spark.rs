@@ -18,7 +18,46 @@ use crate::texts::Source;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySketcher>()?;
+    m.add_function(wrap_pyfunction!(components, m)?)?;
     Ok(())
+}
+
+/// Pairs of positions as two int64 arrays.
+type PositionPairs<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>);
+
+/// An int64 column of positions (never negative: Spark's `monotonically_increasing_id`).
+fn positions(col: &[i64]) -> PyResult<Vec<u64>> {
+    col.iter()
+        .map(|&x| {
+            u64::try_from(x).map_err(|_| crate::errors::input(format!("a negative position: {x}")))
+        })
+        .collect()
+}
+
+/// Two int64 columns as pairs of positions.
+fn position_pairs(a: &[i64], b: &[i64]) -> PyResult<Vec<(u64, u64)>> {
+    if a.len() != b.len() {
+        return Err(crate::errors::input("the two position columns differ in length"));
+    }
+    Ok(positions(a)?.into_iter().zip(positions(b)?).collect())
+}
+
+/// The connected components of the graph whose edges are `(a[i], b[i])` (positions): each node
+/// with its component's smallest node, as two int64 arrays in node order (the library's
+/// union-find, for a run's edges when they are few enough for the driver).
+#[pyfunction]
+fn components<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray1<'py, i64>,
+    b: PyReadonlyArray1<'py, i64>,
+) -> PyResult<PositionPairs<'py>> {
+    guard(|| {
+        let edges = position_pairs(a.as_slice()?, b.as_slice()?)?;
+        let found = py.detach(|| neardup::components(&edges));
+        let (nodes, comps): (Vec<i64>, Vec<i64>) =
+            found.into_iter().map(|(n, c)| (n as i64, c as i64)).unzip();
+        Ok((nodes.into_pyarray(py), comps.into_pyarray(py)))
+    })
 }
 
 /// Sketches and verifies for a distributed run (one per executor process; cheap to build).
@@ -37,6 +76,112 @@ fn binary_column(parts: &[Vec<u8>]) -> (Vec<i64>, Vec<u8>) {
         offsets.push(data.len() as i64);
     }
     (offsets, data)
+}
+
+/// The largest document accepted by default (the CLI's `--max-doc-bytes` default).
+const DEFAULT_MAX_DOC_BYTES: usize = 32 << 20;
+
+/// One line of a batch of JSON Lines, read and sketched.
+enum Line {
+    Record {
+        sketch: DocSketch,
+        id: Option<String>,
+        rank: Option<neardup::Rank>,
+    },
+    /// Nothing but whitespace: not a record.
+    Blank,
+    /// Not a record: why.
+    Bad(String),
+}
+
+/// Reads and sketches one line (its newline, if any, and a byte order mark dropped).
+fn read_line(
+    line: &[u8],
+    fields: &neardup::RecordFields<'_>,
+    lossy: bool,
+    max_doc_bytes: usize,
+    engine: &Engine,
+    scratch: &mut Scratch,
+) -> Line {
+    let mut body = line;
+    while let [rest @ .., b'\n' | b'\r'] = body {
+        body = rest;
+    }
+    body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Line::Blank;
+    }
+    let text = match std::str::from_utf8(body) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) if lossy => String::from_utf8_lossy(body),
+        Err(e) => {
+            return Line::Bad(format!(
+                "invalid UTF-8 at byte offset {} of the line",
+                e.valid_up_to()
+            ))
+        }
+    };
+    let record = match neardup::parse_json_record(&text, fields) {
+        Ok(r) => r,
+        Err(e) => return Line::Bad(e.0),
+    };
+    let doc = record.body.as_document();
+    if doc.len() > max_doc_bytes {
+        return Line::Bad(format!("document is larger than --max-doc-bytes {max_doc_bytes}"));
+    }
+    let id = match record.id.as_deref().map(|raw| neardup::id_from_json(raw.get())) {
+        Some(Ok(id)) => Some(id.into_owned()),
+        Some(Err(e)) => return Line::Bad(format!("field {:?}: {e}", fields.id)),
+        None => None,
+    };
+    Line::Record { sketch: engine.sketch(doc, doc.len(), scratch), id, rank: record.rank }
+}
+
+/// A bucket: a candidate key named with its slot (band or table), one long for Spark to group
+/// by. Two buckets sharing a name (about 2^-64 a pair) only add a candidate, which the
+/// verification stage's `is_candidate` check removes.
+fn bucket(slot: usize, key: u64) -> i64 {
+    let mut seed = [0u8; 16];
+    seed[..8].copy_from_slice(&(slot as u64).to_le_bytes());
+    seed[8..].copy_from_slice(&key.to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&seed) as i64
+}
+
+/// The columns of a batch of sketches (see [`PySketcher::sketch`]).
+fn sketch_columns<'py>(
+    py: Python<'py>,
+    engine: &Engine,
+    sketches: &[DocSketch],
+) -> PyResult<Bound<'py, PyDict>> {
+    let keys_per_doc = engine.candidate_key_count();
+    let n = sketches.len();
+    let lens: Vec<i64> = sketches.iter().map(|s| s.len as i64).collect();
+    let empty: Vec<bool> = sketches.iter().map(|s| s.empty).collect();
+    let mut exact = Vec::with_capacity(n * 16);
+    let mut buckets = Vec::with_capacity(n * keys_per_doc);
+    for s in sketches {
+        exact.extend_from_slice(&s.exact_key().to_le_bytes());
+        let k = engine.candidate_keys(s);
+        if k.len() == keys_per_doc {
+            buckets.extend(k.iter().enumerate().map(|(slot, &key)| bucket(slot, key)));
+        } else {
+            buckets.extend(std::iter::repeat_n(0i64, keys_per_doc));
+        }
+    }
+    let bytes: Vec<Vec<u8>> = py.detach(|| sketches.par_iter().map(DocSketch::to_bytes).collect());
+    let (offsets, data) = binary_column(&bytes);
+    let out = PyDict::new(py);
+    out.set_item("len", lens.into_pyarray(py))?;
+    out.set_item("empty", PyArray1::from_slice(py, &empty))?;
+    let exact =
+        Array2::from_shape_vec((n, 16), exact).map_err(|e| crate::errors::input(e.to_string()))?;
+    out.set_item("exact", exact.into_pyarray(py))?;
+    let buckets = Array2::from_shape_vec((n, keys_per_doc), buckets)
+        .map_err(|e| crate::errors::input(e.to_string()))?;
+    out.set_item("buckets", buckets.into_pyarray(py))?;
+    out.set_item("sketch_offsets", offsets.into_pyarray(py))?;
+    out.set_item("sketch_data", data.into_pyarray(py))?;
+    Ok(out)
 }
 
 #[pymethods]
@@ -130,9 +275,10 @@ impl PySketcher {
 
     /// Sketches a batch of texts on every core, with the GIL released. Returns numpy arrays:
     /// `len` (bytes, int64), `empty` (bool), `exact` (n x 16 uint8: the feature-set key),
-    /// `keys` (n x bands int64: the LSH band keys; zeros for empty documents) and `sketch`
-    /// (`sketch_offsets` int64 n+1, `sketch_data` uint8: each document's sketch bytes, for
-    /// verification).
+    /// `buckets` (n x keys int64: each candidate key named with its band or table, so that
+    /// documents share a bucket exactly when they share a key in one band; zeros for empty
+    /// documents) and `sketch` (`sketch_offsets` int64 n+1, `sketch_data` uint8: each
+    /// document's sketch bytes, for verification).
     fn sketch<'py>(
         &self,
         py: Python<'py>,
@@ -142,42 +288,151 @@ impl PySketcher {
             let source = Source::from_py(texts)?;
             let texts = source.texts()?;
             let engine = &self.engine;
-            let bands = engine.candidate_key_count();
             let sketches: Vec<DocSketch> = py.detach(|| {
                 texts
                     .par_iter()
                     .map_init(Scratch::default, |s, t| engine.sketch(Document::Text(t), t.len(), s))
                     .collect()
             });
-            let n = sketches.len();
-            let lens: Vec<i64> = sketches.iter().map(|s| s.len as i64).collect();
-            let empty: Vec<bool> = sketches.iter().map(|s| s.empty).collect();
-            let mut exact = Vec::with_capacity(n * 16);
-            let mut keys = Vec::with_capacity(n * bands);
-            for s in &sketches {
-                exact.extend_from_slice(&s.exact_key().to_le_bytes());
-                let k = engine.candidate_keys(s);
-                if k.len() == bands {
-                    keys.extend(k.iter().map(|&x| x as i64));
-                } else {
-                    keys.extend(std::iter::repeat_n(0i64, bands));
+            sketch_columns(py, engine, &sketches)
+        })
+    }
+
+    /// Reads a batch of JSON Lines records as `neardup dedup` reads each line of a file (the
+    /// library's rule: `fields` names the text, id, tokens and keep fields, dotted into
+    /// objects), and sketches them, on every core with the GIL released. `offsets` (int64 n+1)
+    /// and `data` are the lines' bytes as Spark's text reader gives them (not yet checked as
+    /// UTF-8). Returns the columns of [`sketch`](Self::sketch) and: `status` (uint8: 0 a record,
+    /// 1 a blank line, 2 a bad record), `errors` (a list of `(row, message)` for bad records),
+    /// the ids as an Arrow string column's buffers (`id_offsets` int64 n+1, `id_data`, `id_valid`:
+    /// false where the record has no id field; an id is its JSON string's value or its number's
+    /// text as written) and, with a keep field, `rank` (float64, NaN for none) and `rank_kind`
+    /// (0 none, 1 number, 2 date).
+    #[pyo3(signature = (offsets, data, text_field, id_field, tokens_field, keep_field=None, lossy=false, max_doc_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn sketch_records<'py>(
+        &self,
+        py: Python<'py>,
+        offsets: PyReadonlyArray1<'py, i64>,
+        data: PyReadonlyArray1<'py, u8>,
+        text_field: &str,
+        id_field: &str,
+        tokens_field: &str,
+        keep_field: Option<&str>,
+        lossy: bool,
+        max_doc_bytes: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            let (o, d) = (offsets.as_slice()?, data.as_slice()?);
+            if o.is_empty() {
+                return Err(crate::errors::input("the offsets of a batch of lines are empty"));
+            }
+            let mut lines = Vec::with_capacity(o.len() - 1);
+            for (i, w) in o.windows(2).enumerate() {
+                let (s, e) = (w[0] as usize, w[1] as usize);
+                lines.push(d.get(s..e).ok_or_else(|| {
+                    crate::errors::input(format!("line {i}: offsets outside the batch's data"))
+                })?);
+            }
+            let fields = neardup::RecordFields {
+                text: text_field,
+                id: id_field,
+                tokens: tokens_field,
+                rank: keep_field,
+            };
+            let max_doc_bytes = max_doc_bytes.unwrap_or(DEFAULT_MAX_DOC_BYTES);
+            let engine = &self.engine;
+            let read: Vec<Line> = py.detach(|| {
+                lines
+                    .par_iter()
+                    .map_init(Scratch::default, |s, line| {
+                        read_line(line, &fields, lossy, max_doc_bytes, engine, s)
+                    })
+                    .collect()
+            });
+            let n = read.len();
+            let mut status = Vec::with_capacity(n);
+            let mut errors = Vec::new();
+            let mut ids = Vec::with_capacity(n);
+            let mut ranks = Vec::with_capacity(n);
+            let mut sketches = Vec::with_capacity(n);
+            // A line that is no record has the sketch of an empty text (it enters no bucket).
+            let none = engine.sketch(Document::Text(""), 0, &mut Scratch::default());
+            for (row, line) in read.into_iter().enumerate() {
+                match line {
+                    Line::Record { sketch, id, rank } => {
+                        status.push(0u8);
+                        sketches.push(sketch);
+                        ids.push(id);
+                        ranks.push(rank);
+                    }
+                    other => {
+                        status.push(if matches!(other, Line::Blank) { 1 } else { 2 });
+                        if let Line::Bad(message) = other {
+                            errors.push((row, message));
+                        }
+                        sketches.push(none.clone());
+                        ids.push(None);
+                        ranks.push(None);
+                    }
                 }
             }
-            let bytes: Vec<Vec<u8>> =
-                py.detach(|| sketches.par_iter().map(DocSketch::to_bytes).collect());
-            let (offsets, data) = binary_column(&bytes);
-            let out = PyDict::new(py);
-            out.set_item("len", lens.into_pyarray(py))?;
-            out.set_item("empty", PyArray1::from_slice(py, &empty))?;
-            let exact = Array2::from_shape_vec((n, 16), exact)
-                .map_err(|e| crate::errors::input(e.to_string()))?;
-            out.set_item("exact", exact.into_pyarray(py))?;
-            let keys = Array2::from_shape_vec((n, bands), keys)
-                .map_err(|e| crate::errors::input(e.to_string()))?;
-            out.set_item("keys", keys.into_pyarray(py))?;
-            out.set_item("sketch_offsets", offsets.into_pyarray(py))?;
-            out.set_item("sketch_data", data.into_pyarray(py))?;
+            let out = sketch_columns(py, engine, &sketches)?;
+            out.set_item("status", status.into_pyarray(py))?;
+            out.set_item("errors", errors)?;
+            let mut id_offsets = Vec::with_capacity(n + 1);
+            let mut id_data = Vec::new();
+            let mut id_valid = Vec::with_capacity(n);
+            id_offsets.push(0i64);
+            for id in &ids {
+                id_valid.push(id.is_some());
+                id_data.extend_from_slice(id.as_deref().unwrap_or("").as_bytes());
+                id_offsets.push(id_data.len() as i64);
+            }
+            out.set_item("id_offsets", id_offsets.into_pyarray(py))?;
+            out.set_item("id_data", id_data.into_pyarray(py))?;
+            out.set_item("id_valid", PyArray1::from_slice(py, &id_valid))?;
+            if keep_field.is_some() {
+                let value: Vec<f64> =
+                    ranks.iter().map(|r| r.map_or(f64::NAN, |r| r.value)).collect();
+                let kind: Vec<u8> = ranks
+                    .iter()
+                    .map(|r| match r.map(|r| r.kind) {
+                        None => 0,
+                        Some(neardup::RankKind::Number) => 1,
+                        Some(neardup::RankKind::Time) => 2,
+                    })
+                    .collect();
+                out.set_item("rank", value.into_pyarray(py))?;
+                out.set_item("rank_kind", kind.into_pyarray(py))?;
+            }
             Ok(out)
+        })
+    }
+
+    /// The candidate pairs of a partition of `(bucket, position)` rows that holds every member
+    /// of each bucket it names, under the job's skew guard (the library's rule): two int64
+    /// arrays (smaller position first) and the number of buckets the guard limited.
+    fn bucket_candidates<'py>(
+        &self,
+        py: Python<'py>,
+        buckets: PyReadonlyArray1<'py, i64>,
+        positions: PyReadonlyArray1<'py, i64>,
+    ) -> PyResult<(PositionPairs<'py>, usize)> {
+        guard(|| {
+            let (buckets, positions) = (buckets.as_slice()?, positions.as_slice()?);
+            if buckets.len() != positions.len() {
+                return Err(crate::errors::input(
+                    "the bucket and position columns differ in length",
+                ));
+            }
+            let mut rows: Vec<(i64, u64)> =
+                buckets.iter().copied().zip(self::positions(positions)?).collect();
+            let cap = self.engine.config().bucket_cap();
+            let (pairs, capped) = py.detach(|| neardup::bucket_candidates(&mut rows, cap));
+            let (a, b): (Vec<i64>, Vec<i64>) =
+                pairs.into_iter().map(|(x, y)| (x as i64, y as i64)).unzip();
+            Ok(((a.into_pyarray(py), b.into_pyarray(py)), capped))
         })
     }
 

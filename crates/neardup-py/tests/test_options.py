@@ -46,6 +46,7 @@ def test_the_table_has_its_groups():
 @pytest.mark.parametrize("surface,names", [
     (neardup.dedup, SEARCH),
     (neardup.spark.dedup, SEARCH),
+    (neardup.spark.dedup_jsonl, SEARCH),
     (neardup.Index, COLLECTION),
     (neardup.overlap, PASSAGES),
 ])

@@ -30,16 +30,17 @@ mod named;
 mod options;
 pub mod overlap;
 mod pipeline;
+mod record;
 mod search;
 mod spec;
 mod summary;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
-    read_manifest, AtThreshold, Cluster, Copies, Dedup, DedupConfig, DedupError, DedupOutcome,
-    DocSketch, IndexLock, IndexManifest, Keep, Method, Pair, Pairs, PreparedIndex, Rank, RankKind,
-    Verification, DEFAULT_MAX_BUCKET, DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION,
-    OLDEST_INDEX_FORMAT,
+    bucket_candidates, components, read_manifest, AtThreshold, Cluster, Copies, Dedup, DedupConfig,
+    DedupError, DedupOutcome, DocSketch, IndexLock, IndexManifest, Keep, Method, Pair, Pairs,
+    PreparedIndex, Rank, RankKind, Verification, DEFAULT_MAX_BUCKET, DEFAULT_RECALL,
+    DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
 pub use engine::{
     BelowThreshold, Engine, Hit, KeySource, SearchPlan, SourceError, DEFAULT_SCAN_LIMIT,
@@ -53,6 +54,7 @@ pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{
     Document, Fingerprint, OwnedDocument, Pipeline, Scratch, Sketches, WeightedFeature,
 };
+pub use record::{parse_json_record, JsonRecord, RecordError, RecordFields};
 pub use search::{
     SearchOption, SearchSpec, SearchSpecError, SearchUse, DEFAULT_HAMMING, DEFAULT_THRESHOLD,
 };
@@ -60,7 +62,7 @@ pub use spec::{
     IdfSource, MinHashSpec, PipelineSpec, Preset, StopWordsSpec, Weighting, FORMAT_VERSION,
     MAX_NGRAM, MAX_TOP_N, PRESETS,
 };
-pub use summary::{bytes_text, Summary};
+pub use summary::{bytes_text, count_of, Summary};
 
 /// A name that no other call gives, in this process or another: the clock, the process id and a
 /// counter, hashed to 16 hex digits. Saved indexes name their docs files with it, and the

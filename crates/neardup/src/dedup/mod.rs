@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Document, Pipeline, Scratch};
 
+mod distributed;
 mod index_file;
 mod keep;
 mod plan;
@@ -33,6 +34,7 @@ mod sketch;
 mod store;
 mod union_find;
 
+pub use distributed::{bucket_candidates, components};
 pub(crate) use index_file::{manifest_for, read_index, write_index};
 pub use index_file::{
     read_manifest, IndexLock, IndexManifest, PreparedIndex, INDEX_FORMAT_VERSION,

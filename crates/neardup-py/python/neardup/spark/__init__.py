@@ -1,40 +1,47 @@
 """Corpus dedup on Apache Spark: the same verified clusters as ``neardup dedup``, on many
 machines (``pip install "neardup[spark]"``).
 
->>> from neardup.spark import dedup
+>>> from neardup.spark import dedup, dedup_jsonl
 >>> result = dedup(df, text_col="text", id_col="id", threshold=0.8)
+>>> result = dedup_jsonl(spark.read.text("crawl/*.jsonl.gz"), id_field="meta.url")
 >>> result.assignments.show()      # id, cluster, cluster_size, kept
 >>> result.kept.write.parquet(...)  # the kept rows of df, every column as it was
 
-The job is DataFrame transformations from input to output; nothing proportional to the corpus
-reaches the driver (only counts and the banding). Its stages, each a named Spark job:
+JSON Lines are read by :func:`dedup_jsonl` from the lines of ``spark.read.text``: the
+executors read each line by the library's rule for a record (``neardup dedup``'s), so Spark
+parses no JSON and the kept lines are the input's, byte for byte.
 
-1. **sketch** (``mapInArrow``): the Rust extension sketches each Arrow batch of texts on the
-   executor's cores with the GIL released: per document its length, its feature-set key, its LSH
-   band keys and its sketch bytes (the sorted 32-bit feature hashes that verification reads).
-2. **exact copies**: documents with the same feature-set key form a group (shuffle by key); the
-   first in input order represents it, as in the CLI, and carries its band keys on.
-3. **buckets** and **candidates**: the representatives' band keys exploded and grouped by
-   (band, key) with a fixed-width aggregate (count, min, max), so that the many buckets of one
-   document cost no list; a bucket of two is its pair, and only buckets of three or more are
-   gathered as lists. Skew plan: a bucket of more than ``max_bucket`` documents (near-copies of
-   one text, boilerplate) pairs only its first ``star_width`` members with every other member
-   instead of all pairs, so its cost is linear; such buckets are counted in the summary.
+The job is DataFrame transformations from input to output; nothing proportional to the corpus
+reaches the driver (counts, the banding, and, when they are few, the edges of the clusters).
+Its stages, each a named Spark job:
+
+1. **sketch** (``mapInArrow``): the Rust extension sketches each Arrow batch of texts (or reads
+   and sketches each batch of lines) on the executor's cores with the GIL released: per
+   document its length, its feature-set key, its buckets (each LSH band key, or SimHash table
+   key, named with its band) and its sketch bytes (the sorted 32-bit feature hashes that
+   verification reads). The run's counts (documents, empty, bad rows) come from the same job.
+2. **exact copies**: documents with the same feature-set key, by a fixed-width aggregate
+   (count, first position); the first in input order represents its group, as in the CLI. The
+   groups of copies are few beside the corpus and are joined back by broadcast.
+3. **candidates**: the representatives' buckets shuffled by bucket; in each partition the
+   extension pairs the members of each bucket by the library's rule (``bucket_candidates``),
+   skew guard included: a bucket of more than ``max_bucket`` documents (near-copies of one
+   text, boilerplate) pairs only its first ``star_width`` members with every other member, so
+   its cost is linear; such buckets are counted in the summary.
 4. **verify** (``mapInArrow``): each candidate pair joined with both sketches and checked
    exactly in Rust (the CLI's ``verify``).
-5. **components**: connected components of the verified pairs and the exact-copy edges with the
-   large-star / small-star algorithm (Kiveris et al. 2014), iterated until the edges stop
-   changing; a component is named by its first member's position.
+5. **components**: connected components of the verified pairs and the exact-copy edges: up to
+   5 million edges on the driver with the library's union-find, else with the large-star /
+   small-star algorithm (Kiveris et al. 2014), iterated until the edges stop changing; a
+   component is named by its first member's position.
 6. **keep**: the keeper rule (``first`` in input order, ``longest``, ``shortest``, or by a
-   column, ``max:COLUMN`` / ``min:COLUMN``, read in the sketch stage by the library's rule;
-   ties, and rows without a value, to the first), then the kept rows.
+   column or field, ``max:FIELD`` / ``min:FIELD``, read in the sketch stage by the library's
+   rule; ties, and rows without a value, to the first), then the kept rows.
 
-What crosses each shuffle: (exact key, position, band keys) in stage 2; (bucket, count, smallest
-and largest position) in stage 3, and (bucket, position) for buckets of three or more, a bucket
-being the hash of (band, key);
-(position, sketch bytes) of the candidates' ends only in stage 4 (the sketches are filtered to
-them by a broadcast first); edges (two longs) in
-stage 5; (position, cluster, length) in stage 6.
+What crosses each shuffle: (feature-set key, count, position) in stage 2; (bucket, position)
+in stage 3, a bucket being one long; (position, sketch bytes) of the candidates' ends only in
+stage 4 (the sketches are filtered to them by a broadcast first); (position, cluster, length)
+in stage 6.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-__all__ = ["dedup", "SparkDedupResult", "connected_components"]
+__all__ = ["dedup", "dedup_jsonl", "SparkDedupResult", "connected_components"]
 
 # Up to this many clustered documents are broadcast to the corpus's partitions at the end.
 _BROADCAST_ROWS = 2_000_000
@@ -100,13 +107,41 @@ def _rank_columns(batch: Any, field: str) -> tuple[Any, Any]:
     return pa.array(numbers, mask=np.isnan(numbers)), pa.array(kinds)
 
 
-def _sketch_batches(settings: dict, keep_field: Optional[str] = None):
-    """The function `mapInArrow` runs on each partition: (pos, text[, rank_src]) -> sketch
-    columns (and the keep rule's `rank`, `rank_kind`)."""
+def _sketch_output(out: dict, n: int) -> tuple[list, list]:
+    """The sketch columns of a batch from the extension's arrays."""
+    import numpy as np
+    import pyarrow as pa
+
+    b = out["buckets"].shape[1]
+    buckets = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, n * b + 1, b, dtype=np.int32)), pa.array(out["buckets"].reshape(-1))
+    )
+    exact = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(16), n, [None, pa.py_buffer(np.ascontiguousarray(out["exact"]))]
+    )
+    columns = [
+        pa.array(out["len"]),
+        pa.array(out["empty"]),
+        exact.cast(pa.binary()),
+        buckets,
+        _binary_array(out["sketch_offsets"], out["sketch_data"]),
+    ]
+    return columns, ["len", "empty", "exact", "buckets", "sketch"]
+
+
+# The sketch stage's columns after (pos, status, error[, id]): status 0 is a document, 1 a line
+# that is no record (blank), 2 a bad one (its error says why).
+_SKETCH_SCHEMA = "len long, empty boolean, exact binary, buckets array<long>, sketch binary"
+_RANK_SCHEMA = ", rank double, rank_kind byte"
+
+
+def _sketch_batches(settings: str, keep_field: Optional[str] = None):
+    """The function `mapInArrow` runs on each partition of a DataFrame: (pos, text[, rank_src])
+    -> (pos, status, error, sketch columns[, rank, rank_kind]); a null text is a bad row."""
 
     def run(batches: Iterator) -> Iterator:
-        import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from neardup._input import as_texts
 
@@ -118,26 +153,12 @@ def _sketch_batches(settings: dict, keep_field: Optional[str] = None):
             text = batch.column("text")
             missing = text.is_null()
             if text.null_count:
-                text = pa.compute.fill_null(text, "")
-            out = sk.sketch(as_texts(text))
-            b = out["keys"].shape[1]
-            keys = pa.ListArray.from_arrays(
-                pa.array(np.arange(0, n * b + 1, b, dtype=np.int32)),
-                pa.array(out["keys"].reshape(-1)),
-            )
-            exact = pa.FixedSizeBinaryArray.from_buffers(
-                pa.binary(16), n, [None, pa.py_buffer(np.ascontiguousarray(out["exact"]))]
-            )
-            columns = [
-                batch.column("pos"),
-                missing,
-                pa.array(out["len"]),
-                pa.array(out["empty"]),
-                exact.cast(pa.binary()),
-                keys,
-                _binary_array(out["sketch_offsets"], out["sketch_data"]),
-            ]
-            names = ["pos", "missing", "len", "empty", "exact", "keys", "sketch"]
+                text = pc.fill_null(text, "")
+            columns, names = _sketch_output(sk.sketch(as_texts(text)), n)
+            status = pc.if_else(missing, pa.scalar(2, pa.int8()), pa.scalar(0, pa.int8()))
+            error = pc.if_else(missing, pa.scalar("null text"), pa.scalar(None, pa.string()))
+            columns = [batch.column("pos"), status, error] + columns
+            names = ["pos", "status", "error"] + names
             if keep_field is not None:
                 columns.extend(_rank_columns(batch, keep_field))
                 names.extend(["rank", "rank_kind"])
@@ -146,7 +167,90 @@ def _sketch_batches(settings: dict, keep_field: Optional[str] = None):
     return run
 
 
-def _verify_batches(settings: dict):
+def _large_binary_buffers(arr: Any) -> tuple[Any, Any]:
+    """The (int64 offsets, uint8 data) numpy views of a string or binary Arrow array."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.large_binary())
+    _, offsets, data = arr.buffers()[:3]
+    o = np.frombuffer(offsets, dtype=np.int64, count=len(arr) + 1, offset=arr.offset * 8)
+    d = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return np.ascontiguousarray(o), d
+
+
+def _sketch_lines(settings: str, fields: dict):
+    """The function `mapInArrow` runs on each partition of JSON Lines: (pos, line) -> (pos,
+    status, error, id, sketch columns[, rank, rank_kind]), each line read by the library's rule
+    for a record (as `neardup dedup` reads a file's lines)."""
+
+    def run(batches: Iterator) -> Iterator:
+        import numpy as np
+        import pyarrow as pa
+
+        sk = _sketcher(settings)
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            line = batch.column("line")
+            offsets, data = _large_binary_buffers(line)
+            out = sk.sketch_records(offsets, data, **fields)
+            columns, names = _sketch_output(out, n)
+            errors: list = [None] * n if out["errors"] else []
+            for row, message in out["errors"]:
+                shown = bytes(data[offsets[row]:offsets[row + 1]][:160]).decode("utf-8", "replace")
+                errors[row] = f"{message}; the line begins {shown!r}"
+            error = pa.array(errors, pa.string()) if errors else pa.nulls(n, pa.string())
+            valid = out["id_valid"]
+            ids = pa.Array.from_buffers(
+                pa.large_string(), n,
+                [pa.array(valid).buffers()[1], pa.py_buffer(out["id_offsets"]), pa.py_buffer(out["id_data"])],
+                null_count=int(n - np.count_nonzero(valid)),
+            )
+            columns = [batch.column("pos"), pa.array(out["status"]).cast(pa.int8()), error, ids] + columns
+            names = ["pos", "status", "error", "id"] + names
+            if fields.get("keep_field") is not None:
+                rank = out["rank"]
+                columns += [pa.array(rank, mask=np.isnan(rank)), pa.array(out["rank_kind"]).cast(pa.int8())]
+                names += ["rank", "rank_kind"]
+            yield pa.RecordBatch.from_arrays(columns, names=names)
+
+    return run
+
+
+def _bucket_batches(settings: str):
+    """The function `mapInArrow` runs on each partition of (bucket, pos) rows shuffled by
+    bucket: every row of the partition gathered, then its candidate pairs by the library's rule
+    (the skew guard included) as (a, b); a partition whose guard limited buckets adds one row
+    (-1 - partition, count)."""
+
+    def run(batches: Iterator) -> Iterator:
+        import numpy as np
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        buckets, positions = [], []
+        for batch in batches:
+            if batch.num_rows:
+                buckets.append(batch.column("bucket").to_numpy())
+                positions.append(batch.column("pos").to_numpy())
+        if not buckets:
+            return
+        sk = _sketcher(settings)
+        (a, b), capped = sk.bucket_candidates(np.concatenate(buckets), np.concatenate(positions))
+        if capped:
+            a = np.append(a, -1 - TaskContext.get().partitionId())
+            b = np.append(b, capped)
+        step = 1 << 20
+        for i in range(0, len(a), step):
+            yield pa.RecordBatch.from_arrays([pa.array(a[i:i + step]), pa.array(b[i:i + step])], names=["a", "b"])
+
+    return run
+
+
+def _verify_batches(settings: str):
     """The function `mapInArrow` runs on candidate pairs: (a, b, sa, sb) -> verified pairs."""
 
     def run(batches: Iterator) -> Iterator:
@@ -157,16 +261,7 @@ def _verify_batches(settings: dict):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            cols = []
-            for name in ("sa", "sb"):
-                arr = batch.column(name)
-                if not pa.types.is_large_binary(arr.type):
-                    arr = arr.cast(pa.large_binary())
-                _, offsets, data = arr.buffers()[:3]
-                o = np.frombuffer(offsets, dtype=np.int64, count=len(arr) + 1, offset=arr.offset * 8)
-                d = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-                cols += [np.ascontiguousarray(o), d]
-            sims = sk.verify(*cols)
+            sims = sk.verify(*_large_binary_buffers(batch.column("sa")), *_large_binary_buffers(batch.column("sb")))
             keep = ~np.isnan(sims)
             if not keep.any():
                 continue
@@ -309,6 +404,31 @@ class SparkDedupResult:
         return "\n".join(lines)
 
 
+_COMMON_ARGS = """
+        threshold, keep, verify, recall, bands, rows, lsh_weights, method, hamming: as
+            ``neardup dedup`` (the same defaults and rules: ``hamming=K`` alone means SimHash
+            candidates within K bits, from Manku et al.'s permuted tables as keys).
+        pipeline: a :class:`neardup.Pipeline` (default: the ``default`` preset).
+        pairs: also compute every verified pair (copies included).
+        max_bucket, star_width: the skew guard of the candidate stage (see the module doc; the
+            library's rule and defaults, 2,000 and 2, which `neardup dedup` applies too).
+        order_col: a column giving input order (default: the order Spark reads the rows in).
+        cache_input: persist the input (memory and disk) for the run. Rows are numbered in the
+            order Spark reads them, and the kept rows are joined back by number at the end, so
+            the numbers must come out the same on both reads: true for a plain read of files
+            (Spark splits and reads them the same way each time), not for an arbitrary plan (a
+            repartition by range samples). The default caches; pass False for a plain file
+            read, or with ``order_col``, to save the cache's memory and time.
+
+    Unless ``spark.sql.shuffle.partitions`` is set (in the Spark configuration, or to anything
+    but its default 200), it is set for the session from the input's size: one partition per
+    64 MB, at least the default parallelism (:func:`choose_shuffle_partitions`).
+
+    Each stage runs as its own Spark job (named in the Spark UI, its result persisted for the
+    stages after it), and its seconds are in ``summary["stage_seconds"]``.
+"""
+
+
 def dedup(
     df: Any,
     text_col: str = "text",
@@ -336,31 +456,8 @@ def dedup(
         df: the documents, one per row.
         text_col: the column holding the text (string).
         id_col: the column holding the id (any type); None: the position.
-        threshold, keep, verify, recall, bands, rows, lsh_weights, method, hamming: as
-            ``neardup dedup`` (the same defaults and rules: ``hamming=K`` alone means SimHash
-            candidates within K bits, from Manku et al.'s permuted tables as keys).
-        pipeline: a :class:`neardup.Pipeline` (default: the ``default`` preset).
-        pairs: also compute every verified pair (copies included).
         skip_bad: drop rows whose text is null (counted) instead of failing.
-        max_bucket, star_width: the skew guard of the candidate stage (see the module doc; the
-            library's rule and defaults, 2,000 and 2, which `neardup dedup` applies too).
-        order_col: a column giving input order (default: the order Spark reads the rows in).
-
-    Unless ``spark.sql.shuffle.partitions`` is set (in the Spark configuration, or to anything
-    but its default 200), it is set for the session from the input's size: one partition per
-    64 MB, at least the default parallelism (:func:`choose_shuffle_partitions`).
-        cache_input: persist ``df`` (memory and disk) for the run. Rows are numbered in the order
-            Spark reads them, and the kept rows are joined back by number at the end, so the
-            numbers must come out the same on both reads: true for a plain read of files (Spark
-            splits and reads them the same way each time), not for an arbitrary plan (a
-            repartition by range samples). The default caches; pass False for a plain file
-            read, or with ``order_col``, to save the cache's memory and time.
-
-    Each stage runs as its own Spark job (named in the Spark UI, its result persisted for the
-    stages after it), and its seconds are in ``summary["stage_seconds"]``.
     """
-    import neardup
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -370,295 +467,486 @@ def dedup(
         raise InputError(f"no column {id_col!r} (the id); the columns are {df.columns}")
     if not isinstance(df.schema[text_col].dataType, T.StringType):
         raise InputTypeError(f"column {text_col!r} must be a string column, not {df.schema[text_col].dataType}")
-    spark = df.sparkSession
-    sc = spark.sparkContext
-    shuffle_partitions = choose_shuffle_partitions(df)
-    pipeline = pipeline or neardup.Pipeline()
-    options = {
-        "threshold": threshold, "keep": keep, "verify": verify, "recall": recall,
-        "bands": bands, "rows": rows, "method": method, "hamming": hamming,
-        "lsh_weights": lsh_weights, "max_bucket": max_bucket, "star_width": star_width,
-    }
-    # The library's JobSpec, checked on the driver at once with the library's messages and
-    # defaults; executors receive it as JSON.
-    settings = neardup._neardup.job_spec(
-        pipeline, {k: v for k, v in options.items() if v is not None}
-    )
-    local = _sketcher(settings)
-    n_bands, n_rows = local.banding or (0, 0)
-    keep = local.keep
-    keep_field = local.keep_field
-    if keep_field is not None:
+    job = _Job.make(df, pipeline, dict(
+        threshold=threshold, keep=keep, verify=verify, recall=recall, bands=bands, rows=rows,
+        method=method, hamming=hamming, lsh_weights=lsh_weights, max_bucket=max_bucket,
+        star_width=star_width,
+    ))
+    keep_column = None
+    if job.keep_field is not None:
         # A column by its whole name, else a dotted path into a struct column.
-        keep_column = F.col(f"`{keep_field}`") if keep_field in df.columns else F.col(keep_field)
+        keep_column = F.col(f"`{job.keep_field}`") if job.keep_field in df.columns else F.col(job.keep_field)
         try:
             df.select(keep_column)
         except Exception:
             raise InputError(
-                f"no column {keep_field!r} (of keep={keep!r}); the columns are {df.columns}"
+                f"no column {job.keep_field!r} (of keep={job.keep!r}); the columns are {df.columns}"
             ) from None
-    threshold = local.threshold
-    max_bucket, star_width = local.max_bucket, local.star_width
-    stage_seconds: dict = {}
+    indexed, id_col = _indexed(df, order_col, cache_input, id_col)
+    inputs = [F.col("__pos").alias("pos"), F.col(f"`{text_col}`").alias("text")]
+    schema = "pos long, status byte, error string, " + _SKETCH_SCHEMA
+    if keep_column is not None:
+        inputs.append(keep_column.alias("rank_src"))
+        schema += _RANK_SCHEMA
+    sketched = indexed.select(*inputs).mapInArrow(_sketch_batches(job.settings, job.keep_field), schema)
 
-    def stage(name: str, df_: Any) -> Any:
-        """Runs a stage as its own job, named in the Spark UI, persisted; records its time."""
-        sc.setJobDescription(f"neardup dedup: {name}")
-        t = time.perf_counter()
-        df_ = df_.persist(StorageLevel.MEMORY_AND_DISK)
-        df_.count()
-        stage_seconds[name] = stage_seconds.get(name, 0.0) + time.perf_counter() - t
-        return df_
+    def refuse(first_bad: Any) -> None:
+        row = indexed.where(F.col("__pos") == first_bad["pos"]).select(id_col).limit(1).collect()
+        shown = row[0][0] if row else first_bad["pos"]
+        raise InputError(
+            f"a row has no text (null {text_col!r}), e.g. id {shown!r}; use skip_bad=True to "
+            "skip such rows"
+        )
+
+    return job.run(
+        indexed, sketched, ids=indexed.select("__pos", F.col(f"`{id_col}`").alias("id")),
+        out_cols=[F.col(f"`{c}`") for c in df.columns], skip_bad=skip_bad, refuse=refuse,
+        pairs=pairs, order_col=order_col,
+    )
+
+
+dedup.__doc__ += _COMMON_ARGS
+
+
+def dedup_jsonl(
+    lines: Any,
+    line_col: str = "value",
+    text_field: str = "text",
+    id_field: str = "id",
+    id_field_named: bool = False,
+    tokens_field: str = "tokens",
+    lossy: bool = False,
+    max_doc_bytes: Optional[int] = None,
+    threshold: Optional[float] = None,
+    pipeline: Any = None,
+    keep: Optional[str] = None,
+    verify: Optional[str] = None,
+    recall: Optional[float] = None,
+    bands: Optional[int] = None,
+    rows: Optional[int] = None,
+    method: Optional[str] = None,
+    hamming: Optional[int] = None,
+    lsh_weights: Optional[tuple[float, float]] = None,
+    pairs: bool = False,
+    skip_bad: bool = False,
+    max_bucket: Optional[int] = None,
+    star_width: Optional[int] = None,
+    cache_input: bool = True,
+) -> SparkDedupResult:
+    """Near-duplicate clusters of JSON Lines records, as ``neardup dedup`` finds them in a
+    file: ``lines`` holds one line per row (``spark.read.text(paths)``, column ``value``), and
+    the executors read each line by the library's rule for a record (the fields by name,
+    dotted into objects; the id as written; invalid UTF-8, a bad record and a document over
+    ``max_doc_bytes`` as the CLI says them), so Spark parses no JSON. ``kept`` holds the kept
+    lines as they were (the ``line_col`` column); ``assignments`` ids are the records' ids (a
+    JSON string's value or a number's text), null for a record without one.
+
+    Args:
+        lines: the lines, one per row (blank lines are not records).
+        line_col: the column holding them (string).
+        text_field, id_field, tokens_field: the fields read (``--text-field`` and so on).
+        id_field_named: the id field was chosen by the user: no record having it is an error
+            naming it (a misspelt name), as in ``neardup dedup --id-field``.
+        lossy: replace invalid UTF-8 with U+FFFD instead of calling the line bad.
+        max_doc_bytes: the largest document taken (default: the CLI's, 32 MiB).
+        skip_bad: skip bad lines (counted in ``summary["skipped"]``, left out of ``kept``)
+            instead of failing on the first.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if line_col not in lines.columns:
+        raise InputError(f"no column {line_col!r} (the lines); the columns are {lines.columns}")
+    if not isinstance(lines.schema[line_col].dataType, T.StringType):
+        raise InputTypeError(f"column {line_col!r} must be a string column, not {lines.schema[line_col].dataType}")
+    job = _Job.make(lines, pipeline, dict(
+        threshold=threshold, keep=keep, verify=verify, recall=recall, bands=bands, rows=rows,
+        method=method, hamming=hamming, lsh_weights=lsh_weights, max_bucket=max_bucket,
+        star_width=star_width,
+    ))
+    fields = dict(text_field=text_field, id_field=id_field, tokens_field=tokens_field,
+                  keep_field=job.keep_field, lossy=lossy, max_doc_bytes=max_doc_bytes)
+    # Empty lines never reach the executors' reader (a cheap filter; blank ones do, and are
+    # no record).
+    indexed, _ = _indexed(lines.where(F.length(F.col(f"`{line_col}`")) > 0), None, cache_input, None)
+    schema = "pos long, status byte, error string, id string, " + _SKETCH_SCHEMA
+    if job.keep_field is not None:
+        schema += _RANK_SCHEMA
+    sketched = indexed.select(
+        F.col("__pos").alias("pos"), F.col(f"`{line_col}`").alias("line")
+    ).mapInArrow(_sketch_lines(job.settings, fields), schema)
+
+    def refuse(first_bad: Any) -> None:
+        # Which file (a scan of the input, only on this path).
+        where = indexed.where(F.col("__pos") == first_bad["pos"]).select(F.input_file_name()).first()
+        place = f"{where[0]}: " if where and where[0] else ""
+        raise InputError(
+            f"{first_bad['bad']} line(s) are not records; the first: {place}{first_bad['error']} "
+            "(use skip_bad=True, --skip-bad, to skip bad records)"
+        )
+
+    def check_ids(stats: Any) -> None:
+        if id_field_named and stats["documents"] > 0 and stats["with_id"] == 0:
+            raise InputError(
+                f"none of the {stats['documents']} records has the field {id_field!r} named as "
+                "the id field (check the name; a dotted name such as meta.url reaches into an "
+                "object)"
+            )
+
+    return job.run(
+        indexed, sketched, ids=None, out_cols=[F.col(f"`{line_col}`")], skip_bad=skip_bad,
+        refuse=refuse, pairs=pairs, order_col=None, check_stats=check_ids,
+    )
+
+
+dedup_jsonl.__doc__ += _COMMON_ARGS
+
+
+def _indexed(df: Any, order_col: Optional[str], cache_input: bool, id_col: Optional[str]) -> tuple[Any, Optional[str]]:
+    """The input numbered (``__pos``, by ``order_col`` or read order) and, without an id
+    column, the position as its id; persisted when ``cache_input``.
+
+    Persisted (filled by the sketch stage's read, not by a pass of its own): the positions of
+    monotonically_increasing_id are only stable between computations of a plan that reads the
+    same rows into the same partitions, and the kept rows and assignments are joined back to
+    them at the end. A plain file read does; with cache_input=False the caller says so."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
     order = F.col(order_col) if order_col else F.monotonically_increasing_id()
     indexed = df.withColumn("__pos", order)
     if id_col is None:
         indexed = indexed.withColumn("__id", F.col("__pos"))
         id_col = "__id"
-    # Persisted (filled by the sketch stage's read, not by a pass of its own): the positions of
-    # monotonically_increasing_id are only stable between computations of a plan that reads
-    # the same rows into the same partitions, and the kept rows and assignments are joined back
-    # to them at the end. A plain file read does; with cache_input=False the caller says so.
     if cache_input:
-        indexed = indexed.persist(StorageLevel.MEMORY_AND_DISK)
+        indexed = indexed.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    return indexed, id_col
 
-    # 1. sketch (a null text is flagged here, so that finding one costs no pass of its own)
-    schema = (
-        "pos long, missing boolean, len long, empty boolean, exact binary, keys array<long>, "
-        "sketch binary"
-    )
-    inputs = [F.col("__pos").alias("pos"), F.col(f"`{text_col}`").alias("text")]
-    if keep_field is not None:
-        schema += ", rank double, rank_kind byte"
-        inputs.append(keep_column.alias("rank_src"))
-    sketched = indexed.select(*inputs).mapInArrow(_sketch_batches(settings, keep_field), schema)
-    sketched = stage("sketch", sketched)
-    if keep_field is not None:
-        # One field is compared as numbers or as dates, not both (the library's rule).
-        kinds = sorted(r[0] for r in sketched.where(F.col("rank_kind") > 0).select("rank_kind").distinct().collect())
-        if len(kinds) > 1:
-            raise InputError(
-                f"the keep field {keep_field!r} holds numbers in some rows and dates in others: "
-                "one field is compared as numbers or as dates, not both"
+
+def _local_frame(spark: Any, table: Any) -> Any:
+    """A DataFrame of a small pyarrow Table held by the driver."""
+    try:
+        return spark.createDataFrame(table)  # Spark 4 takes a pyarrow Table
+    except (TypeError, ValueError):
+        key = "spark.sql.execution.arrow.pyspark.enabled"
+        before = spark.conf.get(key, "false")
+        spark.conf.set(key, "true")
+        try:
+            return spark.createDataFrame(table.to_pandas())
+        finally:
+            spark.conf.set(key, before)
+
+
+def _collect_arrow(df: Any) -> Any:
+    """A small DataFrame as a pyarrow Table on the driver."""
+    import pyarrow as pa
+
+    if hasattr(df, "toArrow"):  # Spark 4
+        return df.toArrow()
+    batches = df._collect_as_arrow()
+    if not batches:
+        return pa.table({c: pa.array([], pa.int64()) for c in df.columns})
+    return pa.Table.from_batches(batches)
+
+
+# Up to this many edges (verified pairs and copies), the clusters are found on the driver with
+# the library's union-find (16 bytes an edge, a second at most) instead of the rounds of
+# large-star / small-star, each a few Spark jobs.
+_LOCAL_EDGES = 5_000_000
+
+
+@dataclass
+class _Job:
+    """A run's settings as the library resolved them on the driver."""
+
+    settings: str
+    local: Any
+    keep: str
+    keep_field: Optional[str]
+    shuffle_partitions: Optional[int]
+
+    @staticmethod
+    def make(df: Any, pipeline: Any, options: dict) -> "_Job":
+        import neardup
+
+        shuffle_partitions = choose_shuffle_partitions(df)
+        pipeline = pipeline or neardup.Pipeline()
+        # The library's JobSpec, checked on the driver at once with the library's messages and
+        # defaults; executors receive it as JSON.
+        settings = neardup._neardup.job_spec(pipeline, {k: v for k, v in options.items() if v is not None})
+        local = _sketcher(settings)
+        return _Job(settings, local, local.keep, local.keep_field, shuffle_partitions)
+
+    def run(self, indexed: Any, sketched: Any, ids: Any, out_cols: list, skip_bad: bool,
+            refuse: Any, pairs: bool, order_col: Optional[str], check_stats: Any = None) -> SparkDedupResult:
+        """The stages after the input is numbered: ``sketched`` is the sketch stage's plan,
+        ``ids`` (``__pos``, ``id``) the ids' (None: the sketch stage's ``id`` column)."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        spark = indexed.sparkSession
+        sc = spark.sparkContext
+        local, keep, keep_field = self.local, self.keep, self.keep_field
+        n_bands, n_rows = local.banding or (0, 0)
+        stage_seconds: dict = {}
+
+        def stage(name: str, df_: Any, *aggs: Any) -> tuple[Any, Any]:
+            """Runs a stage as its own job, named in the Spark UI, persisted; records its time.
+            The job that fills the cache computes ``aggs`` (or counts the rows) as it goes."""
+            sc.setJobDescription(f"neardup dedup: {name}")
+            t = time.perf_counter()
+            # Deserialized, as Scala's Dataset.cache() keeps it: PySpark's MEMORY_AND_DISK is
+            # the serialized level, and serializing the sketch stage's cache (1 GB at 1M
+            # documents) cost a third of that stage.
+            df_ = df_.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+            row = df_.agg(*aggs).first() if aggs else df_.count()
+            stage_seconds[name] = stage_seconds.get(name, 0.0) + time.perf_counter() - t
+            return df_, row
+
+        # 1. sketch, with the counts of the run in the job that fills the cache.
+        is_doc = F.col("status") == 0
+        aggs = [
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(is_doc.cast("long")).alias("documents"),
+            F.sum((is_doc & F.col("empty")).cast("long")).alias("empty"),
+            F.sum((F.col("status") == 2).cast("long")).alias("bad"),
+            F.min(F.when(F.col("status") == 2, F.col("pos"))).alias("first_bad"),
+        ]
+        if "id" in sketched.columns:
+            aggs.append(F.count(F.when(is_doc, F.col("id"))).alias("with_id"))
+        if keep_field is not None:
+            kind = F.when(F.col("rank_kind") > 0, F.col("rank_kind"))
+            aggs += [F.min(kind).alias("kind_lo"), F.max(kind).alias("kind_hi")]
+        sketched, stats = stage("sketch", sketched, *aggs)
+        documents, skipped = stats["documents"] or 0, stats["bad"] or 0
+        if skipped and not skip_bad:
+            first = sketched.where(F.col("pos") == stats["first_bad"]).select("pos", "error").first()
+            refuse({"pos": first["pos"], "error": first["error"], "bad": skipped})
+        if check_stats is not None:
+            check_stats({"documents": documents, "with_id": stats["with_id"]})
+        if keep_field is not None:
+            # One field is compared as numbers or as dates, not both (the library's rule).
+            if stats["kind_lo"] is None:
+                raise InputError(f"no row has a value in the column {keep_field!r} named by keep={keep!r}")
+            if stats["kind_lo"] != stats["kind_hi"]:
+                raise InputError(
+                    f"the keep field {keep_field!r} holds numbers in some rows and dates in others: "
+                    "one field is compared as numbers or as dates, not both"
+                )
+        # Rows that are no document: left out of every stage, and of the kept rows.
+        not_docs = sketched.where(~is_doc).select(F.col("pos").alias("__pos"))
+        docs = sketched.where(is_doc)
+
+        def broadcast_or_not(d: Any, n: int) -> Any:
+            return F.broadcast(d) if n <= _BROADCAST_ROWS else d
+
+        # 2. exact copies: documents with the same feature-set key, grouped by a fixed-width
+        # aggregate (no list, no sort); the first in input order represents its group, as in the
+        # CLI. The groups of copies are few: joined back by broadcast, without a shuffle.
+        copies, counted = stage(
+            "exact copies",
+            docs.where(~F.col("empty")).groupBy("exact")
+            .agg(F.count(F.lit(1)).alias("n"), F.min("pos").alias("rep"))
+            .where(F.col("n") > 1),
+            F.count(F.lit(1)).alias("groups"),
+            F.sum(F.col("n") - 1).alias("copies"),
+        )
+        n_groups, n_copies = counted["groups"], counted["copies"] or 0
+        membership = (
+            docs.where(~F.col("empty")).select("pos", "exact")
+            .join(broadcast_or_not(copies.select("exact", "rep"), n_groups), "exact")
+            .select("pos", "rep")
+        )
+        groups = (
+            docs.where(~F.col("empty"))
+            .join(broadcast_or_not(copies.select("exact", "rep"), n_groups), "exact", "left")
+            .where(F.col("rep").isNull() | (F.col("pos") == F.col("rep")))
+        )
+
+        # 3. candidates: the representatives' buckets (each candidate key named with its band
+        # or table) shuffled by bucket, each partition's pairs found by the library's rule
+        # (the skew guard included) in the extension; pairs found in several buckets once.
+        rows = groups.select("pos", F.explode("buckets").alias("bucket")).repartition("bucket")
+        found = rows.mapInArrow(_bucket_batches(self.settings), "a long, b long")
+        found, counted = stage(
+            "candidates", found.distinct(),
+            F.count(F.when(F.col("a") >= 0, 1)).alias("candidates"),
+            F.sum(F.when(F.col("a") < 0, F.col("b"))).alias("capped"),
+        )
+        candidates = found.where(F.col("a") >= 0)
+        n_candidates, capped = counted["candidates"], counted["capped"] or 0
+
+        # 4. verify each candidate with both sketches. Only the candidates' ends need theirs:
+        # the sketches are filtered to them first (by broadcast, without moving the others), so
+        # the joins shuffle the candidates' sketches, not the corpus's.
+        ends = (
+            candidates.select(F.col("a").alias("pos"))
+            .unionByName(candidates.select(F.col("b").alias("pos")))
+            .distinct()
+        )
+        sk = docs.select("pos", "sketch").join(broadcast_or_not(ends, 2 * n_candidates), "pos", "left_semi")
+        joined = (
+            candidates.join(sk.select(F.col("pos").alias("a"), F.col("sketch").alias("sa")), "a")
+            .join(sk.select(F.col("pos").alias("b"), F.col("sketch").alias("sb")), "b")
+            .select("a", "b", "sa", "sb")
+        )
+        verified = joined.mapInArrow(_verify_batches(self.settings), "a long, b long, similarity double")
+        verified, n_verified = stage("verify", verified)
+
+        # 5. connected components of verified pairs and exact-copy edges: on the driver when
+        # they are few (the library's union-find), else by large-star / small-star.
+        copy_edges = membership.where(F.col("pos") != F.col("rep")).select(
+            F.col("rep").alias("a"), F.col("pos").alias("b")
+        )
+        edges = verified.select("a", "b").unionByName(copy_edges)
+        sc.setJobDescription("neardup dedup: components")
+        t = time.perf_counter()
+        ranked = None
+        if n_verified + n_copies <= _LOCAL_EDGES:
+            import numpy as np
+            import pyarrow as pa
+
+            import neardup
+
+            table = _collect_arrow(edges)
+            nodes, comps = neardup._neardup.components(
+                table.column("a").to_numpy().astype("int64"), table.column("b").to_numpy().astype("int64")
             )
-        if not kinds:
-            raise InputError(f"no row has a value in the column {keep_field!r} named by keep={keep!r}")
-    skipped = 0
-    missing = sketched.where(F.col("missing"))
-    if skip_bad:
-        skipped = missing.count()
-        if skipped:
-            indexed = indexed.where(F.col(f"`{text_col}`").isNotNull())
-            sketched = sketched.where(~F.col("missing"))
-    else:
-        first_bad = missing.select("pos").limit(1).collect()
-        if first_bad:
-            pos = first_bad[0][0]
-            row = indexed.where(F.col("__pos") == pos).select(id_col).limit(1).collect()
-            shown = row[0][0] if row else pos
-            raise InputError(
-                f"a row has no text (null {text_col!r}), e.g. id {shown!r}; use "
-                "skip_bad=True to skip such rows"
+            if keep == "first":
+                # A component is named by its first member, which `first` keeps: the keeper rule
+                # needs nothing more than the components themselves.
+                _, inverse, counts = np.unique(comps, return_inverse=True, return_counts=True)
+                kept_flags = nodes == comps
+                ranked = _local_frame(spark, pa.table({
+                    "pos": nodes, "cluster": comps, "cluster_size": counts[inverse].astype("int64"),
+                    "kept": kept_flags,
+                }))
+                n_clustered, n_dropped = len(nodes), int(len(nodes) - np.count_nonzero(kept_flags))
+            else:
+                components = _local_frame(spark, pa.table({"node": nodes, "component": comps}))
+        else:
+            components = connected_components(edges)
+        stage_seconds["components"] = time.perf_counter() - t
+
+        # 6. keeper rule.
+        if ranked is None:
+            ranked, n_clustered, n_dropped = self._keep(stage, components, docs)
+        n_clusters = n_clustered - n_dropped
+        # The clustered documents are few beside the corpus: joined to it by broadcast (no
+        # shuffle of the corpus), which also keeps the input's partitions in order, so the kept
+        # rows come out in input order without a sort. Too many to broadcast (or an order_col,
+        # whose order the partitions need not follow): a shuffle join, then a sort by position.
+        not_docs_n = stats["rows"] - documents
+        small = n_clustered + not_docs_n <= _BROADCAST_ROWS and order_col is None
+        side = F.broadcast if small else (lambda d: d)
+        id_rows = ids if ids is not None else docs.select(F.col("pos").alias("__pos"), "id")
+        assignments = (
+            id_rows.join(side(ranked.withColumnRenamed("pos", "__pos")), "__pos", "left")
+            .select(
+                "__pos",
+                "id",
+                "cluster",
+                F.coalesce("cluster_size", F.lit(1)).alias("cluster_size"),
+                F.coalesce("kept", F.lit(True)).alias("kept"),
             )
-
-    # 2. exact copies: the first of each feature-set key represents it (one shuffle by key, a
-    # window over each key's documents); only representatives keep their band keys.
-    from pyspark.sql.window import Window
-
-    by_key = Window.partitionBy("exact")
-    grouped = (
-        sketched.where(~F.col("empty"))
-        .select("pos", "exact", "keys")
-        .withColumn("rep", F.min("pos").over(by_key))
-        .withColumn("copies", F.count(F.lit(1)).over(by_key))
-        .select(
-            "pos",
-            "rep",
-            "copies",
-            F.when(F.col("pos") == F.col("rep"), F.col("keys")).alias("keys"),
         )
-    )
-    grouped = stage("exact copies", grouped)
-    membership = grouped.where(F.col("copies") > 1).select("pos", "rep")
-    groups = grouped.where(F.col("pos") == F.col("rep"))
+        if ids is not None and skipped:
+            assignments = assignments.join(F.broadcast(not_docs), "__pos", "left_anti")
+        dropped = ranked.where(~F.col("kept")).select(F.col("pos").alias("__pos"))
+        removed = dropped.unionByName(not_docs) if not_docs_n else dropped
+        kept_rows = indexed.join(side(removed), "__pos", "left_anti")
+        kept = (kept_rows if small else kept_rows.orderBy("__pos")).select(*out_cols)
 
-    # 3. candidates from the band keys. Most buckets hold one representative: a fixed-width
-    # aggregate (count, min, max) finds the others without building lists; a bucket of two
-    # is its pair (min, max), and only buckets of three or more are gathered as lists.
-    # A bucket is named by one long, the hash of (band, key): two buckets sharing a name
-    # (probability about 2^-64 per pair) only add candidates, which verification rejects.
-    banded = groups.select("pos", F.posexplode("keys").alias("band", "key")).select(
-        "pos", F.xxhash64("band", "key").alias("bucket")
-    )
-    buckets = (
-        banded.groupBy("bucket")
-        .agg(F.count(F.lit(1)).alias("n"), F.min("pos").alias("lo"), F.max("pos").alias("hi"))
-        .where(F.col("n") > 1)
-    )
-    buckets = stage("buckets", buckets)
-    big = buckets.where(F.col("n") > 2).select("bucket")
-    # The big buckets are few beside the exploded keys: broadcast them (no shuffle of the
-    # exploded keys) unless there are too many to ship to every executor.
-    if big.count() <= 1_000_000:
-        big = F.broadcast(big)
-    lists = (
-        banded.join(big, "bucket", "left_semi")
-        .groupBy("bucket")
-        .agg(F.sort_array(F.collect_list("pos")).alias("m"))
-    )
-    # Pairs of each big bucket: every member with every later one, or, over max_bucket
-    # members, only the first star_width members with every later one (linear in its size).
-    heads = f"IF(size(m) <= {int(max_bucket)}, size(m), {int(star_width)})"
-    pair_expr = (
-        f"flatten(transform(slice(m, 1, {heads}), (x, i) -> "
-        "transform(slice(m, i + 2, size(m)), y -> named_struct('a', x, 'b', y))))"
-    )
-    from_lists = lists.select(F.explode(F.expr(pair_expr)).alias("p")).select("p.a", "p.b")
-    twos = buckets.where(F.col("n") == 2).select(F.col("lo").alias("a"), F.col("hi").alias("b"))
-    candidates = stage("candidates", twos.unionByName(from_lists).distinct())
+        pair_df = None
+        if pairs:
+            id_of = id_rows.select(F.col("__pos").alias("pos"), "id")
+            pair_df = _pairs(verified, membership, id_of)
 
-    # 4. verify each candidate with both sketches. Only the candidates' ends need theirs: the
-    # sketches are filtered to them first (by broadcast, without moving the others), so the
-    # joins shuffle the candidates' sketches, not the corpus's.
-    ends = (
-        candidates.select(F.col("a").alias("pos"))
-        .unionByName(candidates.select(F.col("b").alias("pos")))
-        .distinct()
-    )
-    ends = stage("candidate ends", ends)
-    ends_side = F.broadcast(ends) if ends.count() <= _BROADCAST_ROWS else ends
-    sk = sketched.select("pos", "sketch").join(ends_side, "pos", "left_semi")
-    joined = (
-        candidates.join(sk.select(F.col("pos").alias("a"), F.col("sketch").alias("sa")), "a")
-        .join(sk.select(F.col("pos").alias("b"), F.col("sketch").alias("sb")), "b")
-        .select("a", "b", "sa", "sb")
-    )
-    verified = joined.mapInArrow(_verify_batches(settings), "a long, b long, similarity double")
-    verified = stage("verify", verified)
+        summary = {
+            "documents": documents,
+            "empty": stats["empty"] or 0,
+            "clusters": n_clusters,
+            "dropped": n_dropped,
+            "kept": documents - n_dropped,
+            "method": local.method,
+            "hamming": local.hamming if local.method != "minhash" else None,
+            "bands": n_bands,
+            "rows": n_rows,
+            "threshold": local.threshold,
+            "candidate_probability": local.candidate_probability,
+            "verification": local.verification,
+            "candidates": n_candidates,
+            "verified": n_verified,
+            "exact_duplicates": n_copies,
+            "capped_buckets": capped,
+            "skipped": skipped,
+            "stage_seconds": stage_seconds,
+            "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
+            "shuffle_partitions_chosen": self.shuffle_partitions is not None,
+        }
+        sc.setJobDescription(None)
+        return SparkDedupResult(assignments=assignments.drop("__pos"), kept=kept, pairs=pair_df, summary=summary)
 
-    # 5. connected components of verified pairs and exact-copy edges.
-    copy_edges = membership.where(F.col("pos") != F.col("rep")).select(
-        F.col("rep").alias("a"), F.col("pos").alias("b")
-    )
-    edges = verified.select("a", "b").unionByName(copy_edges)
-    sc.setJobDescription("neardup dedup: components")
-    t = time.perf_counter()
-    components = connected_components(edges)
-    stage_seconds["components"] = time.perf_counter() - t
-    components = stage("components", components)
+    def _keep(self, stage: Any, components: Any, docs: Any) -> tuple[Any, int, int]:
+        """The keeper rule over the clusters: each member's cluster, its size and whether it is
+        kept (the job's rule on length or the keep field; ties to the first)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.window import Window
 
-    # 6. keeper rule.
-    members = components.select(F.col("node").alias("pos"), F.col("component").alias("cluster")).join(
-        sketched.select("pos", "len", *(["rank"] if keep_field is not None else [])), "pos"
-    )
-    from pyspark.sql.window import Window
-
-    by_cluster = Window.partitionBy("cluster")
-    if keep == "longest":
-        rank_order = [F.col("len").desc(), F.col("pos").asc()]
-    elif keep == "shortest":
-        rank_order = [F.col("len").asc(), F.col("pos").asc()]
-    elif keep.startswith("max:"):
-        rank_order = [F.col("rank").desc_nulls_last(), F.col("pos").asc()]
-    elif keep.startswith("min:"):
-        rank_order = [F.col("rank").asc_nulls_last(), F.col("pos").asc()]
-    else:
-        rank_order = [F.col("pos").asc()]
-    ranked = (
-        members.withColumn("cluster_size", F.count(F.lit(1)).over(by_cluster))
-        .withColumn("rank", F.row_number().over(by_cluster.orderBy(*rank_order)))
-        .select("pos", "cluster", "cluster_size", (F.col("rank") == 1).alias("kept"))
-    )
-    ranked = stage("keep", ranked)
-    # The clustered documents are few beside the corpus: joined to it by broadcast (no shuffle
-    # of the corpus), which also keeps the input's partitions in order, so the kept rows come
-    # out in input order without a sort. Too many to broadcast (or an order_col, whose order
-    # the partitions need not follow): a shuffle join, then a sort by position.
-    n_clustered = ranked.count()
-    small = n_clustered <= _BROADCAST_ROWS and order_col is None
-    side = F.broadcast if small else (lambda d: d)
-    assignments = (
-        indexed.select("__pos", F.col(f"`{id_col}`").alias("id"))
-        .join(side(ranked.withColumnRenamed("pos", "__pos")), "__pos", "left")
-        .select(
-            "__pos",
-            "id",
-            "cluster",
-            F.coalesce("cluster_size", F.lit(1)).alias("cluster_size"),
-            F.coalesce("kept", F.lit(True)).alias("kept"),
+        keep, keep_field = self.keep, self.keep_field
+        members = components.select(F.col("node").alias("pos"), F.col("component").alias("cluster")).join(
+            docs.select("pos", "len", *(["rank"] if keep_field is not None else [])), "pos"
         )
+        by_cluster = Window.partitionBy("cluster")
+        if keep == "longest":
+            rank_order = [F.col("len").desc(), F.col("pos").asc()]
+        elif keep == "shortest":
+            rank_order = [F.col("len").asc(), F.col("pos").asc()]
+        elif keep.startswith("max:"):
+            rank_order = [F.col("rank").desc_nulls_last(), F.col("pos").asc()]
+        elif keep.startswith("min:"):
+            rank_order = [F.col("rank").asc_nulls_last(), F.col("pos").asc()]
+        else:
+            rank_order = [F.col("pos").asc()]
+        ranked = (
+            members.withColumn("cluster_size", F.count(F.lit(1)).over(by_cluster))
+            .withColumn("rank", F.row_number().over(by_cluster.orderBy(*rank_order)))
+            .select("pos", "cluster", "cluster_size", (F.col("rank") == 1).alias("kept"))
+        )
+        ranked, counted = stage(
+            "keep", ranked,
+            F.count(F.lit(1)).alias("clustered"),
+            F.sum((~F.col("kept")).cast("long")).alias("dropped"),
+        )
+        return ranked, counted["clustered"], counted["dropped"] or 0
+
+
+def _pairs(verified: Any, membership: Any, id_of: Any) -> Any:
+    """Every verified pair (a, b, similarity) of ids, copies included: a verified pair between
+    representatives stands for every copy of one with every copy of the other; a representative
+    without copies stands for itself."""
+    from pyspark.sql import functions as F
+
+    ga = membership.select(F.col("rep").alias("a"), F.col("pos").alias("x"))
+    gb = membership.select(F.col("rep").alias("b"), F.col("pos").alias("y"))
+    between = (
+        verified.join(ga, "a", "left")
+        .withColumn("x", F.coalesce("x", "a"))
+        .join(gb, "b", "left")
+        .withColumn("y", F.coalesce("y", "b"))
+        .select("x", "y", "similarity")
     )
-    dropped = ranked.where(~F.col("kept")).select(F.col("pos").alias("__pos"))
-    kept_rows = indexed.join(side(dropped), "__pos", "left_anti")
-    # Quoted: a column's name may hold a dot (`meta.url`).
-    out_cols = [F.col(f"`{c}`") for c in df.columns]
-    kept = (kept_rows if small else kept_rows.orderBy("__pos")).select(*out_cols)
-
-    pair_df = None
-    if pairs:
-        ids = indexed.select(F.col("__pos").alias("pos"), F.col(f"`{id_col}`").alias("id"))
-        group_of = membership.select("pos", "rep")
-        ga = group_of.select(F.col("rep").alias("a"), F.col("pos").alias("x"))
-        gb = group_of.select(F.col("rep").alias("b"), F.col("pos").alias("y"))
-        # A verified pair between representatives stands for every copy of one with every copy
-        # of the other; a representative without copies stands for itself.
-        between = (
-            verified.join(ga, "a", "left")
-            .withColumn("x", F.coalesce("x", "a"))
-            .join(gb, "b", "left")
-            .withColumn("y", F.coalesce("y", "b"))
-            .select("x", "y", "similarity")
-        )
-        within = (
-            group_of.alias("p")
-            .join(group_of.alias("q"), F.col("p.rep") == F.col("q.rep"))
-            .where(F.col("p.pos") < F.col("q.pos"))
-            .select(F.col("p.pos").alias("x"), F.col("q.pos").alias("y"), F.lit(1.0).alias("similarity"))
-        )
-        both = between.unionByName(within).select(
-            F.least("x", "y").alias("x"), F.greatest("x", "y").alias("y"), "similarity"
-        )
-        pair_df = (
-            both.join(ids.select(F.col("pos").alias("x"), F.col("id").alias("a")), "x")
-            .join(ids.select(F.col("pos").alias("y"), F.col("id").alias("b")), "y")
-            .select("a", "b", "similarity")
-        )
-
-    # The summary: a few aggregates (scalars) on the driver.
-    sc.setJobDescription("neardup dedup: summary")
-    t = time.perf_counter()
-    counts = sketched.agg(
-        F.count(F.lit(1)).alias("documents"),
-        F.sum(F.col("empty").cast("long")).alias("empty"),
-    ).first()
-    n_clusters = ranked.select("cluster").distinct().count()
-    n_dropped = dropped.count()
-    copies = membership.where(F.col("pos") != F.col("rep")).count()
-    capped = buckets.where(F.col("n") > max_bucket).count()
-    n_candidates = candidates.count()
-    n_verified = verified.count()
-    stage_seconds["summary"] = time.perf_counter() - t
-    summary = {
-        "documents": counts["documents"],
-        "empty": counts["empty"] or 0,
-        "clusters": n_clusters,
-        "dropped": n_dropped,
-        "kept": counts["documents"] - n_dropped,
-        "method": local.method,
-        "hamming": local.hamming if local.method != "minhash" else None,
-        "bands": n_bands,
-        "rows": n_rows,
-        "threshold": threshold,
-        "candidate_probability": local.candidate_probability,
-        "verification": local.verification,
-        "candidates": n_candidates,
-        "verified": n_verified,
-        "exact_duplicates": copies,
-        "capped_buckets": capped,
-        "skipped": skipped,
-        "stage_seconds": stage_seconds,
-        "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions")),
-        "shuffle_partitions_chosen": shuffle_partitions is not None,
-    }
-    sc.setJobDescription(None)
-    return SparkDedupResult(assignments=assignments.drop("__pos"), kept=kept, pairs=pair_df, summary=summary)
+    within = (
+        membership.alias("p")
+        .join(membership.alias("q"), F.col("p.rep") == F.col("q.rep"))
+        .where(F.col("p.pos") < F.col("q.pos"))
+        .select(F.col("p.pos").alias("x"), F.col("q.pos").alias("y"), F.lit(1.0).alias("similarity"))
+    )
+    both = between.unionByName(within).select(
+        F.least("x", "y").alias("x"), F.greatest("x", "y").alias("y"), "similarity"
+    )
+    return (
+        both.join(id_of.select(F.col("pos").alias("x"), F.col("id").alias("a")), "x")
+        .join(id_of.select(F.col("pos").alias("y"), F.col("id").alias("b")), "y")
+        .select("a", "b", "similarity")
+    )

@@ -52,7 +52,12 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=["jsonl", "parquet"], default=None,
                    help="output format (default: the input's)")
     d.add_argument("--text-field", default="text")
-    d.add_argument("--id-field", default="id")
+    d.add_argument("--id-field", default=None,
+                   help="the id field (default: id; a named field that no record has is an error)")
+    d.add_argument("--lossy", action="store_true",
+                   help="JSONL: replace invalid UTF-8 with U+FFFD instead of calling the line bad")
+    d.add_argument("--max-doc-bytes", type=int, default=None,
+                   help="JSONL: the largest document taken (default 32 MiB, as neardup dedup)")
     # The search options: the library's one table, spelled as `neardup dedup` spells them
     # (`--lsh-weights 0.3,0.7`); defaults and rules are the library's.
     from neardup import _neardup
@@ -82,12 +87,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command is None:
         ap.error("a command is required: dedup")
+    import neardup
+
+    try:
+        result = run(args, ap)
+    except neardup.InputError as e:
+        print(f"neardup: error: {e}\n(no output was written)", file=sys.stderr)
+        return 1
+    print(result.print_summary(), file=sys.stderr)
+    return 0
+
+
+def run(args: argparse.Namespace, ap: argparse.ArgumentParser):
+    """Runs ``dedup`` as parsed by :func:`parser` (the outputs written) and returns its
+    :class:`~neardup.spark.SparkDedupResult`; a bad input raises ``neardup.InputError``."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     import neardup
-    from neardup.spark import dedup
+    from neardup.spark import dedup, dedup_jsonl
 
     builder = SparkSession.builder.appName("neardup dedup")
     if args.master:
@@ -104,61 +123,47 @@ def main(argv: list[str] | None = None) -> int:
     else:
         pipeline = neardup.Pipeline(args.preset)
 
-    skipped_lines = 0
-    keep_field = None
-    if fmt == "jsonl":
-        lines = spark.read.text(args.input).where(F.trim("value") != "")
-        schema = T.StructType([
-            T.StructField(args.id_field, T.StringType()),
-            T.StructField(args.text_field, T.StringType()),
-        ])
-        parsed = lines.select(
-            "value", F.from_json("value", schema, {"mode": "PERMISSIVE"}).alias("r")
-        ).select("value", F.col("r." + args.id_field).alias("id"), F.col("r." + args.text_field).alias("text"))
-        keep_field = neardup._input.keep_field(args.keep)
-        if keep_field is not None:
-            # The keep rule's field, dotted into objects as `neardup dedup` reads it: a number
-            # or a date as its text, which the library reads as either.
-            parsed = parsed.withColumn(keep_field, F.get_json_object("value", "$." + keep_field))
-        bad = parsed.where(F.col("text").isNull())
-        n_bad = bad.count()
-        if n_bad:
-            if not args.skip_bad:
-                example = bad.select("value").first()[0][:200]
-                print(f"neardup: error: {n_bad} line(s) are not JSON objects with a string "
-                      f"{args.text_field!r} field, e.g. {example!r}\n(no output was written; use "
-                      "--skip-bad to skip bad records)", file=sys.stderr)
-                return 1
-            skipped_lines = n_bad
-            parsed = parsed.where(F.col("text").isNotNull())
-        df = parsed
-        text_col, id_col = "text", "id"
-    else:
-        df = spark.read.parquet(*args.input)
-        text_col, id_col = args.text_field, args.id_field if args.id_field in df.columns else None
-
-    result = dedup(df, text_col=text_col, id_col=id_col, pipeline=pipeline,
-                   **search_options(args), pairs=args.pairs is not None, skip_bad=args.skip_bad,
+    options = dict(pipeline=pipeline, **search_options(args), pairs=args.pairs is not None,
+                   skip_bad=args.skip_bad,
                    # A plain read of files: Spark reads the same rows into the same partitions
                    # every time, so the input need not be cached.
                    cache_input=False)
+    if fmt == "jsonl":
+        # The executors read each line as `neardup dedup` reads it (Spark parses no JSON).
+        result = dedup_jsonl(spark.read.text(args.input), text_field=args.text_field,
+                             id_field=args.id_field or "id", id_field_named=args.id_field is not None,
+                             lossy=args.lossy, max_doc_bytes=args.max_doc_bytes, **options)
+    else:
+        df = spark.read.parquet(*args.input)
+        id_field = args.id_field or "id"
+        if args.id_field is not None and id_field not in df.columns:
+            ap.error(f"no column {id_field!r} (--id-field) in the input; its columns are {df.columns}")
+        result = dedup(df, text_col=args.text_field, id_col=id_field if id_field in df.columns else None,
+                       **options)
+    import time
+
+    spark.sparkContext.setJobDescription("neardup dedup: write")
+    started = time.perf_counter()
     kept = result.kept
     if fmt == "jsonl" and out_fmt == "jsonl":
         kept.select("value").write.mode("errorifexists").text(args.output)
     elif out_fmt == "jsonl":
         kept.write.mode("errorifexists").json(args.output)
+    elif fmt == "jsonl":
+        # Parquet from JSONL: the kept records' id and text columns.
+        schema = T.StructType([T.StructField(args.id_field or "id", T.StringType()),
+                               T.StructField(args.text_field, T.StringType())])
+        kept.select(F.from_json("value", schema).alias("r")).select("r.*") \
+            .write.mode("errorifexists").parquet(args.output)
     else:
-        # From JSONL: the parsed columns, not the line nor the keep field read for the rule.
-        added = ["value"] + ([keep_field] if fmt == "jsonl" and keep_field is not None else [])
-        kept.drop(*added).write.mode("errorifexists").parquet(args.output) if fmt == "jsonl" \
-            else kept.write.mode("errorifexists").parquet(args.output)
+        kept.write.mode("errorifexists").parquet(args.output)
     if args.assignments:
         result.assignments.write.mode("errorifexists").json(args.assignments)
     if args.pairs and result.pairs is not None:
         result.pairs.write.mode("errorifexists").json(args.pairs)
-    result.summary["skipped"] = result.summary.get("skipped", 0) + skipped_lines
-    print(result.print_summary(), file=sys.stderr)
-    return 0
+    result.summary["stage_seconds"]["write"] = time.perf_counter() - started
+    spark.sparkContext.setJobDescription(None)
+    return result
 
 
 if __name__ == "__main__":
