@@ -31,7 +31,7 @@ def main() -> None:
     args = ap.parse_args(["dedup", corpus, f"{out}/kept", "--threshold", "0.8",
                           "--assignments", f"{out}/assignments"])
     t = time.perf_counter()
-    result = command.run(args, ap)
+    result = command.run(args)
     run_s = time.perf_counter() - t
 
     # Shuffle bytes written per stage, by the job descriptions the stages ran under.

@@ -25,21 +25,20 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// Pairs of positions as two int64 arrays.
 type PositionPairs<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>);
 
-/// An int64 column of positions (never negative: Spark's `monotonically_increasing_id`).
-fn positions(col: &[i64]) -> PyResult<Vec<u64>> {
-    col.iter()
-        .map(|&x| {
-            u64::try_from(x).map_err(|_| crate::errors::input(format!("a negative position: {x}")))
-        })
-        .collect()
+/// A position (a Spark long: `monotonically_increasing_id`, or any `order_col`, negative ones
+/// too) as the library's unsigned position, in the same order: the sign bit flipped.
+fn to_position(x: i64) -> u64 {
+    (x as u64) ^ (1 << 63)
 }
 
-/// Two int64 columns as pairs of positions.
-fn position_pairs(a: &[i64], b: &[i64]) -> PyResult<Vec<(u64, u64)>> {
-    if a.len() != b.len() {
-        return Err(crate::errors::input("the two position columns differ in length"));
-    }
-    Ok(positions(a)?.into_iter().zip(positions(b)?).collect())
+/// The inverse of [`to_position`].
+fn from_position(x: u64) -> i64 {
+    (x ^ (1 << 63)) as i64
+}
+
+/// Pairs of library positions as two int64 columns of Spark's.
+fn pair_columns(pairs: Vec<(u64, u64)>) -> (Vec<i64>, Vec<i64>) {
+    pairs.into_iter().map(|(x, y)| (from_position(x), from_position(y))).unzip()
 }
 
 /// The connected components of the graph whose edges are `(a[i], b[i])` (positions): each node
@@ -52,10 +51,13 @@ fn components<'py>(
     b: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<PositionPairs<'py>> {
     guard(|| {
-        let edges = position_pairs(a.as_slice()?, b.as_slice()?)?;
-        let found = py.detach(|| neardup::components(&edges));
-        let (nodes, comps): (Vec<i64>, Vec<i64>) =
-            found.into_iter().map(|(n, c)| (n as i64, c as i64)).unzip();
+        let (a, b) = (a.as_slice()?, b.as_slice()?);
+        if a.len() != b.len() {
+            return Err(crate::errors::input("the two position columns differ in length"));
+        }
+        let edges: Vec<(u64, u64)> =
+            a.iter().zip(b).map(|(&x, &y)| (to_position(x), to_position(y))).collect();
+        let (nodes, comps) = pair_columns(py.detach(|| neardup::components(&edges)));
         Ok((nodes.into_pyarray(py), comps.into_pyarray(py)))
     })
 }
@@ -427,11 +429,10 @@ impl PySketcher {
                 ));
             }
             let mut rows: Vec<(i64, u64)> =
-                buckets.iter().copied().zip(self::positions(positions)?).collect();
+                buckets.iter().zip(positions).map(|(&k, &p)| (k, to_position(p))).collect();
             let cap = self.engine.config().bucket_cap();
             let (pairs, capped) = py.detach(|| neardup::bucket_candidates(&mut rows, cap));
-            let (a, b): (Vec<i64>, Vec<i64>) =
-                pairs.into_iter().map(|(x, y)| (x as i64, y as i64)).unzip();
+            let (a, b) = pair_columns(pairs);
             Ok(((a.into_pyarray(py), b.into_pyarray(py)), capped))
         })
     }

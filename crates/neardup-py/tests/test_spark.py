@@ -366,8 +366,9 @@ def test_jsonl_bad_lines_invalid_utf8_and_a_misspelt_id_field(spark, tmp_path):
         + ("\n".join(good[3:]) + "\n").encode()
     )
     lines = lambda: spark.read.text(str(path))  # noqa: E731
-    with pytest.raises(neardup.InputError, match=r"2 line\(s\) are not records; the first: .*bad\.jsonl: invalid UTF-8"):
-        dedup_jsonl(lines(), cache_input=False)
+    for cache in (False, True):  # the file is named from the input, not from its cache
+        with pytest.raises(neardup.InputError, match=r"2 lines are not records; the first: .*bad\.jsonl: invalid UTF-8"):
+            dedup_jsonl(lines(), cache_input=cache)
     result = dedup_jsonl(lines(), skip_bad=True, cache_input=False)
     assert result.summary["skipped"] == 2 and result.summary["documents"] == len(good)
     kept = [r.value for r in result.kept.collect()]
@@ -376,6 +377,25 @@ def test_jsonl_bad_lines_invalid_utf8_and_a_misspelt_id_field(spark, tmp_path):
     assert result.summary["skipped"] == 1 and result.summary["documents"] == len(good) + 1
     with pytest.raises(neardup.InputError, match="none of the .* records has the field 'nosuch'"):
         dedup_jsonl(lines(), id_field="nosuch", id_field_named=True, skip_bad=True, cache_input=False)
-    # Not named by the user: a record without the field has no id (null), as before.
+    # Not named by the user: a record without the field is named by its position.
     result = dedup_jsonl(lines(), id_field="nosuch", skip_bad=True, cache_input=False)
-    assert {r.id for r in result.assignments.collect()} == {None}
+    ids = [r.id for r in result.assignments.collect()]
+    assert len(set(ids)) == len(good) and all(i.isdigit() for i in ids), ids
+
+
+def test_a_corpus_without_duplicates_and_negative_order_positions(spark):
+    """No edge at all (the driver's components of nothing), and an order column with negative
+    values (the positions the extension pairs keep Spark's order)."""
+    from neardup.spark import dedup
+
+    docs = [f"document number {i} says something of its own about topic {i * 7919}" for i in range(40)]
+    df = spark.createDataFrame([(f"d{i}", t, i - 20) for i, t in enumerate(docs)], "id string, text string, o long")
+    result = dedup(df, order_col="o")
+    s = result.summary
+    assert s["clusters"] == 0 and s["kept"] == 40 and s["verified"] == s["exact_duplicates"] == 0, s
+    assert result.kept.count() == 40
+    near = docs[:10] + [docs[0] + " and more", docs[3] + " and more"]
+    df = spark.createDataFrame([(f"d{i}", t, -1000 + i) for i, t in enumerate(near)], "id string, text string, o long")
+    result = dedup(df, order_col="o", threshold=0.7)
+    assert clusters_of(result.assignments) == [["d0", "d10"], ["d11", "d3"]]
+    assert {r.id for r in result.assignments.collect() if not r.kept} == {"d10", "d11"}

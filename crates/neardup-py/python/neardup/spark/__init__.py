@@ -3,7 +3,7 @@ machines (``pip install "neardup[spark]"``).
 
 >>> from neardup.spark import dedup, dedup_jsonl
 >>> result = dedup(df, text_col="text", id_col="id", threshold=0.8)
->>> result = dedup_jsonl(spark.read.text("crawl/*.jsonl.gz"), id_field="meta.url")
+>>> result = dedup_jsonl(spark.read.text("crawl/*.jsonl.gz", lineSep="\\n"), id_field="meta.url")
 >>> result.assignments.show()      # id, cluster, cluster_size, kept
 >>> result.kept.write.parquet(...)  # the kept rows of df, every column as it was
 
@@ -223,8 +223,8 @@ def _sketch_lines(settings: str, fields: dict):
 def _bucket_batches(settings: str):
     """The function `mapInArrow` runs on each partition of (bucket, pos) rows shuffled by
     bucket: every row of the partition gathered, then its candidate pairs by the library's rule
-    (the skew guard included) as (a, b); a partition whose guard limited buckets adds one row
-    (-1 - partition, count)."""
+    (the skew guard included) as (a, b, null); a partition whose guard limited buckets adds one
+    row (partition, null, count)."""
 
     def run(batches: Iterator) -> Iterator:
         import numpy as np
@@ -240,12 +240,18 @@ def _bucket_batches(settings: str):
             return
         sk = _sketcher(settings)
         (a, b), capped = sk.bucket_candidates(np.concatenate(buckets), np.concatenate(positions))
-        if capped:
-            a = np.append(a, -1 - TaskContext.get().partitionId())
-            b = np.append(b, capped)
         step = 1 << 20
         for i in range(0, len(a), step):
-            yield pa.RecordBatch.from_arrays([pa.array(a[i:i + step]), pa.array(b[i:i + step])], names=["a", "b"])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(a[i:i + step]), pa.array(b[i:i + step]), pa.nulls(len(a[i:i + step]), pa.int64())],
+                names=["a", "b", "capped"],
+            )
+        if capped:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([TaskContext.get().partitionId()], pa.int64()), pa.nulls(1, pa.int64()),
+                 pa.array([capped], pa.int64())],
+                names=["a", "b", "capped"],
+            )
 
     return run
 
@@ -412,7 +418,6 @@ _COMMON_ARGS = """
         pairs: also compute every verified pair (copies included).
         max_bucket, star_width: the skew guard of the candidate stage (see the module doc; the
             library's rule and defaults, 2,000 and 2, which `neardup dedup` applies too).
-        order_col: a column giving input order (default: the order Spark reads the rows in).
         cache_input: persist the input (memory and disk) for the run. Rows are numbered in the
             order Spark reads them, and the kept rows are joined back by number at the end, so
             the numbers must come out the same on both reads: true for a plain read of files
@@ -457,6 +462,8 @@ def dedup(
         text_col: the column holding the text (string).
         id_col: the column holding the id (any type); None: the position.
         skip_bad: drop rows whose text is null (counted) instead of failing.
+        order_col: a long or int column giving input order (default: the order Spark reads the
+            rows in).
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -534,12 +541,17 @@ def dedup_jsonl(
     cache_input: bool = True,
 ) -> SparkDedupResult:
     """Near-duplicate clusters of JSON Lines records, as ``neardup dedup`` finds them in a
-    file: ``lines`` holds one line per row (``spark.read.text(paths)``, column ``value``), and
-    the executors read each line by the library's rule for a record (the fields by name,
-    dotted into objects; the id as written; invalid UTF-8, a bad record and a document over
-    ``max_doc_bytes`` as the CLI says them), so Spark parses no JSON. ``kept`` holds the kept
-    lines as they were (the ``line_col`` column); ``assignments`` ids are the records' ids (a
-    JSON string's value or a number's text), null for a record without one.
+    file: ``lines`` holds one line per row (``spark.read.text(paths, lineSep="\\n")``, column
+    ``value``), and the executors read each line by the library's rule for a record (the fields
+    by name, dotted into objects; the id as written; invalid UTF-8, a bad record and a document
+    over ``max_doc_bytes``), so Spark parses no JSON. ``kept`` holds the kept lines as they were
+    (the ``line_col`` column); ``assignments`` ids are the records' ids (a JSON string's value
+    or a number's text), or the position for a record without one (the CLI's ``FILE:LINE``
+    needs a line number, which Spark's reader does not give).
+
+    Rows are numbered in the order Spark reads them: a file's lines in order, but several files
+    in the order Spark packs their splits (by size), so with many files ``keep="first"`` keeps
+    the first in that order, and the kept lines come out in it.
 
     Args:
         lines: the lines, one per row (blank lines are not records).
@@ -552,6 +564,7 @@ def dedup_jsonl(
         skip_bad: skip bad lines (counted in ``summary["skipped"]``, left out of ``kept``)
             instead of failing on the first.
     """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -568,7 +581,10 @@ def dedup_jsonl(
                   keep_field=job.keep_field, lossy=lossy, max_doc_bytes=max_doc_bytes)
     # Empty lines never reach the executors' reader (a cheap filter; blank ones do, and are
     # no record).
-    indexed, _ = _indexed(lines.where(F.length(F.col(f"`{line_col}`")) > 0), None, cache_input, None)
+    numbered = lines.where(F.length(F.col(f"`{line_col}`")) > 0).withColumn(
+        "__pos", F.monotonically_increasing_id()
+    )
+    indexed = numbered.persist(StorageLevel.MEMORY_AND_DISK_DESER) if cache_input else numbered
     schema = "pos long, status byte, error string, id string, " + _SKETCH_SCHEMA
     if job.keep_field is not None:
         schema += _RANK_SCHEMA
@@ -577,12 +593,20 @@ def dedup_jsonl(
     ).mapInArrow(_sketch_lines(job.settings, fields), schema)
 
     def refuse(first_bad: Any) -> None:
-        # Which file (a scan of the input, only on this path).
-        where = indexed.where(F.col("__pos") == first_bad["pos"]).select(F.input_file_name()).first()
+        # Which file: a scan of the input, only on this path. A plan of its own (the file name
+        # taken before the numbering, which it leaves as it is), or Spark would answer from
+        # the input's cache, where no file is known.
+        named = (
+            lines.select(F.col(f"`{line_col}`"), F.input_file_name().alias("__file"))
+            .where(F.length(F.col(f"`{line_col}`")) > 0)
+            .withColumn("__pos", F.monotonically_increasing_id())
+        )
+        where = named.where(F.col("__pos") == first_bad["pos"]).select("__file").first()
         place = f"{where[0]}: " if where and where[0] else ""
+        n = first_bad["bad"]
         raise InputError(
-            f"{first_bad['bad']} line(s) are not records; the first: {place}{first_bad['error']} "
-            "(use skip_bad=True, --skip-bad, to skip bad records)"
+            f"{n} {'line is' if n == 1 else 'lines are'} not records; the first: {place}"
+            f"{first_bad['error']} (use skip_bad=True, --skip-bad, to skip bad records)"
         )
 
     def check_ids(stats: Any) -> None:
@@ -623,16 +647,19 @@ def _indexed(df: Any, order_col: Optional[str], cache_input: bool, id_col: Optio
     return indexed, id_col
 
 
-def _local_frame(spark: Any, table: Any) -> Any:
-    """A DataFrame of a small pyarrow Table held by the driver."""
+def _local_frame(spark: Any, table: Any, schema: str) -> Any:
+    """A DataFrame of a small pyarrow Table held by the driver, of the Spark schema given (an
+    empty table too: Spark cannot infer a schema from no rows)."""
+    if table.num_rows == 0:
+        return spark.createDataFrame([], schema)
     try:
-        return spark.createDataFrame(table)  # Spark 4 takes a pyarrow Table
+        return spark.createDataFrame(table, schema)  # Spark 4 takes a pyarrow Table
     except (TypeError, ValueError):
         key = "spark.sql.execution.arrow.pyspark.enabled"
         before = spark.conf.get(key, "false")
         spark.conf.set(key, "true")
         try:
-            return spark.createDataFrame(table.to_pandas())
+            return spark.createDataFrame(table.to_pandas(), schema)
         finally:
             spark.conf.set(key, before)
 
@@ -724,7 +751,7 @@ class _Job:
             refuse({"pos": first["pos"], "error": first["error"], "bad": skipped})
         if check_stats is not None:
             check_stats({"documents": documents, "with_id": stats["with_id"]})
-        if keep_field is not None:
+        if keep_field is not None and documents:
             # One field is compared as numbers or as dates, not both (the library's rule).
             if stats["kind_lo"] is None:
                 raise InputError(f"no row has a value in the column {keep_field!r} named by keep={keep!r}")
@@ -767,13 +794,13 @@ class _Job:
         # or table) shuffled by bucket, each partition's pairs found by the library's rule
         # (the skew guard included) in the extension; pairs found in several buckets once.
         rows = groups.select("pos", F.explode("buckets").alias("bucket")).repartition("bucket")
-        found = rows.mapInArrow(_bucket_batches(self.settings), "a long, b long")
+        found = rows.mapInArrow(_bucket_batches(self.settings), "a long, b long, capped long")
         found, counted = stage(
             "candidates", found.distinct(),
-            F.count(F.when(F.col("a") >= 0, 1)).alias("candidates"),
-            F.sum(F.when(F.col("a") < 0, F.col("b"))).alias("capped"),
+            F.count(F.when(F.col("capped").isNull(), 1)).alias("candidates"),
+            F.sum("capped").alias("capped"),
         )
-        candidates = found.where(F.col("a") >= 0)
+        candidates = found.where(F.col("capped").isNull()).select("a", "b")
         n_candidates, capped = counted["candidates"], counted["capped"] or 0
 
         # 4. verify each candidate with both sketches. Only the candidates' ends need theirs:
@@ -820,10 +847,12 @@ class _Job:
                 ranked = _local_frame(spark, pa.table({
                     "pos": nodes, "cluster": comps, "cluster_size": counts[inverse].astype("int64"),
                     "kept": kept_flags,
-                }))
+                }), "pos long, cluster long, cluster_size long, kept boolean")
                 n_clustered, n_dropped = len(nodes), int(len(nodes) - np.count_nonzero(kept_flags))
             else:
-                components = _local_frame(spark, pa.table({"node": nodes, "component": comps}))
+                components = _local_frame(
+                    spark, pa.table({"node": nodes, "component": comps}), "node long, component long"
+                )
         else:
             components = connected_components(edges)
         stage_seconds["components"] = time.perf_counter() - t
@@ -839,7 +868,11 @@ class _Job:
         not_docs_n = stats["rows"] - documents
         small = n_clustered + not_docs_n <= _BROADCAST_ROWS and order_col is None
         side = F.broadcast if small else (lambda d: d)
-        id_rows = ids if ids is not None else docs.select(F.col("pos").alias("__pos"), "id")
+        # A JSON Lines record without an id is named by its position (the CLI's FILE:LINE needs a
+        # line number, which Spark's reader does not give).
+        id_rows = ids if ids is not None else docs.select(
+            F.col("pos").alias("__pos"), F.coalesce("id", F.col("pos").cast("string")).alias("id")
+        )
         assignments = (
             id_rows.join(side(ranked.withColumnRenamed("pos", "__pos")), "__pos", "left")
             .select(
@@ -851,7 +884,7 @@ class _Job:
             )
         )
         if ids is not None and skipped:
-            assignments = assignments.join(F.broadcast(not_docs), "__pos", "left_anti")
+            assignments = assignments.join(broadcast_or_not(not_docs, skipped), "__pos", "left_anti")
         dropped = ranked.where(~F.col("kept")).select(F.col("pos").alias("__pos"))
         removed = dropped.unionByName(not_docs) if not_docs_n else dropped
         kept_rows = indexed.join(side(removed), "__pos", "left_anti")

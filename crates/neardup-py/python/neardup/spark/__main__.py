@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     import neardup
 
     try:
-        result = run(args, ap)
+        result = run(args)
     except neardup.InputError as e:
         print(f"neardup: error: {e}\n(no output was written)", file=sys.stderr)
         return 1
@@ -98,12 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(args: argparse.Namespace, ap: argparse.ArgumentParser):
+def run(args: argparse.Namespace):
     """Runs ``dedup`` as parsed by :func:`parser` (the outputs written) and returns its
     :class:`~neardup.spark.SparkDedupResult`; a bad input raises ``neardup.InputError``."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     import neardup
     from neardup.spark import dedup, dedup_jsonl
@@ -130,14 +129,18 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser):
                    cache_input=False)
     if fmt == "jsonl":
         # The executors read each line as `neardup dedup` reads it (Spark parses no JSON).
-        result = dedup_jsonl(spark.read.text(args.input), text_field=args.text_field,
+        # Lines end at "\n" only, as `neardup dedup` reads them (Spark's default also ends
+        # one at a bare "\r").
+        result = dedup_jsonl(spark.read.text(args.input, lineSep="\n"), text_field=args.text_field,
                              id_field=args.id_field or "id", id_field_named=args.id_field is not None,
                              lossy=args.lossy, max_doc_bytes=args.max_doc_bytes, **options)
     else:
         df = spark.read.parquet(*args.input)
         id_field = args.id_field or "id"
         if args.id_field is not None and id_field not in df.columns:
-            ap.error(f"no column {id_field!r} (--id-field) in the input; its columns are {df.columns}")
+            raise neardup.InputError(
+                f"no column {id_field!r} (--id-field) in the input; its columns are {df.columns}"
+            )
         result = dedup(df, text_col=args.text_field, id_col=id_field if id_field in df.columns else None,
                        **options)
     import time
@@ -150,10 +153,14 @@ def run(args: argparse.Namespace, ap: argparse.ArgumentParser):
     elif out_fmt == "jsonl":
         kept.write.mode("errorifexists").json(args.output)
     elif fmt == "jsonl":
-        # Parquet from JSONL: the kept records' id and text columns.
-        schema = T.StructType([T.StructField(args.id_field or "id", T.StringType()),
-                               T.StructField(args.text_field, T.StringType())])
-        kept.select(F.from_json("value", schema).alias("r")).select("r.*") \
+        # Parquet from JSONL: the kept records' id and text, each field found as the library
+        # finds it (a key with the whole name, else the dotted path).
+        def field(name: str):
+            whole = F.get_json_object("value", "$['" + name.replace("'", "\\'") + "']")
+            return F.coalesce(whole, F.get_json_object("value", "$." + name)) if "." in name else whole
+
+        id_name = args.id_field or "id"
+        kept.select(field(id_name).alias(id_name), field(args.text_field).alias(args.text_field)) \
             .write.mode("errorifexists").parquet(args.output)
     else:
         kept.write.mode("errorifexists").parquet(args.output)
