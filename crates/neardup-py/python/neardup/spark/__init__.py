@@ -474,11 +474,7 @@ def dedup(
         raise InputError(f"no column {id_col!r} (the id); the columns are {df.columns}")
     if not isinstance(df.schema[text_col].dataType, T.StringType):
         raise InputTypeError(f"column {text_col!r} must be a string column, not {df.schema[text_col].dataType}")
-    job = _Job.make(df, pipeline, dict(
-        threshold=threshold, keep=keep, verify=verify, recall=recall, bands=bands, rows=rows,
-        method=method, hamming=hamming, lsh_weights=lsh_weights, max_bucket=max_bucket,
-        star_width=star_width,
-    ))
+    job = _Job.make(df, pipeline, locals())
     keep_column = None
     if job.keep_field is not None:
         # A column by its whole name, else a dotted path into a struct column.
@@ -572,11 +568,7 @@ def dedup_jsonl(
         raise InputError(f"no column {line_col!r} (the lines); the columns are {lines.columns}")
     if not isinstance(lines.schema[line_col].dataType, T.StringType):
         raise InputTypeError(f"column {line_col!r} must be a string column, not {lines.schema[line_col].dataType}")
-    job = _Job.make(lines, pipeline, dict(
-        threshold=threshold, keep=keep, verify=verify, recall=recall, bands=bands, rows=rows,
-        method=method, hamming=hamming, lsh_weights=lsh_weights, max_bucket=max_bucket,
-        star_width=star_width,
-    ))
+    job = _Job.make(lines, pipeline, locals())
     fields = dict(text_field=text_field, id_field=id_field, tokens_field=tokens_field,
                   keep_field=job.keep_field, lossy=lossy, max_doc_bytes=max_doc_bytes)
     # Empty lines never reach the executors' reader (a cheap filter; blank ones do, and are
@@ -699,8 +691,12 @@ class _Job:
         shuffle_partitions = choose_shuffle_partitions(df)
         pipeline = pipeline or neardup.Pipeline()
         # The library's JobSpec, checked on the driver at once with the library's messages and
-        # defaults; executors receive it as JSON.
-        settings = neardup._neardup.job_spec(pipeline, {k: v for k, v in options.items() if v is not None})
+        # defaults; executors receive it as JSON. `options`: the caller's arguments, of which
+        # the search options (the library's table) are taken when given.
+        search = {name for group, name, _, _ in neardup._neardup.option_table() if group == "search"}
+        settings = neardup._neardup.job_spec(
+            pipeline, {k: v for k, v in options.items() if k in search and v is not None}
+        )
         local = _sketcher(settings)
         return _Job(settings, local, local.keep, local.keep_field, shuffle_partitions)
 
