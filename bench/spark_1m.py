@@ -5,6 +5,10 @@ each process tree (Spark's JVM and its Python workers together), the shuffle vol
 (from the Spark REST API), and whether the clusters are identical.
 
 Usage: bash bench/run_spark_1m.sh [--docs 1000000] [--driver-memory 8g] [--input jsonl|parquet]
+                                  [--rounds 3]
+
+This machine's speed drifts by tens of percent over minutes, so the two are run in alternation,
+`--rounds` times, and the ratio is that of the medians (each round's is printed too).
 """
 
 import argparse
@@ -14,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
+import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +74,11 @@ def main() -> None:
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"))
     ap.add_argument("--input", choices=["jsonl", "parquet"], default="jsonl",
                     help="the corpus as JSON Lines, or as Parquet (written once from the JSONL)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="Spark and the CLI run in alternation this many times (1-20)")
     args = ap.parse_args()
+    if not 1 <= args.rounds <= 20:
+        ap.error("--rounds must be between 1 and 20")
     corpus = DATA / f"en_dedup_{args.docs}.jsonl"
     if not corpus.exists():
         subprocess.run([sys.executable, str(ROOT / "bench" / "dedup_1m.py"), "--docs",
@@ -83,20 +91,26 @@ def main() -> None:
 
             pq.write_table(pj.read_json(jsonl), corpus)
     out = DATA / "spark_out"
-    subprocess.run(["rm", "-rf", str(out)], check=True)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PYSPARK_SUBMIT_ARGS=f"--driver-memory {args.driver_memory} pyspark-shell")
     cmd = [sys.executable, str(ROOT / "bench" / "spark_job.py"), str(corpus), str(out)]
-    spark_s, spark_rss, r = run_measured(cmd, env)
-    if r.returncode != 0:
-        raise SystemExit(r.stderr[-4000:])
-    report = json.loads(r.stdout.strip().splitlines()[-1])
-
     clusters = DATA / "spark_cli_clusters.jsonl"
-    cli_s, cli_rss, c = run_measured([args.binary, "dedup", str(corpus), "--clusters",
-                                      str(clusters), "-o", str(DATA / f"kept.{args.input}"), "-q"], dict(os.environ))
-    if c.returncode != 0:
-        raise SystemExit(c.stderr)
+    rounds = []
+    for i in range(args.rounds):
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+        spark_s, spark_rss, r = run_measured(cmd, env)
+        if r.returncode != 0:
+            raise SystemExit(r.stderr[-4000:])
+        report = json.loads(r.stdout.strip().splitlines()[-1])
+        cli_s, cli_rss, c = run_measured([args.binary, "dedup", str(corpus), "--clusters",
+                                          str(clusters), "-o", str(DATA / f"kept.{args.input}"), "-q"],
+                                         dict(os.environ))
+        if c.returncode != 0:
+            raise SystemExit(c.stderr)
+        print(f"round {i + 1}: Spark {spark_s:.1f} s, CLI {cli_s:.1f} s, {spark_s / cli_s:.2f}x",
+              file=sys.stderr)
+        rounds.append((spark_s, spark_rss, cli_s, cli_rss, report))
+
     cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(clusters))
     groups: dict = {}
     for part in sorted((out / "assignments").glob("part-*")):
@@ -106,19 +120,28 @@ def main() -> None:
                 groups.setdefault(row["cluster"], []).append(int(row["id"]))
     spark_clusters = sorted(sorted(g) for g in groups.values())
     same = spark_clusters == cli
+    med = statistics.median
+    spark_s, cli_s = med(r[0] for r in rounds), med(r[2] for r in rounds)
+    spark_rss, cli_rss = max(r[1] for r in rounds), max(r[3] for r in rounds)
+    report = rounds[-1][4]
+    report["stage_seconds"] = {name: med(r[4]["stage_seconds"][name] for r in rounds)
+                               for name in report["stage_seconds"]}
 
-    print(f"corpus {corpus.name}: {args.docs} documents; local[2]; driver memory {args.driver_memory}\n")
+    print(f"corpus {corpus.name}: {args.docs} documents; local[2]; driver memory {args.driver_memory}; "
+          f"medians of {args.rounds} rounds\n")
     print("| stage | seconds | shuffle write |")
     print("|---|---:|---:|")
     for name, secs in report["stage_seconds"].items():
         mb = report["shuffle_mb"].get(name)
         print(f"| {name} | {secs:.1f} | {'' if mb is None else f'{mb:,.0f} MB'} |")
-    print(f"\n| run | seconds | peak RSS (process tree) |")
+    print("\n| run | seconds | peak RSS (process tree) |")
     print("|---|---:|---:|")
     print(f"| neardup.spark, local[2] (JVM start, read, all stages, write) | {spark_s:.1f} | {spark_rss:,.0f} MB |")
     print(f"| neardup dedup, 2 threads | {cli_s:.1f} | {cli_rss:,.0f} MB |")
-    print(f"\nSpark / CLI: {spark_s / cli_s:.1f}x; clusters identical: {same} ({len(cli)} clusters)")
-    print(json.dumps({"spark_s": spark_s, "cli_s": cli_s, "spark_rss_mb": spark_rss,
+    each = ", ".join(f"{r[0] / r[2]:.2f}" for r in rounds)
+    print(f"\nSpark / CLI: {spark_s / cli_s:.2f}x (rounds: {each}); clusters identical: {same} "
+          f"({len(cli)} clusters)")
+    print(json.dumps({"spark_s": spark_s, "cli_s": cli_s, "rounds": [r[:4] for r in rounds], "spark_rss_mb": spark_rss,
                       "cli_rss_mb": cli_rss, "same": same, **report}))
 
 
