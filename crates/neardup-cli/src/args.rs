@@ -11,8 +11,8 @@ use neardup::{FeatureChoice, PipelineOptions, PipelineSpec, Weighting};
 /// The most worker threads `-j` accepts.
 pub const MAX_THREADS: i64 = 256;
 
-/// The largest `--max-doc-bytes`: 2 GiB.
-pub const MAX_DOC_BYTES: u64 = 2 << 30;
+/// The largest `--max-doc-bytes` (the library's bound): 2 GiB.
+pub use neardup::MAX_DOC_BYTES;
 
 /// Parses `--max-doc-bytes`: 1 to [`MAX_DOC_BYTES`].
 fn doc_bytes(s: &str) -> Result<usize, String> {

@@ -127,9 +127,8 @@ pub struct ReadOptions {
     pub rank_field: Option<String>,
 }
 
-/// The default of [`ReadOptions::max_doc_bytes`]: 32 MiB keeps one document's sketching under
-/// about 1 GB.
-pub const DEFAULT_MAX_DOC_BYTES: usize = 32 << 20;
+/// The default of [`ReadOptions::max_doc_bytes`] (the library's, for every surface).
+pub use neardup::DEFAULT_MAX_DOC_BYTES;
 
 impl ReadOptions {
     /// The format `source` is read in: a `--text` string and a file found in a directory

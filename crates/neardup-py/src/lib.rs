@@ -50,6 +50,8 @@ fn _neardup(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FORMAT_VERSION", neardup::FORMAT_VERSION)?;
     m.add("MAX_NUM_PERM", neardup::sketch::MAX_NUM_PERM)?;
     m.add("DEFAULT_RECALL", neardup::DEFAULT_RECALL)?;
+    m.add("DEFAULT_MAX_DOC_BYTES", neardup::DEFAULT_MAX_DOC_BYTES)?;
+    m.add("MAX_DOC_BYTES", neardup::MAX_DOC_BYTES)?;
     pipeline::register(m)?;
     dedup::register(m)?;
     index::register(m)?;

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 
-use neardup::{DocSketch, Document, Engine, Scratch};
+use neardup::{DocSketch, Document, Engine, Scratch, DEFAULT_MAX_DOC_BYTES};
 
 use crate::guard;
 use crate::texts::Source;
@@ -79,9 +79,6 @@ fn binary_column(parts: &[Vec<u8>]) -> (Vec<i64>, Vec<u8>) {
     }
     (offsets, data)
 }
-
-/// The largest document accepted by default (the CLI's `--max-doc-bytes` default).
-const DEFAULT_MAX_DOC_BYTES: usize = 32 << 20;
 
 /// One line of a batch of JSON Lines, read and sketched.
 enum Line {

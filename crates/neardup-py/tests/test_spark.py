@@ -383,6 +383,54 @@ def test_jsonl_bad_lines_invalid_utf8_and_a_misspelt_id_field(spark, tmp_path):
     assert len(set(ids)) == len(good) and all(i.isdigit() for i in ids), ids
 
 
+def test_a_document_over_max_doc_bytes_is_a_bad_record_as_in_the_cli(spark, binary, tmp_path):
+    """max_doc_bytes on every input of Spark (a DataFrame, JSON Lines, the command on Parquet),
+    with the CLI's default and bounds; the command skips what `neardup dedup` skips."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.spark import dedup, dedup_jsonl
+
+    texts = example_texts() + example_texts()[:2]
+    limit = max(len(t.encode()) for t in texts)
+    big = " ".join(["an overlong document"] * (limit // 10))
+    ids = [f"d{i}" for i in range(len(texts))] + ["big"]
+    texts = texts[:3] + [big] + texts[3:]
+    ids = ids[:3] + ["big"] + ids[3:-1]
+    df = spark.createDataFrame(list(zip(ids, texts)), "id string, text string")
+    with pytest.raises(neardup.InputError, match=f"1 row is bad, the first with a text over max_doc_bytes {limit}, id 'big'"):
+        dedup(df, max_doc_bytes=limit)
+    result = dedup(df, max_doc_bytes=limit, skip_bad=True)
+    assert result.summary["skipped"] == 1 and result.summary["documents"] == len(texts) - 1
+    assert "big" not in {r.id for r in result.kept.collect()}
+    assert dedup(df).summary["documents"] == len(texts)  # the default, 32 MiB, takes it
+    for bad, error in ((0, neardup.OptionError), (2**31 + 1, neardup.OptionError), ("1", neardup.InputTypeError)):
+        with pytest.raises(error, match="max_doc_bytes"):
+            dedup(df, max_doc_bytes=bad)
+        with pytest.raises(error, match="max_doc_bytes"):
+            dedup_jsonl(spark.createDataFrame([("{}",)], "value string"), max_doc_bytes=bad)
+
+    lines = [json.dumps({"id": i, "text": t}) for i, t in zip(ids, texts)]
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n")
+    with pytest.raises(neardup.InputError, match=f"document is larger than --max-doc-bytes {limit}"):
+        dedup_jsonl(spark.read.text(str(jsonl)), max_doc_bytes=limit, cache_input=False)
+
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ids, "text": texts}), parquet)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    cmd = [sys.executable, "-m", "neardup.spark", "dedup", str(parquet), str(tmp_path / "out"),
+           "--master", "local[2]", "--max-doc-bytes", str(limit), "--skip-bad"]
+    ok = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert ok.returncode == 0 and "skipped 1 bad record" in ok.stderr, ok.stderr[-3000:]
+    cli = run_cli(binary, "dedup", str(parquet), "-o", str(tmp_path / "kept.parquet"), "-q",
+                  "--max-doc-bytes", str(limit), "--skip-bad")
+    assert cli.returncode == 0, cli.stderr
+    spark_kept = pq.read_table(tmp_path / "out").column("id").to_pylist()
+    assert spark_kept == pq.read_table(tmp_path / "kept.parquet").column("id").to_pylist()
+    assert "big" not in spark_kept and len(spark_kept) < len(texts) - 1
+
+
 def test_a_corpus_without_duplicates_and_negative_order_positions(spark):
     """No edge at all (the driver's components of nothing), and an order column with negative
     values (the positions the extension pairs keep Spark's order)."""

@@ -12,6 +12,13 @@ use serde_json::value::RawValue;
 
 use crate::{OwnedDocument, Rank};
 
+/// The largest document taken by default (`--max-doc-bytes`, and the same default on every
+/// surface that reads records): 32 MiB keeps one document's sketching under about 1 GB.
+pub const DEFAULT_MAX_DOC_BYTES: usize = 32 << 20;
+
+/// The most `--max-doc-bytes` may be set to (2 GiB).
+pub const MAX_DOC_BYTES: u64 = 2 << 30;
+
 /// The names of the fields a record is read from.
 #[derive(Debug, Clone, Copy)]
 pub struct RecordFields<'a> {

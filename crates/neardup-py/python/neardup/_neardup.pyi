@@ -10,6 +10,8 @@ __version__: str
 FORMAT_VERSION: int
 MAX_NUM_PERM: int
 DEFAULT_RECALL: float
+DEFAULT_MAX_DOC_BYTES: int
+MAX_DOC_BYTES: int
 
 # A batch of texts: a list or tuple of str, a `neardup._input.ArrowTexts` (an Arrow string
 # array's buffers), or anything `neardup._input.as_texts` takes (a pandas Series, a pyarrow

@@ -46,7 +46,7 @@ in stage 6.
 
 from __future__ import annotations
 
-from ..errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError, OptionError
 
 import json
 import time
@@ -73,6 +73,20 @@ def _sketcher(job: str) -> Any:
         _SKETCHER.clear()
         _SKETCHER[job] = sk
     return sk
+
+
+def _max_doc_bytes(value: Optional[int]) -> int:
+    """``max_doc_bytes`` as the CLI takes ``--max-doc-bytes``: None is its default (32 MiB), and
+    a value must be from 1 to 2 GiB."""
+    from neardup import _neardup
+
+    if value is None:
+        return _neardup.DEFAULT_MAX_DOC_BYTES
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputTypeError(f"max_doc_bytes must be an int, not {type(value).__name__}")
+    if not 1 <= value <= _neardup.MAX_DOC_BYTES:
+        raise OptionError(f"max_doc_bytes must be between 1 and {_neardup.MAX_DOC_BYTES} (2 GiB), not {value}")
+    return value
 
 
 def _binary_array(offsets: Any, data: Any) -> Any:
@@ -135,9 +149,10 @@ _SKETCH_SCHEMA = "len long, empty boolean, exact binary, buckets array<long>, sk
 _RANK_SCHEMA = ", rank double, rank_kind byte"
 
 
-def _sketch_batches(settings: str, keep_field: Optional[str] = None):
+def _sketch_batches(settings: str, max_doc_bytes: int, keep_field: Optional[str] = None):
     """The function `mapInArrow` runs on each partition of a DataFrame: (pos, text[, rank_src])
-    -> (pos, status, error, sketch columns[, rank, rank_kind]); a null text is a bad row."""
+    -> (pos, status, error, sketch columns[, rank, rank_kind]); a null text, or one of more than
+    `max_doc_bytes` bytes, is a bad row (not sketched), as `neardup dedup` reads a Parquet row."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -151,12 +166,18 @@ def _sketch_batches(settings: str, keep_field: Optional[str] = None):
             if n == 0:
                 continue
             text = batch.column("text")
-            missing = text.is_null()
-            if text.null_count:
-                text = pc.fill_null(text, "")
+            missing = pc.fill_null(text.is_null(), True)
+            large = pc.fill_null(pc.greater(pc.binary_length(text), max_doc_bytes), False)
+            bad = pc.or_(missing, large)
+            if pc.any(bad).as_py():
+                text = pc.if_else(bad, pa.scalar("", pa.string()), text)
             columns, names = _sketch_output(sk.sketch(as_texts(text)), n)
-            status = pc.if_else(missing, pa.scalar(2, pa.int8()), pa.scalar(0, pa.int8()))
-            error = pc.if_else(missing, pa.scalar("null text"), pa.scalar(None, pa.string()))
+            status = pc.if_else(bad, pa.scalar(2, pa.int8()), pa.scalar(0, pa.int8()))
+            error = pc.if_else(
+                missing, pa.scalar("null text"),
+                pc.if_else(large, pa.scalar(f"document is larger than --max-doc-bytes {max_doc_bytes}"),
+                           pa.scalar(None, pa.string())),
+            )
             columns = [batch.column("pos"), status, error] + columns
             names = ["pos", "status", "error"] + names
             if keep_field is not None:
@@ -454,6 +475,7 @@ def dedup(
     star_width: Optional[int] = None,
     order_col: Optional[str] = None,
     cache_input: bool = True,
+    max_doc_bytes: Optional[int] = None,
 ) -> SparkDedupResult:
     """Near-duplicate clusters of a Spark DataFrame, as ``neardup dedup`` finds them.
 
@@ -461,7 +483,9 @@ def dedup(
         df: the documents, one per row.
         text_col: the column holding the text (string).
         id_col: the column holding the id (any type); None: the position.
-        skip_bad: drop rows whose text is null (counted) instead of failing.
+        skip_bad: drop rows whose text is null or too large (counted) instead of failing.
+        max_doc_bytes: the largest text taken, in UTF-8 bytes (default: the CLI's, 32 MiB); a
+            longer one is a bad row, as ``neardup dedup`` reads a Parquet file.
         order_col: a long or int column giving input order (default: the order Spark reads the
             rows in).
     """
@@ -475,6 +499,7 @@ def dedup(
     if not isinstance(df.schema[text_col].dataType, T.StringType):
         raise InputTypeError(f"column {text_col!r} must be a string column, not {df.schema[text_col].dataType}")
     job = _Job.make(df, pipeline, locals())
+    max_doc_bytes = _max_doc_bytes(max_doc_bytes)
     keep_column = None
     if job.keep_field is not None:
         # A column by its whole name, else a dotted path into a struct column.
@@ -491,14 +516,19 @@ def dedup(
     if keep_column is not None:
         inputs.append(keep_column.alias("rank_src"))
         schema += _RANK_SCHEMA
-    sketched = indexed.select(*inputs).mapInArrow(_sketch_batches(job.settings, job.keep_field), schema)
+    sketched = indexed.select(*inputs).mapInArrow(
+        _sketch_batches(job.settings, max_doc_bytes, job.keep_field), schema
+    )
 
     def refuse(first_bad: Any) -> None:
         row = indexed.where(F.col("__pos") == first_bad["pos"]).select(id_col).limit(1).collect()
         shown = row[0][0] if row else first_bad["pos"]
+        n = first_bad["bad"]
+        what = (f"no text (null {text_col!r})" if first_bad["error"] == "null text"
+                else f"a text over max_doc_bytes {max_doc_bytes}")
         raise InputError(
-            f"a row has no text (null {text_col!r}), e.g. id {shown!r}; use skip_bad=True to "
-            "skip such rows"
+            f"{n} {'row is' if n == 1 else 'rows are'} bad, the first with {what}, id {shown!r}; "
+            "use skip_bad=True to skip such rows"
         )
 
     return job.run(
@@ -570,7 +600,7 @@ def dedup_jsonl(
         raise InputTypeError(f"column {line_col!r} must be a string column, not {lines.schema[line_col].dataType}")
     job = _Job.make(lines, pipeline, locals())
     fields = dict(text_field=text_field, id_field=id_field, tokens_field=tokens_field,
-                  keep_field=job.keep_field, lossy=lossy, max_doc_bytes=max_doc_bytes)
+                  keep_field=job.keep_field, lossy=lossy, max_doc_bytes=_max_doc_bytes(max_doc_bytes))
     # Empty lines never reach the executors' reader (a cheap filter; blank ones do, and are
     # no record).
     numbered = lines.where(F.length(F.col(f"`{line_col}`")) > 0).withColumn(

@@ -57,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--lossy", action="store_true",
                    help="JSONL: replace invalid UTF-8 with U+FFFD instead of calling the line bad")
     d.add_argument("--max-doc-bytes", type=int, default=None,
-                   help="JSONL: the largest document taken (default 32 MiB, as neardup dedup)")
+                   help="the largest document taken, in bytes (default 32 MiB, as neardup dedup); a "
+                        "larger one is a bad record")
     # The search options: the library's one table, spelled as `neardup dedup` spells them
     # (`--lsh-weights 0.3,0.7`); defaults and rules are the library's.
     from neardup import _neardup
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace):
                 f"no column {id_field!r} (--id-field) in the input; its columns are {df.columns}"
             )
         result = dedup(df, text_col=args.text_field, id_col=id_field if id_field in df.columns else None,
-                       **options)
+                       max_doc_bytes=args.max_doc_bytes, **options)
     import time
 
     spark.sparkContext.setJobDescription("neardup dedup: write")
