@@ -133,7 +133,9 @@ pub struct PipelineArgs {
     pub no_collapse_whitespace: bool,
 
     /// Write Chinese in one script before taking features: simplified (traditional characters
-    /// read as simplified, OpenCC's t2s; the zh-* presets' choice), traditional (s2t), or keep.
+    /// read as simplified, OpenCC's t2s; the zh-* presets' choice), traditional (s2t), mainland
+    /// (Taiwan text as the mainland writes it, vocabulary too: 軟體 as 软件, OpenCC's tw2sp), or
+    /// keep.
     #[arg(long, value_enum, value_name = "SCRIPT")]
     pub zh_script: Option<ZhScriptArg>,
 }
@@ -143,6 +145,7 @@ pub enum ZhScriptArg {
     Keep,
     Simplified,
     Traditional,
+    Mainland,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -338,6 +341,7 @@ impl PipelineArgs {
                 ZhScriptArg::Keep => neardup::text::ZhScript::Keep,
                 ZhScriptArg::Simplified => neardup::text::ZhScript::Simplified,
                 ZhScriptArg::Traditional => neardup::text::ZhScript::Traditional,
+                ZhScriptArg::Mainland => neardup::text::ZhScript::Mainland,
             }),
         }
     }

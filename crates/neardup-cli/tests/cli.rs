@@ -2335,6 +2335,31 @@ fn the_format_follows_the_file_name_unless_given() {
     assert_eq!(o.status.code(), Some(2), "contradictory: {}", stderr(&o));
 }
 
+/// A Taiwan and a mainland edition of one text differ in vocabulary as well as characters
+/// (軟體/软件, 網路/网络, 使用者/用户): `--zh-script mainland` (OpenCC's tw2sp) makes them one
+/// text, where `simplified` (characters only) leaves every such word apart.
+#[test]
+fn taiwan_and_mainland_editions_are_one_text_under_zh_script_mainland() {
+    let tw = "使用者可以在網路上免費下載這個軟體，安裝以後用滑鼠開啟檔案，程式會自動連線到伺服器並更新資料庫。";
+    let cn = "用户可以在网络上免费下载这个软件，安装以后用鼠标打开文件，程序会自动连接到服务器并更新数据库。";
+    let jaccard = |extra: &[&str]| {
+        let mut args = vec!["compare", "--json", "--preset", "zh-news", "--text", tw, "--text", cn];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+        v["jaccard_exact"].as_f64().expect("jaccard")
+    };
+    let chars_only = jaccard(&[]);
+    assert!(chars_only < 0.8, "the preset's t2s leaves the vocabulary apart: {chars_only}");
+    assert_eq!(jaccard(&["--zh-script", "mainland"]), 1.0);
+    let o = run(&["spec", "--preset", "zh-news", "--zh-script", "mainland"]);
+    assert!(stdout(&o).contains("\"zh_script\": \"mainland\""), "{}", stdout(&o));
+    let o = run(&["compare", "--zh-script", "taiwan", "--text", "a", "--text", "b"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("mainland"), "the valid values are listed: {}", stderr(&o));
+}
+
 /// Issue 20: the same sentence in traditional and simplified characters scored Jaccard 0.11.
 /// The Chinese presets write traditional as simplified (OpenCC's t2s), any pipeline can with
 /// `--zh-script`, and `keep` is the old behaviour (the default preset's).

@@ -140,5 +140,15 @@ def test_traditional_and_simplified_are_one_text_in_the_chinese_presets():
     assert kept.fingerprint(hk).simhash != kept.fingerprint(cn).simhash
     assert neardup.dedup([cn, hk], pipeline="zh-news").keep_mask.tolist() == [True, False]
     assert neardup.dedup([cn, hk]).keep_mask.tolist() == [True, True]
-    with pytest.raises(neardup.OptionError, match="expected one of keep, simplified, traditional"):
+    with pytest.raises(neardup.OptionError, match="expected one of keep, simplified, traditional, mainland"):
         neardup.Pipeline(zh_script="hant")
+
+
+def test_taiwan_vocabulary_is_the_mainlands_under_zh_script_mainland():
+    tw = "使用者可以在網路上下載這個軟體，再用滑鼠開啟檔案。"
+    cn = "用户可以在网络上下载这个软件，再用鼠标打开文件。"
+    chars_only = neardup.Pipeline("zh-news")
+    assert chars_only.fingerprint(tw).simhash != chars_only.fingerprint(cn).simhash
+    mainland = neardup.Pipeline("zh-news", zh_script="mainland")
+    assert mainland.fingerprint(tw).simhash == mainland.fingerprint(cn).simhash
+    assert neardup.dedup([cn, tw], pipeline=mainland).keep_mask.tolist() == [True, False]

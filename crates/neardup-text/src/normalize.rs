@@ -40,6 +40,11 @@ pub enum ZhScript {
     Simplified,
     /// Simplified to traditional (OpenCC's `s2t`).
     Traditional,
+    /// Taiwan's writing to the mainland's, vocabulary included (OpenCC's `tw2sp`: Taiwan
+    /// phrases such as 軟體, 網路 and 使用者 as 软件, 网络 and 用户, Taiwan variants, then
+    /// characters as `t2s`). `Simplified` converts characters only, so a Taiwan and a mainland
+    /// edition of one text still differ in every such word.
+    Mainland,
 }
 
 impl ZhScript {

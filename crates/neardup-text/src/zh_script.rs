@@ -40,12 +40,18 @@ mod imp {
     fn direction(script: ZhScript) -> Option<&'static Direction> {
         static T2S: OnceLock<Direction> = OnceLock::new();
         static S2T: OnceLock<Direction> = OnceLock::new();
+        static TW2SP: OnceLock<Direction> = OnceLock::new();
         let (cell, keys, config) = match script {
             ZhScript::Simplified => {
                 (&T2S, include_str!("../data/opencc/traditional_keys.txt"), BuiltinConfig::T2s)
             }
             ZhScript::Traditional => {
                 (&S2T, include_str!("../data/opencc/simplified_keys.txt"), BuiltinConfig::S2t)
+            }
+            // Taiwan text is told by its traditional characters, as for `t2s`: a text without
+            // any (a mainland one) keeps its words, even those that are Taiwan's phrase keys.
+            ZhScript::Mainland => {
+                (&TW2SP, include_str!("../data/opencc/traditional_keys.txt"), BuiltinConfig::Tw2sp)
             }
             ZhScript::Keep => return None,
         };
@@ -94,5 +100,22 @@ mod tests {
         let back = convert(Cow::Borrowed("软件和头发"), ZhScript::Traditional);
         assert_eq!(back, "軟件和頭髮");
         assert_eq!(convert(Cow::Borrowed(hk), ZhScript::Keep), hk);
+    }
+
+    /// `mainland` writes Taiwan's vocabulary as the mainland's, where `simplified` converts
+    /// only the characters; a mainland text is left as it is, its words included.
+    #[test]
+    fn mainland_converts_taiwan_vocabulary_too() {
+        let tw = "使用者可以在網路上下載這個軟體，再用滑鼠開啟檔案。";
+        let cn = "用户可以在网络上下载这个软件，再用鼠标打开文件。";
+        assert_eq!(convert(Cow::Borrowed(tw), ZhScript::Mainland), cn);
+        let chars_only = convert(Cow::Borrowed(tw), ZhScript::Simplified);
+        assert_eq!(chars_only, "使用者可以在网路上下载这个软体，再用滑鼠开启档案。");
+        assert!(matches!(convert(Cow::Borrowed(cn), ZhScript::Mainland), Cow::Borrowed(_)));
+        let mainland_words = "使用者用滑鼠";
+        assert!(matches!(
+            convert(Cow::Borrowed(mainland_words), ZhScript::Mainland),
+            Cow::Borrowed(_)
+        ));
     }
 }

@@ -271,6 +271,7 @@ impl PipelineOptions {
                         ("keep", ZhScript::Keep),
                         ("simplified", ZhScript::Simplified),
                         ("traditional", ZhScript::Traditional),
+                        ("mainland", ZhScript::Mainland),
                     ],
                 )?)
             }
