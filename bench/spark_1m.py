@@ -67,6 +67,38 @@ def run_measured(cmd: list[str], env: dict) -> tuple[float, float, subprocess.Co
     return time.perf_counter() - t, peak[0], subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def corpus_for(docs: int, fmt: str) -> Path:
+    """The dedup benchmark's corpus of `docs` documents as JSONL or Parquet, made if missing."""
+    corpus = DATA / f"en_dedup_{docs}.jsonl"
+    if not corpus.exists():
+        subprocess.run([sys.executable, str(ROOT / "bench" / "dedup_1m.py"), "--docs",
+                        str(docs), "--peers", ""], check=True)
+    if fmt == "parquet":
+        jsonl, corpus = corpus, corpus.with_suffix(".parquet")
+        if not corpus.exists():
+            import pyarrow.json as pj
+            import pyarrow.parquet as pq
+
+            pq.write_table(pj.read_json(jsonl), corpus)
+    return corpus
+
+
+def cli_clusters(path: Path) -> list[list[int]]:
+    """The clusters of a `neardup dedup --clusters` file, each sorted, sorted."""
+    return sorted(sorted(json.loads(l)["cluster"]) for l in open(path))
+
+
+def spark_clusters(assignments: Path) -> list[list[int]]:
+    """The clusters of neardup.spark's assignments folder (JSON parts), as `cli_clusters`."""
+    groups: dict = {}
+    for part in sorted(assignments.glob("part-*")):
+        for line in open(part):
+            row = json.loads(line)
+            if row.get("cluster") is not None:
+                groups.setdefault(row["cluster"], []).append(int(row["id"]))
+    return sorted(sorted(g) for g in groups.values())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=1_000_000)
@@ -79,17 +111,7 @@ def main() -> None:
     args = ap.parse_args()
     if not 1 <= args.rounds <= 20:
         ap.error("--rounds must be between 1 and 20")
-    corpus = DATA / f"en_dedup_{args.docs}.jsonl"
-    if not corpus.exists():
-        subprocess.run([sys.executable, str(ROOT / "bench" / "dedup_1m.py"), "--docs",
-                        str(args.docs), "--peers", ""], check=True)
-    if args.input == "parquet":
-        jsonl, corpus = corpus, corpus.with_suffix(".parquet")
-        if not corpus.exists():
-            import pyarrow.json as pj
-            import pyarrow.parquet as pq
-
-            pq.write_table(pj.read_json(jsonl), corpus)
+    corpus = corpus_for(args.docs, args.input)
     out = DATA / "spark_out"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PYSPARK_SUBMIT_ARGS=f"--driver-memory {args.driver_memory} pyspark-shell")
@@ -111,15 +133,8 @@ def main() -> None:
               file=sys.stderr)
         rounds.append((spark_s, spark_rss, cli_s, cli_rss, report))
 
-    cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(clusters))
-    groups: dict = {}
-    for part in sorted((out / "assignments").glob("part-*")):
-        for line in open(part):
-            row = json.loads(line)
-            if row.get("cluster") is not None:
-                groups.setdefault(row["cluster"], []).append(int(row["id"]))
-    spark_clusters = sorted(sorted(g) for g in groups.values())
-    same = spark_clusters == cli
+    cli = cli_clusters(clusters)
+    same = spark_clusters(out / "assignments") == cli
     med = statistics.median
     spark_s, cli_s = med(r[0] for r in rounds), med(r[2] for r in rounds)
     spark_rss, cli_rss = max(r[1] for r in rounds), max(r[3] for r in rounds)
