@@ -1310,7 +1310,9 @@ fn a_byte_order_mark_is_accepted_and_ids_are_kept_as_written() {
     let text = std::fs::read_to_string(example("en/report_a.txt")).expect("example");
     let line = |id: &str| format!("{{\"id\": {id}, \"text\": {}}}", serde_json::json!(text));
     let corpus = dir.join("c.jsonl");
-    let body = format!("\u{feff}{}\n{}\n{}\n", line("1.10"), line("1e2"), line("\"x\\u0041\""));
+    // A mark on a later line too: files joined with `cat` keep theirs.
+    let body =
+        format!("\u{feff}{}\n{}\n\u{feff}{}\n", line("1.10"), line("1e2"), line("\"x\\u0041\""));
     std::fs::write(&corpus, body).expect("write");
     let o = run(&[
         "dedup",
@@ -1325,6 +1327,12 @@ fn a_byte_order_mark_is_accepted_and_ids_are_kept_as_written() {
     assert!(out.contains("[1.10,1e2,\"x\\u0041\"]"), "{out}");
     let pairs = std::fs::read_to_string(dir.join("p.jsonl")).expect("pairs");
     assert!(pairs.contains("\"a\":1.10,\"b\":1e2"), "{pairs}");
+    // The offset of bad UTF-8 after a mark is the byte's in the file.
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, b"{\"text\": \"ok\"}\n\xEF\xBB\xBF{\"text\": \"caf\xE9\"}\n")
+        .expect("write");
+    let o = run(&["dedup", bad.to_str().expect("p"), "-o", "-"]);
+    assert!(stderr(&o).contains("bad.jsonl:2: invalid UTF-8 at byte offset 31"), "{}", stderr(&o));
     // A plain file with a BOM.
     let plain = dir.join("bom.txt");
     std::fs::write(&plain, format!("\u{feff}{text}")).expect("write");

@@ -769,16 +769,11 @@ fn read_jsonl<R: BufRead + ?Sized>(
             }))?;
             continue;
         }
-        while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-            line.pop();
-        }
-        let mut body: &[u8] = &line;
-        if number == 1 && body.starts_with(b"\xEF\xBB\xBF") {
-            body = &body[3..]; // a byte order mark
-        }
-        if body.iter().all(u8::is_ascii_whitespace) {
+        let Some(body) = neardup::record_line(&line) else {
             continue; // blank lines are not records
-        }
+        };
+        // Where the record starts in the file: after a byte order mark, if the line has one.
+        let start = start + (body.as_ptr() as usize - line.as_ptr() as usize) as u64;
         let record =
             match std::str::from_utf8(body) {
                 Ok(text) => parse_record(text, &place, number, name, opts, 0),

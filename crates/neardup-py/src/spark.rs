@@ -93,7 +93,7 @@ enum Line {
     Bad(String),
 }
 
-/// Reads and sketches one line (its newline, if any, and a byte order mark dropped).
+/// Reads and sketches one line, by the library's rule ([`neardup::record_line`]).
 fn read_line(
     line: &[u8],
     fields: &neardup::RecordFields<'_>,
@@ -102,14 +102,9 @@ fn read_line(
     engine: &Engine,
     scratch: &mut Scratch,
 ) -> Line {
-    let mut body = line;
-    while let [rest @ .., b'\n' | b'\r'] = body {
-        body = rest;
-    }
-    body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
-    if body.iter().all(u8::is_ascii_whitespace) {
+    let Some(body) = neardup::record_line(line) else {
         return Line::Blank;
-    }
+    };
     let text = match std::str::from_utf8(body) {
         Ok(t) => std::borrow::Cow::Borrowed(t),
         Err(_) if lossy => String::from_utf8_lossy(body),

@@ -314,7 +314,7 @@ def test_keep_by_a_date_column_keeps_what_the_cli_keeps(spark, binary, tmp_path)
 def test_jsonl_lines_are_read_as_the_cli_reads_them(spark, binary, tmp_path, monkeypatch):
     """dedup_jsonl (what `python -m neardup.spark dedup` runs on JSONL) reads each line by the
     library's rule: dotted fields, ids as written (a number's text), escaped and raw Chinese,
-    blank lines that are no record. The clusters, ids and kept lines are the CLI's, with the
+    blank lines that are no record, a byte order mark on any line. The clusters, ids and kept lines are the CLI's, with the
     clusters found on the driver and by large-star / small-star alike."""
     import neardup.spark as spark_mod
     from neardup.spark import dedup_jsonl
@@ -326,6 +326,8 @@ def test_jsonl_lines_are_read_as_the_cli_reads_them(spark, binary, tmp_path, mon
         lines.append(json.dumps({"meta": {"url": url, "lang": "x"}, "body": t}, ensure_ascii=i % 2 == 0))
         if i == 10:
             lines.append("   \t")  # blank: no record
+        if i in (0, 20):
+            lines[-1] = "\ufeff" + lines[-1]  # a byte order mark, on the first line and later
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     kept_path, assign_path = tmp_path / "kept.jsonl", tmp_path / "a.jsonl"

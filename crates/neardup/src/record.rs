@@ -55,6 +55,20 @@ impl fmt::Display for RecordError {
 
 impl std::error::Error for RecordError {}
 
+/// The bytes of a JSON Lines line that hold its record, or `None` for a blank line (no record):
+/// the line without its ending (`\n`, `\r\n`, any trailing `\r`) and without a UTF-8 byte
+/// order mark at its start. A mark is dropped on any line, not only a file's first, so files
+/// joined with `cat` read as they did apart (JSON itself allows no mark, and a reader would
+/// otherwise see an invisible character before the `{`).
+pub fn record_line(line: &[u8]) -> Option<&[u8]> {
+    let mut body = line;
+    while let [rest @ .., b'\n' | b'\r'] = body {
+        body = rest;
+    }
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    (!body.iter().all(u8::is_ascii_whitespace)).then_some(body)
+}
+
 /// Reads one JSON Lines record: `line` is the line without its newline. It must be a JSON
 /// object with a string text field (or, without one, an array of strings in the tokens field);
 /// an id field, when present, must be a string or a number; the keep rule's field a number or
@@ -320,5 +334,22 @@ fn unescape(raw: &RawValue) -> Result<String, serde_json::Error> {
     match json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
         Some(inner) if !inner.as_bytes().contains(&b'\\') => Ok(inner.to_string()),
         _ => serde_json::from_str::<String>(json),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_line_drops_its_ending_and_a_byte_order_mark() {
+        assert_eq!(record_line(b"{}\r\n"), Some(&b"{}"[..]));
+        assert_eq!(record_line(b"\xEF\xBB\xBF{\"a\": 1}\n"), Some(&b"{\"a\": 1}"[..]));
+        assert_eq!(record_line(b"{}"), Some(&b"{}"[..]));
+        for blank in [&b""[..], b"\n", b" \t\r\n", b"\xEF\xBB\xBF\n"] {
+            assert_eq!(record_line(blank), None, "{blank:?}");
+        }
+        // Only one mark, and only at the start.
+        assert_eq!(record_line(b"{}\xEF\xBB\xBF"), Some(&b"{}\xEF\xBB\xBF"[..]));
     }
 }
