@@ -110,8 +110,9 @@ fn read_line(
         Err(_) if lossy => String::from_utf8_lossy(body),
         Err(e) => {
             return Line::Bad(format!(
-                "invalid UTF-8 at byte offset {} of the line",
-                e.valid_up_to()
+                "invalid UTF-8 at byte offset {} of the line (use lossy=True, --lossy, to \
+                 replace bad bytes)",
+                e.valid_up_to() + (body.as_ptr() as usize - line.as_ptr() as usize)
             ))
         }
     };

@@ -369,7 +369,7 @@ def test_jsonl_bad_lines_invalid_utf8_and_a_misspelt_id_field(spark, tmp_path):
     )
     lines = lambda: spark.read.text(str(path))  # noqa: E731
     for cache in (False, True):  # the file is named from the input, not from its cache
-        with pytest.raises(neardup.InputError, match=r"2 lines are not records; the first: .*bad\.jsonl: invalid UTF-8"):
+        with pytest.raises(neardup.InputError, match=r"2 lines are not records; the first: .*bad\.jsonl: invalid UTF-8 at byte offset 24 of the line \(use lossy=True"):
             dedup_jsonl(lines(), cache_input=cache)
     result = dedup_jsonl(lines(), skip_bad=True, cache_input=False)
     assert result.summary["skipped"] == 2 and result.summary["documents"] == len(good)
