@@ -170,7 +170,7 @@ def _sketch_batches(settings: str, max_doc_bytes: int, keep_field: Optional[str]
             large = pc.fill_null(pc.greater(pc.binary_length(text), max_doc_bytes), False)
             bad = pc.or_(missing, large)
             if pc.any(bad).as_py():
-                text = pc.if_else(bad, pa.scalar("", pa.string()), text)
+                text = pc.if_else(bad, pa.scalar("", text.type), text)
             columns, names = _sketch_output(sk.sketch(as_texts(text)), n)
             status = pc.if_else(bad, pa.scalar(2, pa.int8()), pa.scalar(0, pa.int8()))
             error = pc.if_else(
