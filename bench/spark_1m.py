@@ -83,6 +83,16 @@ def corpus_for(docs: int, fmt: str) -> Path:
     return corpus
 
 
+def run_cli(binary: str, corpus: Path, clusters: Path) -> tuple[float, float]:
+    """`neardup dedup` on `corpus` (2 threads, kept records in its format, clusters to
+    `clusters`): its seconds and peak RSS in MB."""
+    secs, rss, c = run_measured([binary, "dedup", str(corpus), "--clusters", str(clusters), "-o",
+                                 str(DATA / f"kept{corpus.suffix}"), "-q"], dict(os.environ))
+    if c.returncode != 0:
+        raise SystemExit(c.stderr)
+    return secs, rss
+
+
 def cli_clusters(path: Path) -> list[list[int]]:
     """The clusters of a `neardup dedup --clusters` file, each sorted, sorted."""
     return sorted(sorted(json.loads(l)["cluster"]) for l in open(path))
@@ -124,11 +134,7 @@ def main() -> None:
         if r.returncode != 0:
             raise SystemExit(r.stderr[-4000:])
         report = json.loads(r.stdout.strip().splitlines()[-1])
-        cli_s, cli_rss, c = run_measured([args.binary, "dedup", str(corpus), "--clusters",
-                                          str(clusters), "-o", str(DATA / f"kept.{args.input}"), "-q"],
-                                         dict(os.environ))
-        if c.returncode != 0:
-            raise SystemExit(c.stderr)
+        cli_s, cli_rss = run_cli(args.binary, corpus, clusters)
         print(f"round {i + 1}: Spark {spark_s:.1f} s, CLI {cli_s:.1f} s, {spark_s / cli_s:.2f}x",
               file=sys.stderr)
         rounds.append((spark_s, spark_rss, cli_s, cli_rss, report))

@@ -14,7 +14,6 @@ Usage: bash bench/run_spark_cluster.sh [--docs 1000000] [--input jsonl|parquet] 
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from spark_1m import DATA, ROOT, cli_clusters, corpus_for, run_measured, spark_clusters, tree_rss_mb
+from spark_1m import DATA, ROOT, cli_clusters, corpus_for, run_cli, spark_clusters, tree_rss_mb
 
 sys.path.insert(0, str(ROOT / "crates" / "neardup-py" / "tests"))
 from sparkcluster import SPARK_HOME, Cluster, cluster_env, packed_environment  # noqa: E402
@@ -86,11 +85,7 @@ def main() -> None:
                 done.set()
                 if proc.returncode != 0:
                     raise SystemExit(said[-2000:] + err[-4000:] + cluster.logs())
-                cli_s, cli_rss, c = run_measured(
-                    [args.binary, "dedup", str(corpus), "--clusters", str(clusters),
-                     "-o", str(DATA / f"kept.{args.input}"), "-q"], dict(os.environ))
-                if c.returncode != 0:
-                    raise SystemExit(c.stderr)
+                cli_s, cli_rss = run_cli(args.binary, corpus, clusters)
                 print(f"round {i + 1}: cluster {spark_s:.1f} s, CLI {cli_s:.1f} s, "
                       f"{spark_s / cli_s:.2f}x", file=sys.stderr)
                 (DATA / "spark_cluster_submit.log").write_text(said + err)
