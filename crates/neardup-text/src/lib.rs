@@ -38,7 +38,7 @@ mod zh_script;
 pub use featurize::{FeatureKind, Featurizer};
 pub use normalize::{KeepFilter, NormalizeConfig, Normalizer, ZhScript};
 pub use pipeline::{PunctuationPolicy, TextConfig, TextPipeline, TextScratch};
-pub use script::{is_han, is_unspaced, Script};
+pub use script::{is_han, is_unspaced, is_unspaced_alphabetic, Script};
 pub use segment::{
     segment_text, CharSegmenter, Segmenter, SegmenterKind, Token, TokenKind, UnicodeWordSegmenter,
     WhitespaceSegmenter,

@@ -31,6 +31,25 @@ pub fn is_unspaced(c: char) -> bool {
             | '\u{FF00}'..='\u{FFEF}')
 }
 
+/// True for letters of the scripts that run words together without spaces and are not
+/// ideographic: those Unicode gives line-break class SA, "complex context" (Thai, Lao, Myanmar,
+/// Khmer, Tai Le, New Tai Lue, Tai Tham, Tai Viet), and Tibetan, whose syllable mark (tsheg)
+/// is often left out in running text. A run of these letters is a sentence, not a word: what
+/// compares text by words must cut it finer (the passage check takes each letter with its
+/// marks as a unit, as it takes each Han character).
+#[inline]
+pub fn is_unspaced_alphabetic(c: char) -> bool {
+    matches!(c,
+        '\u{0E00}'..='\u{0EFF}'     // Thai, Lao
+        | '\u{0F00}'..='\u{0FFF}'   // Tibetan
+        | '\u{1000}'..='\u{109F}'   // Myanmar
+        | '\u{1780}'..='\u{17FF}'   // Khmer
+        | '\u{1950}'..='\u{19FF}'   // Tai Le, New Tai Lue, Khmer symbols
+        | '\u{1A20}'..='\u{1AAF}'   // Tai Tham
+        | '\u{A9E0}'..='\u{A9FF}'   // Myanmar Extended-B
+        | '\u{AA60}'..='\u{AADF}')  // Myanmar Extended-A, Tai Viet
+}
+
 /// `c.is_alphanumeric()`, with the answer given without a table search for the characters
 /// that fill Chinese text besides ideographs: ASCII, CJK symbols and punctuation (U+3000..U+303F),
 /// general punctuation (U+2000..U+206F) and the full-width forms' punctuation. The standard

@@ -2,14 +2,16 @@
 //! text as given.
 //!
 //! A unit is one Han ideograph or kana (Chinese and Japanese are compared character by
-//! character, as Chinese thesis checkers do), or one word of any other script (a maximal run of
-//! letters, digits and combining marks). Everything else (punctuation, symbols, whitespace, line
+//! character, as Chinese thesis checkers do), one letter with its combining marks in the other
+//! scripts written without spaces between words (Thai, Lao, Khmer, Myanmar, Tibetan, ...: a run
+//! of their letters is a whole sentence, and as one unit no copy of it could ever match in
+//! part), or one word of any other script (a maximal run of letters, digits and combining marks). Everything else (punctuation, symbols, whitespace, line
 //! breaks) separates units and is never compared, so a swapped comma, a line break inside a
 //! sentence or a doubled space changes nothing. Each character is folded as the pipeline's
 //! normalizer folds text (NFKC, so full-width `ＶＬＣ` is `vlc`; then lowercase), one character at
 //! a time so that every unit keeps the exact code point and byte span it came from.
 
-use neardup_text::is_unspaced;
+use neardup_text::{is_unspaced, is_unspaced_alphabetic};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::xxh3_64;
@@ -30,6 +32,14 @@ struct Word {
     folded: String,
     start: u32,
     start_byte: u32,
+    /// One letter of a script written without spaces: only combining marks join it.
+    letter: bool,
+}
+
+impl Word {
+    fn new(start: u32, start_byte: u32, letter: bool) -> Word {
+        Word { folded: String::new(), start, start_byte, letter }
+    }
 }
 
 /// The units of `text`, appended to `out` (cleared first). The caller bounds the text's length
@@ -45,11 +55,10 @@ pub(crate) fn units(text: &str, out: &mut Vec<Unit>) {
         let end_byte = byte + c.len_utf8() as u32;
         if c.is_ascii() {
             if c.is_ascii_alphanumeric() {
-                let w = word.get_or_insert_with(|| Word {
-                    folded: String::new(),
-                    start,
-                    start_byte: byte,
-                });
+                if word.as_ref().is_some_and(|w| w.letter) {
+                    end_word(&mut word, start, byte, out);
+                }
+                let w = word.get_or_insert_with(|| Word::new(start, byte, false));
                 w.folded.push(c.to_ascii_lowercase());
             } else {
                 end_word(&mut word, start, byte, out);
@@ -82,11 +91,15 @@ pub(crate) fn units(text: &str, out: &mut Vec<Unit>) {
                         end_byte,
                     });
                 } else if n.is_alphanumeric() {
-                    let w = word.get_or_insert_with(|| Word {
-                        folded: String::new(),
-                        start,
-                        start_byte: byte,
-                    });
+                    // A letter of a script without spaces starts a unit of its own (and ends
+                    // the word before it); a letter after one starts a word.
+                    // Vowel signs are alphabetic marks: they stay with their letter.
+                    let mark = is_combining_mark(n);
+                    let letter = is_unspaced_alphabetic(n) && !mark;
+                    if letter || (!mark && word.as_ref().is_some_and(|w| w.letter)) {
+                        end_word(&mut word, start, byte, out);
+                    }
+                    let w = word.get_or_insert_with(|| Word::new(start, byte, letter));
                     w.folded.push(n);
                 } else if is_combining_mark(n) && word.is_some() {
                     // An accent written apart (`e` + U+0301) stays inside its word.
@@ -153,6 +166,15 @@ mod tests {
         assert_eq!(spans("使用 VLC 播放，好!"), ["使", "用", "VLC", "播", "放", "好"]);
         assert_eq!(spans("It's a test-case."), ["It", "s", "a", "test", "case"]);
         assert!("使".chars().all(neardup_text::is_han));
+    }
+
+    #[test]
+    fn scripts_without_spaces_are_compared_by_letter_with_its_marks() {
+        // Thai: a sentence with no space is units of one letter and its vowel and tone marks.
+        assert_eq!(spans("ที่ไทยabc"), ["ที่", "ไ", "ท", "ย", "abc"]);
+        // Khmer (a subscript consonant is a mark after the coeng sign) and Myanmar.
+        assert_eq!(spans("ប្រទេស"), ["ប្", "រ", "ទេ", "ស"]);
+        assert_eq!(spans("မြန်မာ x"), ["မြ", "န်", "မာ", "x"]);
     }
 
     #[test]
