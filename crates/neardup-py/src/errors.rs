@@ -91,7 +91,7 @@ pub(crate) fn dedup_error(e: neardup::DedupError) -> PyErr {
 pub(crate) fn overlap_error(e: neardup::overlap::OverlapError) -> PyErr {
     use neardup::overlap::OverlapError as E;
     match e {
-        E::Io { ref source, .. } => file(format!("{e}: {source}")),
+        E::Io { .. } => file(e.to_string()),
         E::InvalidSpec { .. } => option(e.to_string()),
         E::Format { .. } => index_file(e.to_string()),
         _ => input(e.to_string()),

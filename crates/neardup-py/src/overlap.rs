@@ -214,7 +214,8 @@ fn overlap_texts<'py>(
                     .map_err(overlap_error)?
             };
             if let Some(dir) = &save_index {
-                index.save(dir).map_err(overlap_error)?;
+                let lock = neardup::IndexLock::acquire(dir).map_err(crate::errors::dedup_error)?;
+                index.save(&lock).map_err(overlap_error)?;
             }
             index.set_stop(None);
             Ok((index, found))

@@ -342,6 +342,17 @@ impl Engine {
         dir: &std::path::Path,
         id_of: impl Fn(u64) -> &'a str,
     ) -> Result<(), DedupError> {
+        let lock = crate::IndexLock::acquire(dir)?;
+        self.save_locked(&lock, id_of)
+    }
+
+    /// [`Engine::save`] into the directory of a lock the caller holds (to write other files
+    /// of the index, or read the old one, under the same lock).
+    pub fn save_locked<'a>(
+        &'a self,
+        lock: &crate::IndexLock,
+        id_of: impl Fn(u64) -> &'a str,
+    ) -> Result<(), DedupError> {
         let Docs::Resident(docs) = &self.docs else {
             return Err(DedupError::InvalidConfig {
                 message: "an engine with external sketches cannot be saved as an index".into(),
@@ -350,8 +361,7 @@ impl Engine {
         let manifest = manifest_for(&self.pipeline, &self.plan, &self.config, docs.len() as u64);
         let mut keys: Vec<u64> = docs.keys().copied().collect();
         keys.sort_unstable();
-        let lock = crate::IndexLock::acquire(dir)?;
-        write_index(&lock, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &docs[&k]))))
+        write_index(lock, &manifest, keys.into_iter().map(|k| Ok((id_of(k), &docs[&k]))))
     }
 
     /// Reads a saved index made with this engine's pipeline and settings (refusing any other):

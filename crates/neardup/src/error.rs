@@ -94,3 +94,13 @@ pub(crate) fn read_text_file(path: &std::path::Path) -> Result<String, BuildErro
         offset: e.utf8_error().valid_up_to(),
     })
 }
+
+/// An I/O error's message without the `(os error N)` suffix that the standard library adds:
+/// "No space left on device", said once, for messages that name the file themselves.
+pub fn io_message(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}

@@ -45,7 +45,7 @@ pub use dedup::{
 pub use engine::{
     BelowThreshold, Engine, Hit, KeySource, SearchPlan, SourceError, DEFAULT_SCAN_LIMIT,
 };
-pub use error::BuildError;
+pub use error::{io_message, BuildError};
 pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
 pub use idf::IdfBuilder;
 pub use job::{CompiledJob, JobError, JobSpec, RunOptions};

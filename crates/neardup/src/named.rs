@@ -290,9 +290,10 @@ impl NamedEngine {
     pub fn save(&self, dir: &std::path::Path) -> Result<(), DedupError> {
         let json: FxHashMap<u64, String> =
             self.id_of.iter().map(|(&k, id)| (k, crate::id_to_json(id))).collect();
-        self.engine.save(dir, |k| json[&k].as_str())?;
+        let lock = crate::IndexLock::acquire(dir)?;
+        self.engine.save_locked(&lock, |k| json[&k].as_str())?;
         if let Some(p) = &self.passages {
-            p.save_with_ids(dir, crate::id_to_json).map_err(|e| match e {
+            p.save_with_ids(&lock, crate::id_to_json).map_err(|e| match e {
                 OverlapError::Io { path, source } => DedupError::Io { path, source },
                 other => DedupError::Corrupt {
                     path: dir.join(crate::overlap::PASSAGE_INDEX_FILE),

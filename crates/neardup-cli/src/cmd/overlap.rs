@@ -377,8 +377,8 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         for out in [passages_out, summary_out, report_out, kept_out].into_iter().flatten() {
             out.commit()?;
         }
-        if let (Some(dir), Some(_lock)) = (&args.save_index, &lock) {
-            index.save(dir).map_err(overlap_failure)?;
+        if let Some(lock) = &lock {
+            index.save(lock).map_err(overlap_failure)?;
         }
         Ok(())
     })?;

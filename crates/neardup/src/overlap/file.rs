@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 
 use super::index::{csr, Doc, PassageIndex, Text};
 use super::{OverlapError, OverlapSpec};
+use crate::IndexLock;
 
 /// The format of saved passage indexes this version writes and reads.
 pub const PASSAGE_INDEX_FORMAT: u32 = 1;
@@ -28,29 +29,52 @@ pub const PASSAGE_INDEX_FORMAT: u32 = 1;
 pub const PASSAGE_INDEX_FILE: &str = "passages.ndpi";
 const MAGIC: &[u8; 16] = b"neardup-passages";
 
+/// The name prefix of the temporary file a save writes before renaming it into place.
+pub const TEMPORARY_PREFIX: &str = ".passages-";
+
+/// Removes the temporary files of saves that never finished (a writer killed mid-save). Only
+/// the holder of the directory's lock writes one, so under the lock every such file is stale.
+/// A file that cannot be removed is left: it holds no index, only space.
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let stale = name.to_str().is_some_and(|n| n.starts_with(TEMPORARY_PREFIX));
+        if stale && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> OverlapError + '_ {
     move |source| OverlapError::Io { path: path.to_path_buf(), source }
 }
 
 impl PassageIndex {
-    /// Saves the index as `dir/passages.ndpi` (the directory is made if needed), replacing any
-    /// earlier one in one step: a reader sees the old index or the new one, never a mix.
-    /// Replaced documents are left out and the others numbered again from 0.
-    pub fn save(&self, dir: &Path) -> Result<(), OverlapError> {
-        self.save_with_ids(dir, str::to_string)
+    /// Saves the index as `passages.ndpi` in the directory of `lock` (the writer's lock on it,
+    /// which the caller holds from before it read the index it adds to, so that two writers
+    /// never lose each other's documents), replacing any earlier one in one step: a reader sees
+    /// the old index or the new one, never a mix. Replaced documents are left out and the
+    /// others numbered again from 0. What an earlier writer killed mid-save left behind (its
+    /// temporary file) is removed.
+    pub fn save(&self, lock: &IndexLock) -> Result<(), OverlapError> {
+        self.save_with_ids(lock, str::to_string)
     }
 
     /// [`PassageIndex::save`] with every id written as `id_as` gives it (a live collection's
     /// plain ids as the JSON strings the command line reads).
     pub(crate) fn save_with_ids(
         &self,
-        dir: &Path,
+        lock: &IndexLock,
         id_as: impl Fn(&str) -> String,
     ) -> Result<(), OverlapError> {
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let dir = lock.dir();
+        remove_stale_temporaries(dir);
         let path = dir.join(PASSAGE_INDEX_FILE);
-        let mut tmp =
-            tempfile::Builder::new().prefix(".passages-").tempfile_in(dir).map_err(io_err(dir))?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(TEMPORARY_PREFIX)
+            .tempfile_in(dir)
+            .map_err(io_err(dir))?;
         {
             let mut w =
                 Hashing { inner: BufWriter::new(tmp.as_file_mut()), hash: Default::default() };
@@ -422,7 +446,7 @@ mod tests {
     fn a_saved_index_loads_as_it_was_and_damage_is_refused_by_name() {
         let dir = tempfile::tempdir().expect("test setup");
         let mut index = index();
-        index.save(dir.path()).expect("test setup");
+        index.save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("test setup");
         index.merge_postings();
         let back = PassageIndex::load(dir.path(), None).expect("test setup");
         assert_eq!(
@@ -455,9 +479,32 @@ mod tests {
     }
 
     #[test]
+    fn a_save_removes_what_a_killed_save_left_and_keeps_other_files() {
+        let dir = tempfile::tempdir().expect("test setup");
+        // A writer killed mid-save leaves its temporary file (SIGKILL runs no destructor).
+        let stale = dir.path().join(".passages-Xk2f9a");
+        fs::write(&stale, vec![0u8; 4096]).expect("test setup");
+        fs::write(dir.path().join("notes.txt"), "mine").expect("test setup");
+        index().save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("save");
+        assert!(!stale.exists(), "the stale temporary file is removed");
+        assert!(dir.path().join("notes.txt").exists());
+        assert_eq!(PassageIndex::load(dir.path(), None).expect("load").len(), 2);
+    }
+
+    #[test]
+    fn an_io_error_says_what_failed_not_only_the_path() {
+        let e = OverlapError::Io {
+            path: "/ro/passages.ndpi".into(),
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        let m = e.to_string();
+        assert_eq!(m, "/ro/passages.ndpi: No space left on device");
+    }
+
+    #[test]
     fn a_check_with_other_fingerprint_settings_is_refused() {
         let dir = tempfile::tempdir().expect("test setup");
-        index().save(dir.path()).expect("test setup");
+        index().save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("test setup");
         let asked = OverlapSpec { seed: 5, min_units: 20, ..OverlapSpec::default() };
         let e = PassageIndex::load(dir.path(), Some(&asked)).expect_err("refused");
         assert!(

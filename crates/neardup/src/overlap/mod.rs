@@ -388,7 +388,9 @@ impl fmt::Display for OverlapError {
                 "document {id} has {bytes} bytes: the passage index holds documents under 4 GiB"
             ),
             OverlapError::Stopped => write!(f, "stopped by the caller"),
-            OverlapError::Io { path, .. } => write!(f, "{}", path.display()),
+            OverlapError::Io { path, source } => {
+                write!(f, "{}: {}", path.display(), crate::io_message(source))
+            }
             OverlapError::Format { path, message } => write!(f, "{}: {message}", path.display()),
             OverlapError::Mismatch { path, field, index, asked } => write!(
                 f,
@@ -400,11 +402,6 @@ impl fmt::Display for OverlapError {
     }
 }
 
-impl std::error::Error for OverlapError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OverlapError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+/// No `source()`: an I/O error's message is part of this one's (every surface prints one line,
+/// and a chain printer would say it twice).
+impl std::error::Error for OverlapError {}
