@@ -119,6 +119,50 @@ fn the_source_holding_more_of_a_stretch_takes_it_and_the_other_is_named() {
     assert_eq!(found.passages[0].source, 0);
 }
 
+#[test]
+fn a_copy_of_a_text_made_of_one_repeated_phrase_is_found_whole() {
+    // Regression: a k-gram repeated more than 16 times was no seed at all, so an exact copy of
+    // `哈` x 19 scored 0.
+    let laugh = "哈".repeat(19);
+    let query = format!("前言。{laugh}");
+    let found = index(&[("src", &laugh)]).check(None, &query, &[]).expect("test step");
+    assert_eq!(found.copied_chars, 19, "{found:#?}");
+    let chant = "go team go ".repeat(40);
+    let query = format!("My own words first. {chant}And mine at the end.");
+    let found = index(&[("src", chant.trim_end())]).check(None, &query, &[]).expect("test step");
+    assert_eq!(found.passages.len(), 1, "{found:#?}");
+    assert_eq!(found.copied_chars, chars(chant.trim_end()), "{found:#?}");
+}
+
+#[test]
+fn copies_in_scripts_written_without_spaces_are_found() {
+    // Regression: a run of Thai (Khmer, Myanmar, ...) letters was one unit, so a copy of part
+    // of a sentence, or of a sentence with a prefix, matched nothing.
+    for source in [
+        "ประเทศไทยมีประวัติศาสตร์ยาวนานและวัฒนธรรมที่หลากหลายซึ่งได้รับอิทธิพลจากหลายอารยธรรม",
+        "ប្រទេសកម្ពុជាមានប្រវត្តិសាស្ត្រដ៏យូរលង់និងវប្បធម៌ដ៏សម្បូរបែបដែលទទួលឥទ្ធិពល",
+        "မြန်မာနိုင်ငံသည်ရှေးဟောင်းယဉ်ကျေးမှုများနှင့်ဘာသာစကားများစွာရှိသောနိုင်ငံဖြစ်သည်",
+        "ປະເທດລາວມີປະຫວັດສາດອັນຍາວນານແລະວັດທະນະທຳທີ່ຫຼາກຫຼາຍ",
+    ] {
+        let chars_of: Vec<char> = source.chars().collect();
+        let part: String = chars_of[4..chars_of.len() - 4].iter().collect();
+        let query = format!("Introduction. {part} The end.");
+        let found = index(&[("src", source)]).check(None, &query, &[]).expect("test step");
+        assert_eq!(found.passages.len(), 1, "{source}: {found:#?}");
+        assert!(found.copied_chars >= chars(&part) - 2, "{source}: {found:#?}");
+    }
+}
+
+#[test]
+fn a_check_stops_between_sources_when_its_caller_gives_up() {
+    let ix = index(&[("src", ZH_SOURCE)]);
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let e = ix.check_until(None, ZH_SOURCE, &[], Some(&stop)).expect_err("stopped");
+    assert!(matches!(e, neardup::overlap::OverlapError::Stopped), "{e}");
+    stop.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(ix.check_until(None, ZH_SOURCE, &[], Some(&stop)).expect("test step").copied() > 0.9);
+}
+
 /// Texts from a vocabulary: words of letters for English-like text, ideographs for Chinese.
 fn text(words: std::ops::Range<usize>, chinese: bool, base: u32) -> impl Strategy<Value = String> {
     prop::collection::vec(0u32..3000, words).prop_map(move |ids| {
@@ -208,7 +252,7 @@ proptest! {
         }
         let whole = index(&held.iter().map(|(i, t)| (i.as_str(), t.as_str())).collect::<Vec<_>>());
         let dir = tempfile::tempdir().expect("test step");
-        grown.save(dir.path()).expect("test step");
+        grown.save(&neardup::IndexLock::acquire(dir.path()).expect("lock")).expect("test step");
         let loaded = PassageIndex::load(dir.path(), None).expect("test step");
         let q = format!("{}{}", query, texts[0]);
         let answer = |ix: &PassageIndex| {
@@ -221,6 +265,22 @@ proptest! {
         prop_assert_eq!(grown.len(), held.len());
         prop_assert_eq!(answer(&grown), answer(&whole));
         prop_assert_eq!(answer(&loaded), answer(&whole));
+    }
+
+    /// A text of a tiny vocabulary (every k-gram repeated many times) is copied whole from
+    /// itself, and found whole when planted between text of other words: repeated k-grams are
+    /// paired along the copy's diagonal, not dropped, and not paired all with all.
+    #[test]
+    fn a_text_of_few_distinct_units_is_found_whole(
+        units in prop::collection::vec(0u32..3, 40..400),
+        noise in text(5..30, true, 4000),
+    ) {
+        let source: String = units.iter().map(|&u| char::from_u32(0x4E00 + u).expect("test step")).collect();
+        let found = index(&[("s", &source)]).check(None, &source, &[]).expect("test step");
+        prop_assert_eq!(found.copied_chars, found.chars);
+        let query = format!("{noise}。{source}。{noise}");
+        let found = index(&[("s", &source)]).check(None, &query, &[]).expect("test step");
+        prop_assert_eq!(found.copied_chars, chars(&source), "{:?}", found);
     }
 
     /// A query that shares no k-gram with the collection gets nothing.

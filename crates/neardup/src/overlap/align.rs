@@ -141,9 +141,17 @@ pub(crate) struct QueryGrams {
     positions: FxHashMap<u64, Vec<u32>>,
 }
 
-/// A k-gram found more often than this in one text is not used as a seed: a repeated phrase
-/// pairs every occurrence with every other and says nothing about where a copy is.
-const MAX_SEED_REPEATS: usize = 16;
+/// A k-gram whose occurrences in the query and in the source make more pairs than this is
+/// *repeated* (a phrase or a run of one character the texts repeat): pairing every occurrence
+/// with every other would cost the product of the counts (a text of a small vocabulary holds
+/// millions) and say nothing about where a copy is. Its occurrences are paired along the
+/// diagonals that the other seeds near them lie on, and by rank (the r-th in the query with the
+/// r-th in the source, which aligns a copy made of nothing but repeats); at most
+/// `1 + 2 * ANCHORS` seeds per occurrence in the query, so seeds stay linear in the texts.
+const MAX_GRAM_PAIRS: usize = 64;
+/// The seeds on each side (before and after in the query) whose diagonals a repeated k-gram's
+/// occurrence is tried on.
+const ANCHORS: usize = 4;
 
 impl QueryGrams {
     pub fn new(grams: &[u64], usable: impl Fn(usize) -> bool) -> QueryGrams {
@@ -167,25 +175,13 @@ pub(crate) fn align(
     p: &AlignParams,
 ) -> Vec<Region> {
     let k = p.seed;
-    // Seeds, as (diagonal, query position, source position).
-    let mut seen_in_source: FxHashMap<u64, u32> = FxHashMap::default();
-    let mut seeds: Vec<(i64, u32, u32)> = Vec::new();
-    for (j, h) in source_grams.iter().enumerate() {
-        let Some(qs) = query.positions.get(h) else { continue };
-        let n = seen_in_source.entry(*h).or_insert(0);
-        *n += 1;
-        if qs.len() > MAX_SEED_REPEATS || *n as usize > MAX_SEED_REPEATS {
-            continue;
-        }
-        for &i in qs {
-            seeds.push((j as i64 - i64::from(i), i, j as u32));
-        }
-    }
+    let mut seeds = seeds(query, source_grams);
     if seeds.is_empty() {
         return Vec::new();
     }
     // Fragments: consecutive seeds on one diagonal.
     seeds.sort_unstable();
+    seeds.dedup();
     let mut fragments: Vec<Fragment> = Vec::new();
     let mut run: Option<(i64, Fragment)> = None;
     for (d, i, j) in seeds {
@@ -287,6 +283,56 @@ pub(crate) fn align(
     }
     joined.retain(|r| r.len() >= p.min_units && r.similarity() >= p.min_similarity);
     joined
+}
+
+/// The seeds of a query and a source: `(diagonal, query position, source position)` of shared
+/// k-grams, unsorted, possibly repeated. A k-gram with few occurrences pairs each of them in
+/// the query with each in the source; a repeated one (see [`MAX_GRAM_PAIRS`]) only along the
+/// diagonals of the seeds nearest to each occurrence in the query, and by rank.
+fn seeds(query: &QueryGrams, source_grams: &[u64]) -> Vec<(i64, u32, u32)> {
+    let mut in_source: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+    for (j, h) in source_grams.iter().enumerate() {
+        if query.positions.contains_key(h) {
+            in_source.entry(*h).or_default().push(j as u32);
+        }
+    }
+    let diagonal = |i: u32, j: u32| i64::from(j) - i64::from(i);
+    let mut seeds: Vec<(i64, u32, u32)> = Vec::new();
+    let mut repeated: Vec<(&[u32], &[u32])> = Vec::new();
+    for (h, ss) in &in_source {
+        let qs = &query.positions[h];
+        if qs.len() * ss.len() <= MAX_GRAM_PAIRS {
+            seeds.extend(qs.iter().flat_map(|&i| ss.iter().map(move |&j| (diagonal(i, j), i, j))));
+        } else {
+            repeated.push((qs, ss));
+        }
+    }
+    if repeated.is_empty() {
+        return seeds;
+    }
+    // The other seeds by query position: each gives a diagonal to try.
+    let mut anchors: Vec<(u32, i64)> = seeds.iter().map(|&(d, i, _)| (i, d)).collect();
+    anchors.sort_unstable();
+    anchors.dedup();
+    // `ss` is sorted (positions are pushed in order), so a diagonal is tried by binary search.
+    for (qs, ss) in repeated {
+        for (rank, &i) in qs.iter().enumerate() {
+            if let Some(&j) = ss.get(rank) {
+                seeds.push((diagonal(i, j), i, j));
+            }
+            let at = anchors.partition_point(|a| a.0 < i);
+            let near = &anchors[at.saturating_sub(ANCHORS)..(at + ANCHORS).min(anchors.len())];
+            for &(_, d) in near {
+                let j = i64::from(i) + d;
+                if let Ok(j) = u32::try_from(j) {
+                    if ss.binary_search(&j).is_ok() {
+                        seeds.push((d, i, j));
+                    }
+                }
+            }
+        }
+    }
+    seeds
 }
 
 /// Drops a region's weak ends: a last (or first) fragment no longer than a k-gram, separated

@@ -98,6 +98,13 @@ const PER_STRETCH: usize = 8;
 /// Candidate sources aligned per round.
 const ROUND: usize = 16;
 
+/// The most hits (a query position and a document holding its k-gram) a check keeps, 32 MiB of
+/// them: a long query of common k-grams (a text over a small vocabulary) would otherwise hold
+/// positions times holders. Past it each position keeps fewer holders, the earliest.
+const MAX_HITS: usize = 1 << 22;
+/// The holders of each k-gram kept, at least (unless `max_postings` is lower).
+const MIN_HOLDERS: usize = 8;
+
 /// The 32-bit key of a k-gram hash in the index. Two k-grams that share a key make a wrong
 /// candidate at worst, which alignment (on full 64-bit hashes) then finds nothing in.
 fn key(hash: u64) -> u32 {
@@ -350,24 +357,41 @@ impl PassageIndex {
     }
 
     /// Every hit of the query's k-grams in the index, as `(doc << 32) | position`, sorted. A
-    /// key's holders are the first `max_postings` live documents holding it.
+    /// key's holders are the first `max_postings` live documents holding it, of those the
+    /// `usable` ones; when the query's k-grams would make more than [`MAX_HITS`] hits, each
+    /// keeps fewer holders (as many as the budget allows per position, at least
+    /// [`MIN_HOLDERS`]), so a check's memory follows its query's length.
     fn hits(&self, qgrams: &[u64], usable: impl Fn(u32) -> bool) -> Vec<u64> {
         let cap = self.spec.max_postings as usize;
-        let mut hits: Vec<u64> = Vec::new();
-        for (i, &h) in qgrams.iter().enumerate() {
-            let k = key(h);
-            let built = match self.keys.binary_search(&k) {
-                Ok(j) => &self.postings[self.offsets[j] as usize..self.offsets[j + 1] as usize],
-                Err(_) => &[],
-            };
-            let recent = self.recent.get(&k).map_or(&[][..], Vec::as_slice);
+        let recent = |h: u64| self.recent.get(&key(h)).map_or(&[][..], Vec::as_slice);
+        // The range of each k-gram's key in the built postings (8 bytes a position).
+        let ranges: Vec<(u32, u32)> = qgrams
+            .iter()
+            .map(|&h| match self.keys.binary_search(&key(h)) {
+                Ok(j) => (self.offsets[j], self.offsets[j + 1]),
+                Err(_) => (0, 0),
+            })
+            .collect();
+        let total: usize = ranges
+            .iter()
+            .zip(qgrams)
+            .map(|(&(a, b), &h)| ((b - a) as usize + recent(h).len()).min(cap))
+            .sum();
+        let per_position = if total <= MAX_HITS {
+            cap
+        } else {
+            (MAX_HITS / qgrams.len().max(1)).max(MIN_HOLDERS).min(cap)
+        };
+        let mut hits: Vec<u64> = Vec::with_capacity(total.min(MAX_HITS.max(per_position)));
+        for (i, (&(a, b), &h)) in ranges.iter().zip(qgrams).enumerate() {
             hits.extend(
-                built
+                self.postings[a as usize..b as usize]
                     .iter()
-                    .chain(recent)
+                    .chain(recent(h))
                     .filter(|&&d| self.docs[d as usize].live)
                     .take(cap)
                     .filter(|&&d| usable(d))
+                    .take(per_position)
                     .map(|&d| (u64::from(d) << 32) | i as u64),
             );
         }
@@ -467,7 +491,7 @@ impl PassageIndex {
                         if self.stopped() {
                             return Err(OverlapError::Stopped);
                         }
-                        Ok(self.check_member(n, exclude))
+                        self.check_member(n, exclude)
                     })
                     .collect()
             }
@@ -491,12 +515,26 @@ impl PassageIndex {
 
     /// Checks `text` against the collection. A document with the query's own id (`own_id`: an
     /// earlier version of the same text, or the query itself when it is in the collection) and
-    /// the documents numbered in `exclude` are not sources.
+    /// the documents numbered in `exclude` are not sources. With a stop flag set
+    /// ([`PassageIndex::set_stop`]) it returns [`OverlapError::Stopped`] between candidate
+    /// sources.
     pub fn check(
         &self,
         own_id: Option<&str>,
         text: &str,
         exclude: &[u32],
+    ) -> Result<Overlap, OverlapError> {
+        self.check_until(own_id, text, exclude, None)
+    }
+
+    /// [`PassageIndex::check`] that also stops when `stop` is set: a check of a shared index
+    /// (a service's collection, a Python `Index`) that one caller gives up.
+    pub fn check_until(
+        &self,
+        own_id: Option<&str>,
+        text: &str,
+        exclude: &[u32],
+        stop: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<Overlap, OverlapError> {
         if text.len() >= u32::MAX as usize {
             return Err(OverlapError::TooLong {
@@ -505,16 +543,17 @@ impl PassageIndex {
             });
         }
         let own = own_id.and_then(|id| self.find(id));
-        Ok(SCRATCH
-            .with_borrow_mut(|s| self.check_with(text, own, exclude, Attribution::BestMatch, s)))
+        let by = Attribution::BestMatch;
+        SCRATCH.with_borrow_mut(|s| self.check_with(text, own, exclude, by, stop, s))
     }
 
     /// Checks document `n` of the index against the others (the within-corpus mode). A stretch
     /// several documents hold is given to the earliest of them (the first occurrence), the
-    /// others named as holding it too.
-    pub fn check_member(&self, n: u32, exclude: &[u32]) -> Overlap {
+    /// others named as holding it too. Stops with [`OverlapError::Stopped`] as
+    /// [`PassageIndex::check`] does.
+    pub fn check_member(&self, n: u32, exclude: &[u32]) -> Result<Overlap, OverlapError> {
         SCRATCH.with_borrow_mut(|s| {
-            self.check_with(self.text(n), Some(n), exclude, Attribution::Earliest, s)
+            self.check_with(self.text(n), Some(n), exclude, Attribution::Earliest, None, s)
         })
     }
 
@@ -524,8 +563,9 @@ impl PassageIndex {
         own: Option<u32>,
         exclude: &[u32],
         by: Attribution,
+        stop: Option<&std::sync::atomic::AtomicBool>,
         s: &mut Scratch,
-    ) -> Overlap {
+    ) -> Result<Overlap, OverlapError> {
         let p = self.align_params();
         let seed = self.spec.seed as usize;
         let mut overlap = Overlap { chars: text.chars().count() as u64, ..Overlap::default() };
@@ -534,7 +574,7 @@ impl PassageIndex {
         let mut qgrams = Vec::new();
         kgram_hashes(&qunits, seed, &mut qgrams);
         if qgrams.is_empty() || (self.keys.is_empty() && self.recent.is_empty()) {
-            return overlap;
+            return Ok(overlap);
         }
 
         let hits = self.hits(&qgrams, |d| Some(d) != own && !exclude.contains(&d));
@@ -567,6 +607,13 @@ impl PassageIndex {
                 break;
             }
             for d in batch {
+                // A long check stops between sources when the caller asks (a Ctrl-C, a
+                // request given up).
+                if self.stopped()
+                    || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+                {
+                    return Err(OverlapError::Stopped);
+                }
                 aligned.insert(d);
                 units(self.text(d), &mut s.units);
                 kgram_hashes(&s.units, seed, &mut s.grams);
@@ -626,7 +673,7 @@ impl PassageIndex {
         overlap
             .sources
             .sort_unstable_by(|a, b| b.chars.cmp(&a.chars).then(a.source.cmp(&b.source)));
-        overlap
+        Ok(overlap)
     }
 
     /// The query's quotations and reference list as unit ranges, sorted and disjoint; a
