@@ -3,11 +3,12 @@
 
 Two steps (bench/passages/README.md says which material and which commands):
 
-  make_set.py pool law|markdown|man SRC_DIR POOL.jsonl [--chunk N]
+  make_set.py pool law|markdown|man|mojlaw SRC_DIR POOL.jsonl [--chunk N]
       Cleans raw material into a pool of documents, one JSON line each: {"id", "text", "group"}.
       `law`: LawRefBook-style Markdown laws (versions of one law share a group); `markdown`: a
       documentation tree (front matter, code blocks, link targets and tags dropped); `man`: a tree
-      of roff man pages, rendered with `man -l`. Documents longer than --chunk characters are
+      of roff man pages, rendered with `man -l`; `mojlaw`: Taiwan's laws as one JSON file each
+      (kong0107/mojLawSplitJSON's FalVMingLing/). Documents longer than --chunk characters are
       split at their headings (a group per file); pieces under 300 characters are dropped.
 
   make_set.py build POOL.jsonl OUT_DIR --lang zh|en [--seed N] [--collection N] [--queries N]
@@ -185,6 +186,29 @@ def pool_markdown(root, chunk):
             yield {"id": f"{rel.rsplit('.', 1)[0]}#{i}", "text": text, "group": rel}
 
 
+def pool_mojlaw(root, chunk):
+    """Taiwan's national law database as split into one JSON file per law (法規名稱, 沿革內容,
+    法規內容: articles {條號, 條文內容} and headings {編章節})."""
+    for path in walk(root, (".json",)):
+        with open(path, encoding="utf-8-sig") as f:
+            d = json.load(f)
+        if not isinstance(d, dict) or "法規內容" not in d:
+            continue
+        title = d.get("法規名稱", "").strip()
+        history = re.sub(r"\n[ \u3000]+", "", (d.get("沿革內容") or "").replace("\r\n", "\n")).strip()
+        lines = [(True, title), (False, history), (False, "")]
+        for it in d["法規內容"]:
+            if "編章節" in it:
+                lines.append((True, it["編章節"].strip()))
+            elif "條文內容" in it:
+                body = it["條文內容"].replace("\r\n", "\n").strip()
+                lines.append((False, f"{it.get('條號', '').strip()} {body}".strip()))
+        lines = drop_empty_headings(lines)
+        rel = os.path.relpath(path, root)
+        for i, text in enumerate(pack(sections(lines), chunk)):
+            yield {"id": f"{title or rel}#{i}", "text": text, "group": title or rel}
+
+
 BOX = re.compile(r"[\u2500-\u257f]")
 
 
@@ -228,7 +252,7 @@ def pool_man(root, chunk):
 
 
 def cmd_pool(a):
-    gen = {"law": pool_law, "markdown": pool_markdown, "man": pool_man}[a.kind]
+    gen = {"law": pool_law, "markdown": pool_markdown, "man": pool_man, "mojlaw": pool_mojlaw}[a.kind]
     n = chars = 0
     with open(a.out, "w", encoding="utf-8") as f:
         for rec in gen(a.src, a.chunk):
@@ -714,7 +738,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("pool", help="clean raw material into a pool")
-    p.add_argument("kind", choices=["law", "markdown", "man"])
+    p.add_argument("kind", choices=["law", "markdown", "man", "mojlaw"])
     p.add_argument("src")
     p.add_argument("out")
     p.add_argument("--chunk", type=int, default=6000, help="split documents longer than this at headings")

@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --within) within=1 ;;
         --keep) keep=$(realpath -m "$2"); shift ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) sets+=("$(realpath "$1")") ;;
     esac
     shift
@@ -35,8 +35,12 @@ if [ ${#sets[@]} -eq 0 ]; then
     done
 fi
 scorer=$shared/passages/plagdet.py
+case ${NEARDUP:-} in
+    "") bin=$repo/target/release/neardup ;;
+    */*) bin=$(realpath -m "$NEARDUP") ;;
+    *) bin=$(command -v "$NEARDUP" || echo "$NEARDUP") ;;
+esac
 cd "$repo"
-bin=${NEARDUP:-target/release/neardup}
 until [ -x "$bin" ]; do
     echo "waiting for $bin to be built..." >&2
     sleep 30
