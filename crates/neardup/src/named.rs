@@ -25,7 +25,9 @@ pub struct NamedEngine {
     key_of: FxHashMap<Arc<str>, u64>,
     id_of: FxHashMap<u64, Arc<str>>,
     next_key: u64,
-    passages: Option<PassageIndex>,
+    /// Shared with the checks that run on a snapshot of it ([`NamedEngine::passages_snapshot`]);
+    /// a write while one runs changes a copy (cheap: see [`PassageIndex`]).
+    passages: Option<Arc<PassageIndex>>,
 }
 
 impl NamedEngine {
@@ -46,19 +48,25 @@ impl NamedEngine {
     /// check ([`NamedEngine::passages`]).
     pub fn with_passages(mut self, spec: OverlapSpec) -> Result<NamedEngine, OverlapError> {
         debug_assert!(self.is_empty(), "passages are kept from the start");
-        self.passages = Some(PassageIndex::new(spec)?);
+        self.passages = Some(Arc::new(PassageIndex::new(spec)?));
         Ok(self)
     }
 
     /// Keeps `passages` as the passage index (a saved one, loaded); its ids must be this
     /// index's.
     pub fn set_passages(&mut self, passages: PassageIndex) {
-        self.passages = Some(passages);
+        self.passages = Some(Arc::new(passages));
     }
 
     /// The passage index of the stored texts, when it keeps one: its ids are the stored ids.
     pub fn passages(&self) -> Option<&PassageIndex> {
-        self.passages.as_ref()
+        self.passages.as_deref()
+    }
+
+    /// The passage index as it is now, to check against without holding this engine: a long
+    /// check on a snapshot never makes a writer wait (the writer changes a copy meanwhile).
+    pub fn passages_snapshot(&self) -> Option<Arc<PassageIndex>> {
+        self.passages.clone()
     }
 
     /// The engine: sketching, similarity, settings.
@@ -91,6 +99,7 @@ impl NamedEngine {
     /// passages, `text` as a source of the passage check (a document without text has none).
     pub fn insert_with_text(&mut self, id: &str, sketch: DocSketch, text: Option<String>) {
         if let Some(p) = &mut self.passages {
+            let p = Arc::make_mut(p);
             match text {
                 // A text under 4 GiB (the stores' document limits are far below) and an id
                 // given once: adding cannot fail.
@@ -120,7 +129,7 @@ impl NamedEngine {
     /// Removes `id`; returns whether it was stored.
     pub fn remove(&mut self, id: &str) -> bool {
         if let Some(p) = &mut self.passages {
-            p.remove(id);
+            Arc::make_mut(p).remove(id);
         }
         let Some(key) = self.key_of.remove(id) else { return false };
         self.id_of.remove(&key);

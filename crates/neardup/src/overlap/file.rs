@@ -120,12 +120,12 @@ impl PassageIndex {
         // Postings added since the last rebuild are merged in first.
         let rebuilt;
         let (have_keys, have_offsets, have_postings) = if self.recent.is_empty() {
-            (&self.keys, &self.offsets, &self.postings)
+            (&self.keys[..], &self.offsets[..], &self.postings[..])
         } else {
             let mut pairs = self.live_pairs(0);
             pairs.sort_unstable();
             rebuilt = csr(&pairs, self.spec.max_postings as usize);
-            (&rebuilt.0, &rebuilt.1, &rebuilt.2)
+            (&rebuilt.0[..], &rebuilt.1[..], &rebuilt.2[..])
         };
         let mut keys = Vec::with_capacity(have_keys.len());
         let mut offsets = vec![0u32];
@@ -236,6 +236,7 @@ impl PassageIndex {
             let text_len = r.u64()? as usize;
             let start = arena.len();
             r.take_into(&mut arena, text_len)?;
+            let id: std::sync::Arc<str> = id.into();
             if by_id.insert(id.clone(), n as u32).is_some() {
                 return Err(bad(format!("id {id} is given to two documents")));
             }
@@ -284,9 +285,9 @@ impl PassageIndex {
             spec,
             docs,
             by_id,
-            keys,
-            offsets,
-            postings,
+            keys: keys.into(),
+            offsets: offsets.into(),
+            postings: postings.into(),
             arena: std::sync::Arc::new(arena),
             recent: FxHashMap::default(),
             recent_len: 0,
@@ -376,9 +377,9 @@ impl PassageIndex {
         let mut by_id = FxHashMap::default();
         let mut ids = Vec::with_capacity(self.docs.len());
         for (n, d) in self.docs.iter().enumerate() {
-            let id = f(&d.id);
+            let id: std::sync::Arc<str> = f(&d.id).into();
             if d.live && by_id.insert(id.clone(), n as u32).is_some() {
-                return Err(OverlapError::DuplicateId { id });
+                return Err(OverlapError::DuplicateId { id: id.to_string() });
             }
             ids.push(id);
         }

@@ -2,6 +2,7 @@
 //! a query against them.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -11,10 +12,11 @@ use super::exclude::{quotations, reference_lists, Excluded};
 use super::units::{kgram_hashes, units, Unit};
 use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare};
 
-/// A document of the collection.
+/// A document of the collection. Its id and text are shared, so that a clone of the index (a
+/// snapshot a long check reads while writers go on) copies pointers, not texts.
 #[derive(Debug, Clone)]
 pub(crate) struct Doc {
-    pub id: String,
+    pub id: Arc<str>,
     pub text: Text,
     /// False once a later document with its id replaced it.
     pub live: bool,
@@ -24,26 +26,28 @@ pub(crate) struct Doc {
 /// (loaded from a saved index: one allocation for every text, read straight from the file).
 #[derive(Debug, Clone)]
 pub(crate) enum Text {
-    Owned(String),
+    Owned(Arc<str>),
     Arena { start: usize, end: usize },
 }
 
 /// A collection indexed for the passage check: add documents, then check queries against them.
 /// Documents are numbered from 0 in the order added; [`PassageIndex::id`] gives a number's id.
 ///
-/// Checks take `&self` and may run on many threads at once.
+/// Checks take `&self` and may run on many threads at once. A clone is cheap (the texts, ids
+/// and built postings are shared; it copies a pointer per document and the recent postings):
+/// a live collection gives each long check a clone of its own and lets writers go on.
 #[derive(Debug, Clone)]
 pub struct PassageIndex {
     pub(crate) spec: OverlapSpec,
     pub(crate) docs: Vec<Doc>,
-    pub(crate) by_id: FxHashMap<String, u32>,
+    pub(crate) by_id: FxHashMap<Arc<str>, u32>,
     /// The kept k-gram hashes (their high 32 bits), sorted, each once.
-    pub(crate) keys: Vec<u32>,
+    pub(crate) keys: Arc<[u32]>,
     /// `postings[offsets[i]..offsets[i + 1]]` are the documents holding `keys[i]`, ascending.
-    pub(crate) offsets: Vec<u32>,
-    pub(crate) postings: Vec<u32>,
+    pub(crate) offsets: Arc<[u32]>,
+    pub(crate) postings: Arc<[u32]>,
     /// The texts of a loaded index, one after another (shared by clones).
-    pub(crate) arena: std::sync::Arc<String>,
+    pub(crate) arena: Arc<String>,
     /// The keys of documents added since the postings were last rebuilt: key -> documents,
     /// ascending. Adding documents one by one (a live collection) costs their own keys, not a
     /// rebuild of every posting; the two are merged when this grows past an eighth of them.
@@ -144,9 +148,9 @@ impl PassageIndex {
             spec,
             docs: Vec::new(),
             by_id: FxHashMap::default(),
-            keys: Vec::new(),
-            offsets: vec![0],
-            postings: Vec::new(),
+            keys: Arc::from([]),
+            offsets: Arc::from([0]),
+            postings: Arc::from([]),
             arena: Default::default(),
             recent: FxHashMap::default(),
             recent_len: 0,
@@ -239,7 +243,7 @@ impl PassageIndex {
         let Some(n) = self.by_id.remove(id) else { return false };
         let doc = &mut self.docs[n as usize];
         doc.live = false;
-        doc.text = Text::Owned(String::new());
+        doc.text = Text::Owned(Arc::from(""));
         true
     }
 
@@ -289,12 +293,13 @@ impl PassageIndex {
         let mut numbers = Vec::with_capacity(docs.len());
         for (i, (id, text)) in docs.into_iter().enumerate() {
             let n = (first + i) as u32;
+            let id: Arc<str> = Arc::from(id);
             if let Some(old) = self.by_id.insert(id.clone(), n) {
                 self.docs[old as usize].live = false;
                 // The old text is not needed again: a replaced document is never a source.
-                self.docs[old as usize].text = Text::Owned(String::new());
+                self.docs[old as usize].text = Text::Owned(Arc::from(""));
             }
-            self.docs.push(Doc { id, text: Text::Owned(text), live: true });
+            self.docs.push(Doc { id, text: Text::Owned(Arc::from(text)), live: true });
             numbers.push(n);
         }
         let added: usize = keys.iter().map(Vec::len).sum();
@@ -307,7 +312,7 @@ impl PassageIndex {
                 pairs.extend(doc_keys.into_iter().map(|k| (u64::from(k) << 32) | d));
             }
             pairs.par_sort_unstable();
-            (self.keys, self.offsets, self.postings) = csr(&pairs, self.spec.max_postings as usize);
+            self.set_postings(csr(&pairs, self.spec.max_postings as usize));
             self.recent.clear();
             self.recent_len = 0;
         } else {
@@ -345,13 +350,18 @@ impl PassageIndex {
         pairs
     }
 
+    /// Takes built postings (from [`csr`]).
+    fn set_postings(&mut self, (keys, offsets, postings): (Vec<u32>, Vec<u32>, Vec<u32>)) {
+        (self.keys, self.offsets, self.postings) = (keys.into(), offsets.into(), postings.into());
+    }
+
     /// Rebuilds the postings with the recent ones, dropping replaced and removed documents and
     /// keeping the first `max_postings` holders of each key.
     #[cfg(test)]
     pub(crate) fn merge_postings(&mut self) {
         let mut pairs = self.live_pairs(0);
         pairs.par_sort_unstable();
-        (self.keys, self.offsets, self.postings) = csr(&pairs, self.spec.max_postings as usize);
+        self.set_postings(csr(&pairs, self.spec.max_postings as usize));
         self.recent.clear();
         self.recent_len = 0;
     }
