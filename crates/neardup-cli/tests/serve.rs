@@ -2078,3 +2078,208 @@ fn batch_checks_keep_metadata_and_are_counted() {
         assert!(text.contains(line), "{line} in\n{text}");
     }
 }
+
+impl Server {
+    /// A call whose answer is returned as the bytes sent (to see values as written).
+    fn text(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let req = ureq::request(method, &format!("{}{path}", self.base))
+            .timeout(Duration::from_secs(120))
+            .set("Content-Type", "application/json");
+        match req.send_string(body) {
+            Ok(r) => (r.status(), r.into_string().expect("body")),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().expect("body")),
+            Err(e) => panic!("{method} {path}: {e}"),
+        }
+    }
+}
+
+/// Regression (sweep 3): 200 stored copies with 65 KB of metadata, then one batch check of 250
+/// documents with `top_k` 200 asked for an answer of 3 GB and aborted the server. Now a request
+/// is admitted by what it may need, reckoned from its size, within `--max-memory-mb`.
+#[test]
+fn a_check_whose_answer_could_exceed_the_memory_budget_is_refused_and_the_server_lives() {
+    let dir = tempdir("memory-budget");
+    let s = Server::start(&dir, &["--max-memory-mb", "32", "--max-metadata-bytes", "70000"]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"preset": "default"})).0, 201);
+    let meta = json!({"blob": "m".repeat(60_000)});
+    let docs: Vec<Value> = (0..30)
+        .map(|i| json!({"id": i, "text": format!("{NEWS_A} {i}"), "metadata": meta}))
+        .collect();
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({ "docs": docs })).0, 200);
+    let batch = |n: usize| -> Vec<Value> {
+        (0..n).map(|i| json!({"id": format!("q{i}"), "text": NEWS_B})).collect()
+    };
+    // 60 documents x top_k 50 x 60 KB: 180 MB may be needed, over the 32 MiB budget.
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": batch(60), "insert": false, "top_k": 50}),
+    );
+    assert_eq!((st, error_code(&v)), (413, "request_too_large"), "{v}");
+    let m = v["error"]["message"].as_str().expect("message");
+    assert!(m.contains("--max-memory-mb") && m.contains("32 MiB"), "{m}");
+    // What fits is answered, matches with their metadata.
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": batch(4), "insert": false, "top_k": 5}),
+    );
+    assert_eq!(st, 200);
+    assert_eq!(v["results"][0]["matches"].as_array().map(Vec::len), Some(5));
+    assert!(v["results"][0]["matches"][0]["metadata"] == meta);
+    // A search is admitted the same way: 1,000 matches of 60 KB, 60 MB.
+    let (st, v) =
+        s.json("POST", "/v1/collections/c/search", json!({"text": NEWS_B, "top_k": 1000}));
+    assert_eq!(st, 413);
+    assert_eq!(error_code(&v), "request_too_large");
+    assert_eq!(s.call("GET", "/v1/health", None).0, 200);
+}
+
+/// Regression (sweep 3): metadata came back re-serialized (`1.10` as `1.1`, a 30-digit integer
+/// as `1.2345678901234568e+29`). What a client stores is what it gets back, byte for byte.
+#[test]
+fn metadata_comes_back_byte_for_byte() {
+    let dir = tempdir("raw-metadata");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"preset": "default"})).0, 201);
+    let meta = r#"{"price": 1.10, "n": 123456789012345678901234567890, "z": 1e5, "a": [ 1 ]}"#;
+    let body = format!(
+        r#"{{"docs": [{{"id": "a", "text": {}, "metadata": {meta}}}]}}"#,
+        serde_json::to_string(NEWS_A).expect("json")
+    );
+    assert_eq!(s.text("POST", "/v1/collections/c/docs", &body).0, 200);
+    let (st, got) = s.text("GET", "/v1/collections/c/docs/a", "");
+    assert!(st == 200 && got.contains(meta), "{got}");
+    let q = json!({"text": NEWS_B}).to_string();
+    let (st, got) = s.text("POST", "/v1/collections/c/search", &q);
+    assert!(st == 200 && got.contains(meta), "{got}");
+    let q = json!({"id": "b", "text": NEWS_B, "insert": false}).to_string();
+    let (st, got) = s.text("POST", "/v1/collections/c/check", &q);
+    assert!(st == 200 && got.contains(meta), "{got}");
+    // Checked in and stored by a check, too.
+    let body = format!(
+        r#"{{"id": "c", "text": "something else entirely, about trains", "metadata": {meta}}}"#
+    );
+    assert_eq!(s.text("POST", "/v1/collections/c/check", &body).0, 200);
+    let (_, got) = s.text("GET", "/v1/collections/c/docs/c", "");
+    assert!(got.contains(meta), "{got}");
+}
+
+/// Regression (sweep 3): a batch check below the collection's threshold verified the whole
+/// collection once per document under the writer lock (200 x 50,000 took 21-34 s, an insert
+/// waiting throughout); `--max-scan-docs` is now the budget of a request.
+#[test]
+fn a_batch_check_below_the_threshold_has_one_scan_budget() {
+    let dir = tempdir("scan-budget");
+    let s = Server::start(&dir, &["--max-scan-docs", "100"]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"preset": "default"})).0, 201);
+    let docs: Vec<Value> =
+        (0..20).map(|i| json!({"id": i, "text": format!("{NEWS_A} {i}")})).collect();
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({ "docs": docs })).0, 200);
+    let batch = |n: usize| -> Vec<Value> {
+        (0..n).map(|i| json!({"id": format!("q{i}"), "text": NEWS_B})).collect()
+    };
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": batch(6), "insert": false, "threshold": 0.3}),
+    );
+    assert_eq!((st, error_code(&v)), (400, "threshold_below_collection"), "{v}");
+    let m = v["error"]["message"].as_str().expect("message");
+    assert!(m.contains("120 verifications") && m.contains("--max-scan-docs"), "{m}");
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": batch(5), "insert": false, "threshold": 0.3}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["results"][4]["duplicate"], json!(true), "{v}");
+}
+
+/// Regression (sweep 3): a slow passage check held the collection's read lock, and a write
+/// waited behind it (8.6 s behind one 10 s check). The check now runs on a snapshot.
+#[test]
+fn writes_do_not_wait_for_a_long_passage_check() {
+    let dir = tempdir("overlap-snapshot");
+    let s = Arc::new(Server::start(&dir, &[]));
+    assert_eq!(s.json("PUT", "/v1/collections/lib", json!({"passages": true})).0, 201);
+    // Texts over a 50-word vocabulary: every k-gram is everywhere, the slowest kind to check.
+    let mut seed = 7u64;
+    let mut words = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                format!("w{}x", (seed >> 33) % 50)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let docs: Vec<Value> = (0..40).map(|i| json!({"id": i, "text": words(20_000)})).collect();
+    assert_eq!(s.json("POST", "/v1/collections/lib/docs", json!({ "docs": docs })).0, 200);
+    let long = words(1_200_000);
+    let finished = Arc::new(Mutex::new(Vec::new()));
+    let (s2, f2) = (s.clone(), finished.clone());
+    let check = std::thread::spawn(move || {
+        let (st, v) = s2.json("POST", "/v1/collections/lib/overlap", json!({ "text": long }));
+        f2.lock().expect("lock").push("overlap");
+        (st, v)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/lib/docs",
+        json!({"docs": [{"id": "new", "text": "a new document about trains and stations"}]}),
+    );
+    finished.lock().expect("lock").push("insert");
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = check.join().expect("thread");
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(*finished.lock().expect("lock"), ["insert", "overlap"], "the insert waited");
+}
+
+/// Regression (sweep 3): `/metrics` kept the series of deleted collections (1,000 cycles:
+/// 3,000 series, growing).
+#[test]
+fn metrics_forget_deleted_collections() {
+    let dir = tempdir("metrics-forget");
+    let s = Server::start(&dir, &[]);
+    for i in 0..5 {
+        let name = format!("/v1/collections/tmp{i}");
+        assert_eq!(s.json("PUT", &name, json!({"preset": "default"})).0, 201);
+        let check = json!({"id": "a", "text": NEWS_A});
+        assert_eq!(s.json("POST", &format!("{name}/check"), check).0, 200);
+        assert_eq!(s.call("DELETE", &name, None).0, 200);
+    }
+    assert_eq!(s.json("PUT", "/v1/collections/kept", json!({"preset": "default"})).0, 201);
+    assert_eq!(
+        s.json("POST", "/v1/collections/kept/check", json!({"id": 1, "text": NEWS_A})).0,
+        200
+    );
+    let (_, m) = s.text("GET", "/metrics", "");
+    assert!(!m.contains("collection=\"tmp"), "{m}");
+    assert!(m.contains("neardup_checks_total{collection=\"kept\",outcome=\"inserted\"} 1"), "{m}");
+}
+
+/// Regression (sweep 3): errors inside a batch named no place (`docs[50].text`); a check that
+/// only asks (`"insert": false`) demanded an id; a MinHash collection showed `"hamming": 3`.
+#[test]
+fn errors_name_the_field_and_asking_needs_no_id() {
+    let dir = tempdir("field-paths");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"preset": "default"})).0, 201);
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": [{"id": 1, "text": NEWS_A}, {"id": 2, "text": 5}]}),
+    );
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+    assert!(v["error"]["message"].as_str().expect("m").starts_with("docs[1].text: "), "{v}");
+    let (st, v) =
+        s.json("POST", "/v1/collections/c/check", json!({"text": NEWS_A, "insert": false}));
+    assert_eq!((st, &v["inserted"]), (200, &json!(false)), "{v}");
+    let (st, v) = s.json("POST", "/v1/collections/c/check", json!({"text": NEWS_A}));
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+    assert!(v["error"]["message"].as_str().expect("m").contains("insert\": false"), "{v}");
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!((&v["method"], &v["hamming"]), (&json!("minhash"), &Value::Null), "{v}");
+}

@@ -59,9 +59,15 @@ pub struct Limits {
     /// Heavy requests that may wait for a turn (for at most [`HEAVY_WAIT`]); one more is
     /// answered 503 with `Retry-After` at once.
     pub max_queued: usize,
-    /// Most documents a search or check below its collection's threshold scans; on a larger
-    /// collection such a request is refused (400), never answered from the index in part.
+    /// Most documents a search or check below its collection's threshold scans, per request
+    /// (a batch check scans once per document: its documents times the collection's); past it
+    /// such a request is refused (400), never answered from the index in part.
     pub max_scan_docs: usize,
+    /// The memory that heavy requests may hold at once, in bytes: each is admitted with what it
+    /// may need at most, from its size (texts, documents times `top_k` times the collection's
+    /// largest metadata, the passage check's text); one needing more than all of it is refused
+    /// (413), one that finds too little free waits as for a turn (503 past the wait).
+    pub max_memory_bytes: usize,
 }
 
 /// How long a heavy request waits for a turn before it is answered 503 with `Retry-After`.
@@ -80,6 +86,7 @@ impl Default for Limits {
             max_concurrent: std::thread::available_parallelism().map_or(2, usize::from),
             max_queued: 64,
             max_scan_docs: neardup::DEFAULT_SCAN_LIMIT,
+            max_memory_bytes: 1 << 30,
         }
     }
 }
@@ -100,6 +107,7 @@ impl Limits {
             ("--max-queued", self.max_queued, MAX_QUEUED),
             ("--max-scan-docs", self.max_scan_docs, MAX_SCAN_DOCS),
             ("--store-cache-mb", self.store_cache_bytes >> 20, MAX_STORE_CACHE_MB),
+            ("--max-memory-mb", self.max_memory_bytes >> 20, MAX_MEMORY_MB),
         ] {
             if !(1..=max).contains(&value) {
                 return Err(format!("{name} {value}: must be between 1 and {max}"));
@@ -143,6 +151,8 @@ pub mod bounds {
     pub const MAX_SCAN_DOCS: usize = 10_000_000;
     /// The largest `--store-cache-mb`: 64 GiB.
     pub const MAX_STORE_CACHE_MB: usize = 64 << 10;
+    /// The largest `--max-memory-mb`: 1 TiB.
+    pub const MAX_MEMORY_MB: usize = 1 << 20;
 }
 
 /// How to run the service.
@@ -229,6 +239,9 @@ struct Collection {
     checks: Mutex<Vec<api::PendingCheck>>,
     /// `LIVE`, `DELETED` or `RELOADED`; set under the writer lock.
     retired: AtomicU8,
+    /// The largest metadata stored, in bytes (never lowered): what one match of a search or a
+    /// check may carry, for the admission of requests by the memory their answers may take.
+    largest_metadata: std::sync::atomic::AtomicUsize,
 }
 
 impl Collection {
@@ -240,6 +253,7 @@ impl Collection {
             writer: tokio::sync::Mutex::new(()),
             checks: Mutex::new(Vec::new()),
             retired: AtomicU8::new(LIVE),
+            largest_metadata: std::sync::atomic::AtomicUsize::new(4),
         }
     }
 }
@@ -265,6 +279,8 @@ pub struct State {
     /// Turns for heavy requests (`limits.max_concurrent`), and how many wait for one.
     turns: Arc<tokio::sync::Semaphore>,
     waiting: std::sync::atomic::AtomicUsize,
+    /// `limits.max_memory_bytes` in KiB permits, taken by heavy requests for what they may need.
+    memory: Arc<tokio::sync::Semaphore>,
 }
 
 /// Damaged records seen: how many, and the first few, for `/v1/health`.
@@ -317,6 +333,7 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         listening: OnceLock::new(),
         turns: Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrent)),
         waiting: std::sync::atomic::AtomicUsize::new(0),
+        memory: Arc::new(tokio::sync::Semaphore::new(config.limits.max_memory_bytes >> 10)),
     }))
 }
 
@@ -489,6 +506,7 @@ fn load_collections_inner(
     for info in infos {
         let started = Instant::now();
         let table = store::docs_table(&info.name, &info.incarnation);
+        let mut largest = 4usize; // `null`
         let live = match build_engine(&info) {
             Ok(engine) => {
                 let mut live = new_live(&info, engine, limits)
@@ -497,6 +515,7 @@ fn load_collections_inner(
                 for_each_doc(&read, &table, |id, record| {
                     match record {
                         Ok(record) => {
+                            largest = largest.max(record.metadata.get().len());
                             live.insert_with_text(id, record.sketch, record.text);
                             n += 1;
                         }
@@ -530,7 +549,9 @@ fn load_collections_inner(
                 Err(message)
             }
         };
-        collections.insert(info.name.clone(), Arc::new(Collection::new(info, live)));
+        let c = Collection::new(info, live);
+        c.largest_metadata.store(largest, Ordering::Relaxed);
+        collections.insert(c.info.name.clone(), Arc::new(c));
     }
     Ok(collections)
 }

@@ -42,14 +42,20 @@ fn op(summary: &str, ok: (&str, Value), extra: &[(&str, &str)]) -> Value {
             "an Origin other than the server's own, or (on loopback) a Host that is not \
                  localhost, 127.0.0.1 or [::1] with the server's port",
         ),
-        ("413", "body, document, metadata (--max-metadata-bytes) or batch over the limit"),
+        (
+            "413",
+            "body, document, metadata (--max-metadata-bytes) or batch over the limit, or a \
+             request that may need more memory than requests may hold at once \
+             (request_too_large: --max-memory-mb)",
+        ),
         ("414", "URI too long"),
         ("431", "over 100 header fields, or a request head over 400 KiB"),
         (
             "503",
             "the store had an I/O error and is being reopened (storage_unavailable), or, for \
-             search, check, insert and compare, every turn is taken and the queue is full or \
-             the wait was over 10 s (busy, with Retry-After)",
+             search, check, insert, overlap and compare, every turn is taken or the memory a \
+             request needs is in use, and the queue is full or the wait was over 10 s (busy, \
+             with Retry-After)",
         ),
     ]
     .iter()
@@ -153,13 +159,13 @@ pub fn document(limits: &Limits) -> Value {
     });
     let check = json!({
         "type": "object",
-        "required": ["id"],
         "properties": {
-            "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            "id": {"oneOf": [{"type": "string"}, {"type": "number"}],
+                   "description": "needed to store the document; a check with \"insert\": false may leave it out"},
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
             "metadata": {"description": "stored with the document; absent or null keeps a stored document's metadata"},
             "insert": {"type": "boolean"},
-            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs of them, else 400 threshold_below_collection)"}, "top_k": top_k.clone()
+            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs verifications per request, documents sent times documents stored, else 400 threshold_below_collection)"}, "top_k": top_k.clone()
         },
         "additionalProperties": false
     });
@@ -169,7 +175,7 @@ pub fn document(limits: &Limits) -> Value {
         "description": "a batch: decided in order, committed at once, answered in order as {\"results\": [...]}",
         "properties": {
             "docs": {"type": "array", "items": {
-                "type": "object", "required": ["id"],
+                "type": "object",
                 "properties": {
                     "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
                     "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],

@@ -18,6 +18,7 @@ use neardup::overlap::OverlapSpec;
 use neardup::{DocSketch, Method, PipelineSpec};
 use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Version of the store layout. Version 2: 32-bit feature hashes in sketches, per-incarnation
 /// document tables, and the pipelines of fingerprint format 2. Version 3: a checksum closes
@@ -133,12 +134,18 @@ fn short(v: &serde_json::Value) -> String {
     }
 }
 
-/// A stored document.
+/// A stored document. Its metadata is the JSON text the client sent, byte for byte (`1.10`
+/// stays `1.10`, a 30-digit integer keeps its digits, keys keep their order); `null` when none.
 #[derive(Debug, Clone)]
 pub struct Record {
     pub sketch: DocSketch,
-    pub metadata: serde_json::Value,
+    pub metadata: Box<RawValue>,
     pub text: Option<String>,
+}
+
+/// The metadata of a document stored without any.
+pub fn no_metadata() -> Box<RawValue> {
+    RawValue::from_string("null".into()).expect("null is JSON")
 }
 
 /// The stored bytes of document `id`: its sketch, metadata and text, then the checksum (see
@@ -146,16 +153,16 @@ pub struct Record {
 pub fn encode_record(
     id: &str,
     sketch: &DocSketch,
-    metadata: &serde_json::Value,
+    metadata: &RawValue,
     text: Option<&str>,
 ) -> Vec<u8> {
     let sketch = sketch.to_bytes();
-    let meta = serde_json::to_vec(metadata).expect("JSON values serialize");
+    let meta = metadata.get().as_bytes();
     let mut out = Vec::with_capacity(24 + sketch.len() + meta.len() + text.map_or(0, str::len));
     out.extend_from_slice(&(sketch.len() as u32).to_le_bytes());
     out.extend_from_slice(&sketch);
     out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
-    out.extend_from_slice(&meta);
+    out.extend_from_slice(meta);
     match text {
         Some(t) => {
             out.push(1);
@@ -232,7 +239,9 @@ impl Record {
         let n = len(take(4)?);
         let sketch = DocSketch::from_bytes(take(n)?)?;
         let n = len(take(4)?);
-        let metadata = serde_json::from_slice(take(n)?).map_err(|e| e.to_string())?;
+        // Checked as JSON and kept as written (records of older builds hold re-serialized
+        // values, JSON too).
+        let metadata: Box<RawValue> = serde_json::from_slice(take(n)?).map_err(|e| e.to_string())?;
         let text = match take(1)?[0] {
             0 => None,
             _ => {
@@ -331,9 +340,10 @@ fn upgrade(txn: &redb::WriteTransaction) -> Result<u64, redb::Error> {
 mod tests {
     use super::*;
 
-    fn record() -> (DocSketch, serde_json::Value) {
+    fn record() -> (DocSketch, Box<RawValue>) {
         let sketch = DocSketch::from_bytes(&DocSketch::default().to_bytes()).expect("sketch");
-        (sketch, serde_json::json!({"url": "https://example.com/a"}))
+        let meta = r#"{"url": "https://example.com/a", "score": 1.10, "n": 123456789012345678901234567890}"#;
+        (sketch, RawValue::from_string(meta.into()).expect("JSON"))
     }
 
     #[test]
@@ -342,7 +352,8 @@ mod tests {
         let bytes = encode_record("doc-1", &sketch, &meta, Some("the stored text"));
         let back = Record::decode("doc-1", &bytes).expect("intact");
         assert_eq!(back.text.as_deref(), Some("the stored text"));
-        assert_eq!(back.metadata, meta);
+        // Byte for byte: spacing, `1.10` and every digit kept.
+        assert_eq!(back.metadata.get(), meta.get());
         for bit in 0..bytes.len() * 8 {
             let mut damaged = bytes.clone();
             damaged[bit / 8] ^= 1 << (bit % 8);
@@ -361,7 +372,7 @@ mod tests {
             Engine::new(std::sync::Arc::new(pipeline), DedupConfig::default()).expect("valid");
         let text = "the quick brown fox jumps over the lazy dog near the river bank today";
         let sketch = engine.sketch(Document::Text(text), text.len(), &mut Scratch::default());
-        let meta = serde_json::json!({"url": "https://example.com/a"});
+        let meta = no_metadata();
         let bytes = encode_record("doc-1", &sketch, &meta, Some(text));
         let alone = Record::decode_sketch("doc-1", &bytes).expect("intact");
         let whole = Record::decode("doc-1", &bytes).expect("intact").sketch;

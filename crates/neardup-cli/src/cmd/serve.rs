@@ -7,8 +7,8 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use clap::Args;
 use neardup_server::bounds::{
-    MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_CONCURRENT, MAX_DOC_BYTES, MAX_METADATA_BYTES, MAX_QUEUED,
-    MAX_SCAN_DOCS, MAX_STORE_CACHE_MB, MAX_TOP_K,
+    MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_CONCURRENT, MAX_DOC_BYTES, MAX_MEMORY_MB,
+    MAX_METADATA_BYTES, MAX_QUEUED, MAX_SCAN_DOCS, MAX_STORE_CACHE_MB, MAX_TOP_K,
 };
 use neardup_server::{is_loopback, Config, Limits};
 
@@ -20,7 +20,9 @@ use neardup_corpus::read::io_message;
 #[derive(Debug, Args)]
 #[command(after_help = "Routes (JSON; errors are {\"error\": {\"code\", \"message\"}}):
   PUT    /v1/collections/NAME          create: {\"preset\" | \"spec\", \"method\": minhash|simhash|both,
-                                       \"threshold\": 0.8, \"hamming\": 3, \"store_text\": false}
+                                       \"threshold\": 0.8, \"hamming\": 3, \"store_text\": false,
+                                       \"passages\": true | {\"min_units\": 12, ...}}: a passage
+                                       collection keeps its texts for /overlap
   GET    /v1/collections[/NAME]        list; describe (size, spec, index parameters)
   DELETE /v1/collections/NAME
   POST   /v1/collections/NAME/docs     {\"docs\": [{\"id\", \"text\" | \"tokens\", \"metadata\"}]}, atomic
@@ -30,7 +32,11 @@ use neardup_corpus::read::io_message;
   POST   /v1/collections/NAME/check    {\"id\", \"text\", \"metadata\", \"insert\": true}
                                        -> {\"duplicate\", \"matches\", \"inserted\", \"replaced\"};
                                        or {\"docs\": [...]}: decided in order, one durable
-                                       commit -> {\"results\": [...]}
+                                       commit -> {\"results\": [...]}; \"insert\": false only asks
+                                       (no id needed)
+  POST   /v1/collections/NAME/overlap  {\"text\", \"id\", \"exclude_source\": [...]} -> which passages
+                                       of the text are copied from which stored documents, as
+                                       `neardup overlap` (a passage collection only)
   POST   /v1/compare                   {\"a\", \"b\", \"preset\"} -> as `neardup compare --json`
   GET    /v1/health, /metrics (Prometheus), /v1/openapi.json
 
@@ -90,10 +96,10 @@ pub struct ServeArgs {
           value_parser = bounded::<MAX_TOP_K>)]
     max_top_k: usize,
 
-    /// Most documents a search or check below its collection's threshold scans (at most
-    /// 10,000,000): the collection's index finds pairs at its threshold and above, so a lower
-    /// threshold is answered by verifying every document, and refused (400) on a larger
-    /// collection rather than answered in part.
+    /// Most documents a search or check below its collection's threshold verifies, per request
+    /// (at most 10,000,000): the collection's index finds pairs at its threshold and above, so
+    /// a lower threshold is answered by verifying every document (once per document of a
+    /// batch check), and refused (400) past this rather than answered in part.
     #[arg(long, default_value_t = neardup::DEFAULT_SCAN_LIMIT, value_name = "N",
           value_parser = bounded::<MAX_SCAN_DOCS>)]
     max_scan_docs: usize,
@@ -114,6 +120,15 @@ pub struct ServeArgs {
     /// either, they are answered 503 with Retry-After.
     #[arg(long, default_value_t = 64, value_name = "N", value_parser = bounded::<MAX_QUEUED>)]
     max_queued: usize,
+
+    /// Memory that search, check, insert, overlap and compare requests may hold at once, in MiB
+    /// (at most 1,048,576). Each is admitted with what it may need at most, reckoned from its
+    /// size (its texts; documents times top_k times the collection's largest metadata; a
+    /// passage check's text); one that could need more than all of it is refused (413), one
+    /// that finds too little free waits for it as for a turn.
+    #[arg(long, default_value_t = 1024, value_name = "MIB",
+          value_parser = bounded::<MAX_MEMORY_MB>)]
+    max_memory_mb: usize,
 
     /// Memory for the store's own page cache, in MiB (at most 65,536). The index lives in
     /// memory; the store is read for hits' metadata, stored texts and at start, and the
@@ -208,6 +223,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             store_cache_bytes: args.store_cache_mb << 20,
             max_metadata_bytes: args.max_metadata_bytes,
             max_scan_docs: args.max_scan_docs,
+            max_memory_bytes: args.max_memory_mb << 20,
             // Four turns per worker: a request also waits on the store (a group commit's
             // fsync, page reads), and with one turn per core those waits left the cores idle
             // (200,000 documents: check 13,609 -> 15,201 req/s, p99 59 -> 3.8 ms).

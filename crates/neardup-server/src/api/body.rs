@@ -18,8 +18,17 @@ pub(super) struct InDoc {
     pub(super) id: Box<RawValue>,
     pub(super) text: Option<String>,
     pub(super) tokens: Option<Vec<String>>,
+    /// Kept as written (absent or `null`: none, or keep a stored document's).
     #[serde(default)]
-    pub(super) metadata: Value,
+    pub(super) metadata: Option<Box<RawValue>>,
+}
+
+/// A match of a search or a check: an id, its similarity and its metadata as stored.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct Match {
+    pub(super) id: String,
+    pub(super) similarity: f64,
+    pub(super) metadata: Box<RawValue>,
 }
 
 /// A batch of `n` documents within `--max-batch-docs` (413 otherwise).

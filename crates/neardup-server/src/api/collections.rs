@@ -225,7 +225,8 @@ pub(super) fn describe(c: &Collection) -> Value {
         "documents": documents,
         "method": c.info.method,
         "threshold": c.info.threshold,
-        "hamming": c.info.hamming,
+        // A MinHash collection has no Hamming distance: null, not the default it never uses.
+        "hamming": (c.info.method != Method::MinHash).then_some(c.info.hamming),
         "recall": c.info.recall,
         "store_text": c.info.store_text,
         "passages": c.info.passages,
@@ -282,5 +283,6 @@ pub(super) async fn delete_collection(
     .await?;
     c.retired.store(DELETED, Ordering::SeqCst);
     state.collections.write().unwrap_or_else(|p| p.into_inner()).remove(&c.info.name);
+    state.metrics.forget_collection(&c.info.name);
     ok(StatusCode::OK, json!({"deleted": c.info.name}))
 }

@@ -26,13 +26,19 @@ pub(super) async fn insert_docs(
             ));
         }
         let body = body_from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
-        check_metadata(&d.metadata, limits.max_metadata_bytes, &what, &id)?;
+        check_metadata(d.metadata.as_deref(), limits.max_metadata_bytes, &what, &id)?;
         docs.push((id, body, d.metadata));
     }
-    let turn = turn(&state).await?;
+    let need = Need::sketching(docs.iter().map(|(_, b, m)| b.len() + m.as_ref().map_or(0, |m| m.get().len())));
+    let (turn, _memory) = admit(
+        &state,
+        Need::new(need, "this batch", "send fewer or shorter documents per request"),
+    )
+    .await?;
     // Sketch outside every lock.
     let c2 = c.clone();
-    let (mut records, turn): (Vec<(String, Record)>, Turn) = blocking(move || {
+    type Sketched = Vec<(String, Option<Box<RawValue>>, Record)>;
+    let (mut records, turn): (Sketched, Turn) = blocking(move || {
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
         let store_text = c2.info.store_text;
         // Sketch the batch on every core (rayon), in order.
@@ -41,7 +47,7 @@ pub(super) async fn insert_docs(
             .map_init(Scratch::default, |scratch, (id, body, metadata)| {
                 let sketch = live.engine().sketch(body.as_document(), body.len(), scratch);
                 let text = store_text.then(|| body.as_document().display_text().into_owned());
-                (id, Record { sketch, metadata, text })
+                (id, metadata, Record { sketch, metadata: no_metadata(), text })
             })
             .collect();
         Ok((records, turn))
@@ -60,13 +66,17 @@ pub(super) async fn insert_docs(
             let mut updated = 0usize;
             {
                 let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-                for (id, record) in &mut records {
+                for (id, metadata, record) in &mut records {
                     // Sent without metadata, a stored document keeps its own.
-                    if record.metadata.is_null() {
-                        if let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? {
-                            record.metadata = read_record(&st, name, id, v.value())?.metadata;
+                    match metadata.take() {
+                        Some(m) => record.metadata = m,
+                        None => {
+                            if let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? {
+                                record.metadata = read_record(&st, name, id, v.value())?.metadata;
+                            }
                         }
                     }
+                    c2.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
                     let old = t
                         .insert(id.as_str(), record.encode(id).as_slice())
                         .map_err(|e| err(e.into()))?;
@@ -79,7 +89,7 @@ pub(super) async fn insert_docs(
         // Durable: now visible to searches.
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
-        for (id, record) in records {
+        for (id, _, record) in records {
             live.insert_with_text(&id, record.sketch, record.text);
         }
         Ok((n - updated, updated))
@@ -123,16 +133,17 @@ pub(super) async fn get_doc(
             record.sketch.band_keys().iter().map(|k| format!("{k:016x}")).collect();
         fingerprints.insert("lsh_band_keys".into(), json!(keys));
     }
-    ok(
-        StatusCode::OK,
-        json!({
-            "id": id,
-            "metadata": record.metadata,
-            "text": record.text,
-            "empty": record.sketch.empty,
-            "fingerprints": fingerprints,
-        }),
-    )
+    #[derive(serde::Serialize)]
+    struct Doc {
+        id: String,
+        metadata: Box<RawValue>,
+        text: Option<String>,
+        empty: bool,
+        fingerprints: serde_json::Map<String, Value>,
+    }
+    let empty = record.sketch.empty;
+    let doc = Doc { id, metadata: record.metadata, text: record.text, empty, fingerprints };
+    ok_raw(StatusCode::OK, &doc)
 }
 
 pub(super) async fn delete_doc(

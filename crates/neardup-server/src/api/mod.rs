@@ -3,6 +3,7 @@
 //! content types) and `ops` (health, metrics).
 
 mod access;
+mod admit;
 mod body;
 mod collections;
 mod docs;
@@ -11,6 +12,7 @@ mod passages;
 mod queries;
 
 use access::*;
+use admit::*;
 use body::*;
 use collections::*;
 use docs::*;
@@ -46,7 +48,9 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
-use crate::store::{docs_def, encode_record, new_incarnation, CollectionInfo, Record, COLLECTIONS};
+use crate::store::{
+    docs_def, encode_record, new_incarnation, no_metadata, CollectionInfo, Record, COLLECTIONS,
+};
 use crate::{build_engine, new_live, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
 type Shared = Arc<AppState>;
@@ -98,59 +102,15 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A turn of a heavy request (search, check, insert, compare); given back when dropped. It
-/// moves into the blocking work it guards, so a client that goes away does not free the turn
-/// while its work still runs.
-type Turn = tokio::sync::OwnedSemaphorePermit;
-
-/// Takes a turn for a heavy request: at once if one of the `max_concurrent` is free, else after
-/// waiting in a queue of at most `max_queued` for at most [`crate::HEAVY_WAIT`]; past either,
-/// 503 `busy` with `Retry-After`. Called once the request is read and checked, so a refused
-/// request never waits, and a slow client cannot hold a turn by sending its body slowly.
-async fn turn(state: &AppState) -> Result<Turn, ApiError> {
-    use std::sync::atomic::AtomicUsize;
-    use tokio::sync::TryAcquireError;
-    let busy = |why: String| ApiError {
-        retry_after: Some(1),
-        ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", format!("{why}; retry later"))
-    };
-    match state.turns.clone().try_acquire_owned() {
-        Ok(turn) => return Ok(turn),
-        Err(TryAcquireError::Closed) => return Err(ApiError::internal("the turns are closed")),
-        Err(TryAcquireError::NoPermits) => {}
-    }
-    /// Counts a waiting request for as long as it waits (a cancelled wait included).
-    struct Waiting<'a>(&'a AtomicUsize);
-    impl Drop for Waiting<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-    let ahead = state.waiting.fetch_add(1, Ordering::SeqCst);
-    let _waiting = Waiting(&state.waiting);
-    let limits = &state.limits;
-    if ahead >= limits.max_queued {
-        return Err(busy(format!(
-            "all {} turns for search, check, insert and compare are taken and {ahead} requests \
-             wait (--max-concurrent, --max-queued)",
-            limits.max_concurrent
-        )));
-    }
-    match tokio::time::timeout(crate::HEAVY_WAIT, state.turns.clone().acquire_owned()).await {
-        Ok(Ok(turn)) => Ok(turn),
-        Ok(Err(_)) => Err(ApiError::internal("the turns are closed")),
-        Err(_) => Err(busy(format!(
-            "no turn for search, check, insert or compare came in {} s (--max-concurrent {})",
-            crate::HEAVY_WAIT.as_secs(),
-            limits.max_concurrent
-        ))),
-    }
-}
-
 /// Refuses metadata over `--max-metadata-bytes` (measured as the JSON it is stored as): with
 /// `--max-top-k` it bounds what one search answer carries.
-fn check_metadata(metadata: &Value, limit: usize, what: &str, id: &str) -> Result<(), ApiError> {
-    let size = serde_json::to_vec(metadata).map_err(ApiError::internal)?.len();
+fn check_metadata(
+    metadata: Option<&RawValue>,
+    limit: usize,
+    what: &str,
+    id: &str,
+) -> Result<(), ApiError> {
+    let size = metadata.map_or(0, |m| m.get().len());
     if size > limit {
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -168,6 +128,18 @@ type ApiResult = Result<Response, ApiError>;
 
 fn ok(status: StatusCode, body: Value) -> ApiResult {
     Ok((status, Json(body)).into_response())
+}
+
+/// A reply serialized straight to bytes, raw values (metadata as the client sent it) spliced
+/// in as written.
+fn ok_raw(status: StatusCode, body: &impl serde::Serialize) -> ApiResult {
+    let bytes = serde_json::to_vec(body).map_err(ApiError::internal)?;
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+}
+
+/// Raw JSON text of a serializable value (an answer built once, replied later).
+fn to_raw(body: &impl serde::Serialize) -> Result<Box<RawValue>, ApiError> {
+    serde_json::value::to_raw_value(body).map_err(ApiError::internal)
 }
 
 /// Maps a store error: an I/O error makes the service unhealthy (503 until the store is
@@ -282,12 +254,23 @@ fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, 
             format!("the body is not UTF-8: invalid byte at offset {}", e.valid_up_to()),
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
+    // The path of the value at fault leads the message (`docs[50].text: invalid type ...`): a
+    // line and column of a one-line body say little.
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    let parsed = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| (e.path().to_string(), e.into_inner()))
+        .and_then(|v| de.end().map(|()| v).map_err(|e| (".".to_string(), e)));
+    parsed.map_err(|(path, e)| {
         let code = match e.classify() {
             serde_json::error::Category::Data => "invalid_field",
             _ => "malformed_json",
         };
-        ApiError::bad(code, friendly(&e.to_string()))
+        let message = friendly(&e.to_string());
+        if path == "." || code == "malformed_json" {
+            ApiError::bad(code, message)
+        } else {
+            ApiError::bad(code, format!("{path}: {message}"))
+        }
     })
 }
 

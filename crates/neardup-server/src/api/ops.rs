@@ -99,6 +99,13 @@ impl Metrics {
             *checks.entry((name.to_string(), outcome)).or_insert(0) += 1;
         }
     }
+
+    /// Drops the series of a deleted collection (under its writer lock, so no check of it
+    /// counts again): `/metrics` would otherwise grow with every collection ever made.
+    pub(super) fn forget_collection(&self, name: &str) {
+        let mut checks = self.checks.lock().unwrap_or_else(|p| p.into_inner());
+        checks.retain(|(n, _), _| n != name);
+    }
 }
 
 /// The metrics label of a method: the standard methods by name, any other as `other`.

@@ -51,11 +51,24 @@ pub(super) async fn overlap(
         .enumerate()
         .map(|(i, r)| doc_id(r, &format!("exclude_source[{i}]")))
         .collect::<Result<_, _>>()?;
-    let turn = turn(&state).await?;
+    let (turn, _memory) = admit(
+        &state,
+        Need::new(Need::overlap(body.len()), "this passage check", "send a shorter text"),
+    )
+    .await?;
+    // A check given up by its client (the connection closed) stops between sources: the flag
+    // is set when this handler's future is dropped.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _stop_on_drop = StopOnDrop(stop.clone());
     blocking(move || {
         let _turn = turn;
-        let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
-        let index = live.passages().ok_or_else(|| ApiError::internal("no passage index"))?;
+        // The check runs on a snapshot of the passage index, with no lock held: writers of the
+        // collection never wait for it (they change a copy meanwhile).
+        let index = live(&c)?
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .passages_snapshot()
+            .ok_or_else(|| ApiError::internal("no passage index"))?;
         let exclude: Vec<u32> = exclude
             .iter()
             .map(|id| {
@@ -72,11 +85,20 @@ pub(super) async fn overlap(
             .collect::<Result<_, _>>()?;
         let text = body.as_document().display_text().into_owned();
         let found = index
-            .check(own.as_deref(), &text, &exclude)
+            .check_until(own.as_deref(), &text, &exclude, Some(&stop))
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
-        ok(StatusCode::OK, overlap_json(&found, index))
+        ok(StatusCode::OK, overlap_json(&found, &index))
     })
     .await
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The answer of the passage check: the summary of `neardup overlap --summary`, the passages
@@ -136,7 +158,9 @@ pub(super) async fn compare(
         }
     }
     let spec = resolve_spec(req.preset, req.spec)?;
-    let turn = turn(&state).await?;
+    let need = Need::sketching([req.a.len(), req.b.len()]);
+    let (turn, _memory) =
+        admit(&state, Need::new(need, "this comparison", "compare shorter texts")).await?;
     blocking(move || {
         let _turn = turn;
         let pipeline =

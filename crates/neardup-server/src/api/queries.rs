@@ -51,7 +51,9 @@ pub(super) async fn search(
     search_plan(&c, req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
-    let turn = turn(&state).await?;
+    let need = Need::sketching([body.len()]) + Need::matches(&c, 1, top_k);
+    let (turn, _memory) =
+        admit(&state, Need::new(need, "this search", "ask for a lower top_k")).await?;
     let st = state.clone();
     blocking(move || {
         let _turn = turn;
@@ -85,10 +87,15 @@ pub(super) async fn search(
                     continue;
                 };
                 let metadata = read_record(&state, &c.info.name, &id, v.value())?.metadata;
-                out.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
+                out.push(Match { id, similarity, metadata });
+            }
+            #[derive(serde::Serialize)]
+            struct Answer {
+                hits: Vec<Match>,
+                scanned: bool,
             }
             let scanned = plan == neardup::SearchPlan::Scan;
-            ok(StatusCode::OK, json!({ "hits": out, "scanned": scanned }))
+            ok_raw(StatusCode::OK, &Answer { hits: out, scanned })
         })
     })
     .await
@@ -97,11 +104,13 @@ pub(super) async fn search(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CheckRequest {
-    pub(super) id: Box<RawValue>,
+    /// Needed to store the document; a check that only asks (`"insert": false`) may leave it
+    /// out.
+    pub(super) id: Option<Box<RawValue>>,
     pub(super) text: Option<String>,
     pub(super) tokens: Option<Vec<String>>,
     #[serde(default)]
-    pub(super) metadata: Value,
+    pub(super) metadata: Option<Box<RawValue>>,
     #[serde(default = "yes")]
     pub(super) insert: bool,
     pub(super) threshold: Option<f64>,
@@ -127,11 +136,11 @@ pub(super) struct BatchCheckRequest {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct BatchCheckDoc {
-    pub(super) id: Box<RawValue>,
+    pub(super) id: Option<Box<RawValue>>,
     pub(super) text: Option<String>,
     pub(super) tokens: Option<Vec<String>>,
     #[serde(default)]
-    pub(super) metadata: Value,
+    pub(super) metadata: Option<Box<RawValue>>,
     pub(super) insert: Option<bool>,
 }
 
@@ -147,20 +156,33 @@ pub(crate) struct PendingCheck {
     id: String,
     sketch: neardup::DocSketch,
     text: Option<String>,
-    /// Null: keep the stored document's metadata (absent in the request).
-    metadata: Value,
+    /// `None`: keep the stored document's metadata (absent in the request).
+    metadata: Option<Box<RawValue>>,
     insert: bool,
     threshold: Option<f64>,
     top_k: usize,
-    reply: tokio::sync::oneshot::Sender<Result<Value, ApiError>>,
+    reply: tokio::sync::oneshot::Sender<Result<Box<RawValue>, ApiError>>,
 }
 
 /// A check's document before it is sketched.
 struct CheckDoc {
     id: String,
     body: Body,
-    metadata: Value,
+    metadata: Option<Box<RawValue>>,
     insert: bool,
+}
+
+/// A check's id: needed to store the document; one that only asks may leave it out (it is then
+/// an id no stored document has, so nothing is left out of its matches).
+fn check_id(id: Option<&RawValue>, insert: bool, what: &str) -> Result<String, ApiError> {
+    match id {
+        Some(raw) => doc_id(raw, what),
+        None if !insert => Ok(String::new()),
+        None => Err(ApiError::bad(
+            "invalid_field",
+            format!("{what}: an id is needed to store the document (or send \"insert\": false)"),
+        )),
+    }
 }
 
 /// "Is this a near-duplicate of anything stored? If not, store it", atomically, with group
@@ -192,18 +214,18 @@ pub(super) async fn check(
         let mut docs = Vec::with_capacity(req.docs.len());
         for (i, d) in req.docs.into_iter().enumerate() {
             let what = format!("docs[{i}]");
-            let id = doc_id(&d.id, &what)?;
-            let body = body_from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
-            check_metadata(&d.metadata, limits.max_metadata_bytes, &what, &id)?;
             let insert = d.insert.unwrap_or(req.insert);
+            let id = check_id(d.id.as_deref(), insert, &format!("{what}.id"))?;
+            let body = body_from_parts(d.text, d.tokens, limits.max_doc_bytes, &what)?;
+            check_metadata(d.metadata.as_deref(), limits.max_metadata_bytes, &what, &id)?;
             docs.push(CheckDoc { id, body, metadata: d.metadata, insert });
         }
         (docs, req.threshold, req.top_k)
     } else {
         let req: CheckRequest = parse(body)?;
-        let id = doc_id(&req.id, "id")?;
+        let id = check_id(req.id.as_deref(), req.insert, "id")?;
         let body = body_from_parts(req.text, req.tokens, limits.max_doc_bytes, "document")?;
-        check_metadata(&req.metadata, limits.max_metadata_bytes, "document", &id)?;
+        check_metadata(req.metadata.as_deref(), limits.max_metadata_bytes, "document", &id)?;
         (
             vec![CheckDoc { id, body, metadata: req.metadata, insert: req.insert }],
             req.threshold,
@@ -211,11 +233,19 @@ pub(super) async fn check(
         )
     };
     check_threshold(threshold)?;
-    search_plan(&c, threshold)?;
+    let plan = search_plan(&c, threshold)?;
     let top_k = top_k(asked_top_k, &limits)?;
+    if plan == neardup::SearchPlan::Scan {
+        scan_budget(&c, docs.len(), &limits)?;
+    }
+    // What the check may hold: its documents while they are sketched, and its answer (each
+    // document's matches with their metadata), reserved until the answer is sent.
+    let need = Need::sketching(docs.iter().map(|d| d.body.len()))
+        + Need::matches(&c, docs.len(), top_k);
+    let advice = "send fewer documents per request, or ask for a lower top_k";
+    let (turn, _memory) = admit(&state, Need::new(need, "this check", advice)).await?;
     // The turn covers the sketches only: waiting for the group commit is cheap, and holding it
     // there would shrink the groups that share one durable commit.
-    let turn = turn(&state).await?;
     let c2 = c.clone();
     let sketched: Vec<(CheckDoc, neardup::DocSketch, Option<String>)> = blocking(move || {
         let _turn = turn;
@@ -273,10 +303,35 @@ pub(super) async fn check(
         }
     }
     if batch {
-        ok(StatusCode::OK, json!({ "results": results }))
+        #[derive(serde::Serialize)]
+        struct Results {
+            results: Vec<Box<RawValue>>,
+        }
+        ok_raw(StatusCode::OK, &Results { results })
     } else {
-        ok(StatusCode::OK, results.pop().expect("one check, one answer"))
+        ok_raw(StatusCode::OK, &results.pop().expect("one check, one answer"))
     }
+}
+
+/// A check below its collection's threshold verifies every stored document, once per document
+/// of the request: at most `--max-scan-docs` verifications per request (400 otherwise), so one
+/// request cannot hold the collection's writers for long.
+fn scan_budget(c: &Collection, docs: usize, limits: &crate::Limits) -> Result<(), ApiError> {
+    let stored = live(c)?.read().unwrap_or_else(|p| p.into_inner()).len();
+    let scans = docs.saturating_mul(stored);
+    if scans > limits.max_scan_docs {
+        return Err(ApiError::bad(
+            "threshold_below_collection",
+            format!(
+                "collection {:?}: a check below its threshold verifies every one of its {stored} \
+                 documents for each of the {docs} sent, {scans} verifications, over the limit \
+                 of {} per request (--max-scan-docs): send fewer documents per request, or \
+                 check at the collection's threshold",
+                c.info.name, limits.max_scan_docs
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Decides a group of checks in order, commits the accepted documents at once, then replies.
@@ -317,17 +372,16 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
     // reads its matches' metadata in a read transaction.
     let written = state.with_db(|db| {
         let err = |e: redb::Error| store_err(state, name, e);
+        let mut replaced = vec![false; group.len()];
         if accepted.is_empty() {
             let txn = db.begin_read().map_err(|e| err(e.into()))?;
             let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
-            let answers = answers_of(state, name, &t, &decided)?;
-            return Ok(answers);
+            return answers_of(state, name, &t, &decided, &replaced);
         }
         let txn = db.begin_write().map_err(|e| err(e.into()))?;
         check_incarnation(&txn, state, c)?;
         let answers = {
             let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
-            let mut replaced = Vec::with_capacity(accepted.len());
             for &i in &accepted {
                 let p = &group[i];
                 // An upsert of a stored id (or of one accepted earlier in the group) replaced
@@ -335,20 +389,19 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 // metadata, it keeps the stored document's.
                 let (was_stored, metadata) =
                     match t.get(p.id.as_str()).map_err(|e| err(e.into()))? {
-                        Some(v) if p.metadata.is_null() => {
+                        Some(v) if p.metadata.is_none() => {
                             (true, read_record(state, name, &p.id, v.value())?.metadata)
                         }
-                        stored => (stored.is_some(), p.metadata.clone()),
+                        stored => {
+                            (stored.is_some(), p.metadata.clone().unwrap_or_else(no_metadata))
+                        }
                     };
-                replaced.push(was_stored);
+                replaced[i] = was_stored;
+                c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
                 let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
                 t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
             }
-            let mut answers = answers_of(state, name, &t, &decided)?;
-            for (&i, replaced) in accepted.iter().zip(replaced) {
-                answers[i]["replaced"] = json!(replaced);
-            }
-            answers
+            answers_of(state, name, &t, &decided, &replaced)?
         };
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(answers)
@@ -385,30 +438,36 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
     }
 }
 
-/// The answers of decided checks, each match with its stored metadata from `t`.
+/// The answers of decided checks, each match with its stored metadata from `t` (as written),
+/// as JSON text: an answer takes its size in memory, not a tree of values several times it.
 fn answers_of(
     state: &AppState,
     collection: &str,
     t: &impl ReadableTable<&'static str, &'static [u8]>,
     decided: &[neardup::CheckAnswer],
-) -> Result<Vec<Value>, ApiError> {
+    replaced: &[bool],
+) -> Result<Vec<Box<RawValue>>, ApiError> {
+    #[derive(serde::Serialize)]
+    struct Answer {
+        duplicate: bool,
+        matches: Vec<Match>,
+        inserted: bool,
+        replaced: bool,
+    }
     let err = |e: redb::Error| store_err(state, collection, e);
     decided
         .iter()
-        .map(|a| {
+        .zip(replaced)
+        .map(|(a, &replaced)| {
             let mut matches = Vec::with_capacity(a.matches.len());
             for (id, similarity) in &a.matches {
                 let metadata = match t.get(id.as_str()).map_err(|e| err(e.into()))? {
                     Some(v) => read_record(state, collection, id, v.value())?.metadata,
-                    None => Value::Null,
+                    None => no_metadata(),
                 };
-                matches.push(json!({"id": id, "similarity": similarity, "metadata": metadata}));
+                matches.push(Match { id: id.clone(), similarity: *similarity, metadata });
             }
-            // `replaced` is settled by the commit, which sees whether the id was stored.
-            Ok(json!({
-                "duplicate": a.duplicate, "matches": matches, "inserted": a.inserted,
-                "replaced": false,
-            }))
+            to_raw(&Answer { duplicate: a.duplicate, matches, inserted: a.inserted, replaced })
         })
         .collect()
 }
