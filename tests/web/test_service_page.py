@@ -243,6 +243,14 @@ def test_the_page_speaks_chinese_to_a_chinese_browser(server):
         driver.execute_script("document.getElementById('collection').value = 'news'")
         search(driver, ZH_B)
         assert "在 news 中找到" in driver.find_element(By.ID, "status").text
+        # The result lines too (they stayed English): each hit's similarity, the side-by-side
+        # note, and a check's verdict.
+        hit = driver.find_elements(By.CSS_SELECTOR, "#hits li")[0].text
+        assert "相似度" in hit and "similarity" not in hit, hit
+        wait_for(lambda: "存于 news" in driver.find_element(By.ID, "view").text, what="side by side")
+        driver.find_element(By.ID, "check").click()
+        wait_for(lambda: "近似重复" in driver.find_element(By.ID, "status").text, what="check verdict")
+        assert "未插入" in driver.find_element(By.ID, "status").text
         assert not page_errors(driver)
         screenshot(driver, "service-zh")
     finally:

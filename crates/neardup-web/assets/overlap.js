@@ -8,7 +8,7 @@
 "use strict";
 
 const OverlapView = (() => {
-  const { element, compare } = Shared;
+  const { element, compare, t } = Shared;
   const COLOURS = 8;
 
   function pct(part, whole) {
@@ -63,8 +63,8 @@ const OverlapView = (() => {
     const r = compare(queryPart, p.source_text || "");
     const panes = element("div", "sbs-panes");
     const sides = [
-      ["Query", `characters ${p.start}–${p.end}`, queryPart, r.a],
-      [String(p.source), `characters ${p.source_start}–${p.source_end}`, p.source_text || "", r.b],
+      [t("Query"), t("characters {a}–{b}", { a: p.start, b: p.end }), queryPart, r.a],
+      [String(p.source), t("characters {a}–{b}", { a: p.source_start, b: p.source_end }), p.source_text || "", r.b],
     ];
     sides.forEach(([title, note, text, side], i) => {
       const pane = element("section", `pane pane-${i ? "right" : "left"}`);
@@ -86,15 +86,14 @@ const OverlapView = (() => {
     result.sources.forEach((s, i) => colourOf.set(String(s.id), `src-${i % COLOURS}`));
     const box = element("div", "overlap");
     const summary = element("p", "ov-summary");
-    summary.append(element("strong", "ov-copied", pct(result.copied_chars, result.chars)), " copied");
+    summary.append(element("strong", "ov-copied", pct(result.copied_chars, result.chars)), ` ${t("copied")}`);
     summary.append(
-      ` (${result.copied_chars.toLocaleString("en-US")} of ${result.chars.toLocaleString("en-US")} characters)` +
-        ` from ${result.sources.length} source${result.sources.length === 1 ? "" : "s"}`,
+      ` ${t("({a} of {b} characters)", { a: result.copied_chars.toLocaleString("en-US"), b: result.chars.toLocaleString("en-US") })}` +
+        ` ${t(result.sources.length === 1 ? "from 1 source" : "from {n} sources", { n: result.sources.length })}`,
     );
     if (result.excluded_chars) {
       summary.append(
-        `; ${pct(result.copied_chars + result.excluded_chars, result.chars)} counting quotations and references` +
-          ` (${result.excluded_chars.toLocaleString("en-US")} characters left out)`,
+        `; ${t("{p} counting quotations and references ({n} characters left out)", { p: pct(result.copied_chars + result.excluded_chars, result.chars), n: result.excluded_chars.toLocaleString("en-US") })}`,
       );
     }
     box.append(summary);
@@ -105,7 +104,7 @@ const OverlapView = (() => {
       li.dataset.id = String(s.id);
       li.append(element("span", `swatch ${colourOf.get(String(s.id))}`));
       li.append(element("strong", "id", String(s.id)));
-      li.append(` · ${pct(s.chars, result.chars)} of the text (${s.chars.toLocaleString("en-US")} characters)`);
+      li.append(` · ${t("{p} of the text ({n} characters)", { p: pct(s.chars, result.chars), n: s.chars.toLocaleString("en-US") })}`);
       list.append(li);
     }
     box.append(list);
@@ -115,31 +114,32 @@ const OverlapView = (() => {
         start: p.start,
         end: p.end,
         cls: colourOf.get(String(p.source)) || "src-0",
-        title: `from ${p.source} (similarity ${p.similarity})`,
+        title: t("from {s} (similarity {x})", { s: p.source, x: p.similarity }),
       }))
       .concat(
         result.excluded.map((p) => ({
           start: p.start,
           end: p.end,
           cls: "excluded",
-          title: `${p.exclusion === "references" ? "reference list" : "quotation"}, also in ${p.source}: not counted`,
+          title: t(p.exclusion === "references" ? "reference list, also in {s}: not counted" : "quotation, also in {s}: not counted", { s: p.source }),
         })),
       )
       .sort((a, b) => a.start - b.start || a.end - b.end);
     const body = element("div", "ov-text");
     markRanges(body, text, ranges);
-    box.append(element("h3", null, "The text, copied passages marked"), body);
+    box.append(element("h3", null, t("The text, copied passages marked")), body);
 
     if (result.passages.length) {
-      box.append(element("h3", null, `${result.passages.length} passage${result.passages.length === 1 ? "" : "s"}, each beside its source (differences marked)`));
+      const n = result.passages.length;
+      box.append(element("h3", null, t(n === 1 ? "1 passage, beside its source (differences marked)" : "{n} passages, each beside its source (differences marked)", { n })));
       const at = utf16(text);
       result.passages.forEach((p, i) => {
         const d = element("details", "ov-passage");
         if (i < 3) d.open = true;
         const head = element("summary");
         head.append(element("span", `swatch ${colourOf.get(String(p.source))}`));
-        head.append(`${p.start}–${p.end} from ${p.source} (${p.source_start}–${p.source_end}), similarity ${p.similarity}`);
-        if (p.also && p.also.length) head.append(`; also in ${p.also.join(", ")}`);
+        head.append(t("{a}–{b} from {s} ({c}–{d}), similarity {x}", { a: p.start, b: p.end, s: p.source, c: p.source_start, d: p.source_end, x: p.similarity }));
+        if (p.also && p.also.length) head.append(`; ${t("also in {ids}", { ids: p.also.join(", ") })}`);
         d.append(head, passagePanes(text.slice(at(p.start), at(p.end)), p, colourOf.get(String(p.source))));
         box.append(d);
       });

@@ -111,7 +111,7 @@
       ];
       cells.forEach((v, i) => tr.append(element("td", i === 7 ? "id mono" : i === 0 ? "id" : null, v)));
       body.append(tr);
-      const o = element("option", null, `${c.name} (${c.documents ?? "?"} documents)`);
+      const o = element("option", null, t("{c} ({n} documents)", { c: c.name, n: c.documents ?? "?" }));
       o.value = c.name;
       select.append(o);
     }
@@ -148,7 +148,7 @@
   async function showSideBySide(c, query, id, similarity) {
     const view = $("view");
     const ticket = ++viewTicket;
-    view.replaceChildren(element("p", "note", `Fetching ${id}…`));
+    view.replaceChildren(element("p", "note", t("Fetching {id}…", { id })));
     let doc;
     try {
       doc = await api("GET", `/v1/collections/${encodeURIComponent(c.name)}/docs/${encodeURIComponent(id)}`);
@@ -159,17 +159,19 @@
     if (ticket !== viewTicket) return;
     if (typeof doc.text !== "string") {
       view.replaceChildren(
-        element("p", "note", `${c.name} does not store texts (store_text is false), so only the ids and similarities can be shown.`),
+        element("p", "note", t("{c} does not store texts (store_text is false), so only the ids and similarities can be shown.", { c: c.name })),
       );
       return;
     }
     const cut = (t) => (t.length > VIEW_CHARS ? t.slice(0, VIEW_CHARS) : t);
-    const note = (t, what) =>
-      t.length > VIEW_CHARS ? `${what}; cut here at ${VIEW_CHARS.toLocaleString("en-US")} of ${t.length.toLocaleString("en-US")} characters` : what;
+    const note = (s, what) =>
+      s.length > VIEW_CHARS
+        ? `${what}; ${t("cut here at {a} of {b} characters", { a: VIEW_CHARS.toLocaleString("en-US"), b: s.length.toLocaleString("en-US") })}`
+        : what;
     sideBySide(
       view,
-      { title: t("Your text"), note: note(query, `${query.length.toLocaleString("en-US")} characters`), text: cut(query) },
-      { title: id, note: note(doc.text, `stored in ${c.name} · similarity ${similarity.toFixed(3)}`), text: cut(doc.text) },
+      { title: t("Your text"), note: note(query, t("{n} characters", { n: query.length.toLocaleString("en-US") })), text: cut(query) },
+      { title: id, note: note(doc.text, t("stored in {c} · similarity {x}", { c: c.name, x: similarity.toFixed(3) })), text: cut(doc.text) },
     );
     view.scrollIntoView({ block: "nearest" });
   }
@@ -184,7 +186,7 @@
       li.dataset.id = h.id;
       const row = element("div", "cluster-body");
       row.append(element("strong", "id", h.id));
-      row.append(` · similarity ${h.similarity.toFixed(3)}`);
+      row.append(` · ${t("similarity {x}", { x: h.similarity.toFixed(3) })}`);
       const bar = element("span", "simbar");
       const fill = element("span");
       fill.style.width = `${Math.round(Math.max(0, Math.min(1, h.similarity)) * 100)}%`;
@@ -197,7 +199,7 @@
         row.append(b);
       }
       if (h.metadata !== undefined && h.metadata !== null) {
-        row.append(element("div", "note mono", `metadata: ${JSON.stringify(h.metadata)}`));
+        row.append(element("div", "note mono", `${t("metadata")}: ${JSON.stringify(h.metadata)}`));
       }
       li.append(row);
       list.append(li);
@@ -217,7 +219,7 @@
       return;
     }
     if (kind === "overlap" && !c.passages) {
-      setStatus(`${c.name} keeps no passages: create a collection with "passages": true to find copied passages.`, "bad");
+      setStatus(t('{c} keeps no passages: create a collection with "passages": true to find copied passages.', { c: c.name }), "bad");
       return;
     }
     setStatus(t(kind === "search" ? "Searching…" : "Checking…"));
@@ -229,7 +231,7 @@
         viewTicket++;
         setStatus(
           r.passages.length
-            ? `${OverlapView.pct(r.copied_chars, r.chars)} of the text is copied from ${r.sources.length} document${r.sources.length === 1 ? "" : "s"} of ${c.name}.`
+            ? t(r.sources.length === 1 ? "{p} of the text is copied from 1 document of {c}." : "{p} of the text is copied from {n} documents of {c}.", { p: OverlapView.pct(r.copied_chars, r.chars), n: r.sources.length, c: c.name })
             : t("No passage of the text is copied from {c}.", { c: c.name }),
           r.passages.length ? "warn" : "good",
         );
@@ -241,12 +243,15 @@
         renderHits(c, text, r.hits);
       } else {
         const id = $("check-id").value.trim();
-        const r = await api("POST", `${base}/check`, { id: id || "query", text, insert: id !== "", ...options() });
+        const asked = id ? { id, text, insert: true } : { text, insert: false };
+        const r = await api("POST", `${base}/check`, { ...asked, ...options() });
+        const n = r.matches.length;
         const what = r.duplicate
-          ? `A near-duplicate of ${r.matches.length} stored document${r.matches.length === 1 ? "" : "s"}${r.inserted ? "" : "; not inserted"}.`
+          ? t(n === 1 ? (r.inserted ? "A near-duplicate of 1 stored document." : "A near-duplicate of 1 stored document; not inserted.")
+                      : (r.inserted ? "A near-duplicate of {n} stored documents." : "A near-duplicate of {n} stored documents; not inserted."), { n })
           : r.inserted
-            ? `New: nothing stored matches it; inserted as ${id}.`
-            : "New: nothing stored matches it (not inserted: no id given).";
+            ? t("New: nothing stored matches it; inserted as {id}.", { id })
+            : t("New: nothing stored matches it (not inserted: no id given).");
         setStatus(what, r.duplicate ? "warn" : "good");
         renderHits(c, text, r.matches);
         if (r.inserted) loadCollections();
