@@ -154,6 +154,31 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
     Ok(JsonRecord { id, body, rank })
 }
 
+/// Where the text of a record is written: the byte range of its text field's value (the JSON
+/// string, quotes included) in `line`, found by the rule [`parse_json_record`] reads it by (a
+/// whole key, else a dotted path), so a writer can put another text there and keep every other
+/// byte of the record as written (`1.10` stays `1.10`, a 30-digit integer keeps its digits,
+/// keys keep their order and spacing). `None` when the record has no such field.
+pub fn text_span(
+    line: &str,
+    fields: &RecordFields<'_>,
+) -> Result<Option<std::ops::Range<usize>>, RecordError> {
+    let wanted = Wanted::new(fields);
+    let mut de = serde_json::Deserializer::from_str(line);
+    let mut found = wanted
+        .deserialize(&mut de)
+        .and_then(|f| de.end().map(|()| f))
+        .map_err(|e| RecordError(format!("malformed JSON at column {}", e.column())))?;
+    found
+        .resolve_paths(&wanted)
+        .map_err(|e| RecordError(format!("malformed JSON at column {}", e.column())))?;
+    Ok(found.values[1].map(|raw| {
+        // The value borrows from `line`: its offset is where it was written.
+        let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
+        start..start + raw.get().len()
+    }))
+}
+
 /// Which wanted field a key names: one of them (by its slot in [`Wanted::names`]), the first
 /// segment of dotted ones (a bit per slot), or none.
 #[derive(Clone, Copy)]
@@ -340,6 +365,19 @@ fn unescape(raw: &RawValue) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_text_span_is_where_the_value_is_written_whole_key_or_dotted() {
+        let fields = RecordFields { text: "text", id: "id", tokens: "tokens", rank: None };
+        let line = r#"{"id": 1.10, "text" : "a \"b\" c", "n": 123456789012345678901234567890}"#;
+        let span = text_span(line, &fields).expect("parsed").expect("found");
+        assert_eq!(&line[span], r#""a \"b\" c""#);
+        let fields = RecordFields { text: "doc.body", ..fields };
+        let line = r#"{"doc": {"title": "t", "body": "the text"}, "x": [1.0]}"#;
+        let span = text_span(line, &fields).expect("parsed").expect("found");
+        assert_eq!(&line[span], r#""the text""#);
+        assert_eq!(text_span(r#"{"x": 1}"#, &fields).expect("parsed"), None);
+    }
 
     #[test]
     fn a_record_line_drops_its_ending_and_a_byte_order_mark() {

@@ -201,11 +201,8 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         planned.push(Output { option: "--save-index", path: dir.join(PASSAGE_INDEX_FILE) });
         check_conflicts(&inputs, &planned)?;
     }
-    let lock = args
-        .save_index
-        .as_deref()
-        .map(|dir| neardup::IndexLock::acquire(dir).map_err(|e| Failure::Runtime(e.into())))
-        .transpose()?;
+    let lock =
+        args.save_index.as_deref().map(|dir| super::lock_index("overlap", dir)).transpose()?;
 
     let mut index = match index_dirs.first() {
         Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_failure)?,
@@ -522,23 +519,34 @@ fn write_without_repeats(
             }
             let q = docs[next].1;
             next += 1;
-            let mut record: serde_json::Value =
-                serde_json::from_slice(&raw).map_err(|_| changed())?;
+            // The record as written (its ending and a byte order mark aside); only the text
+            // field's value is replaced, every other byte kept (`1.10` stays `1.10`).
+            let record = neardup::record_line(&raw).ok_or_else(changed)?;
+            let at = record.as_ptr() as usize - raw.as_ptr() as usize;
+            let record = std::str::from_utf8(record).map_err(|_| changed())?;
+            let fields = neardup::RecordFields {
+                text: &input.text_field,
+                id: &input.id_field,
+                tokens: &input.tokens_field,
+                rank: None,
+            };
+            let span = neardup::text_span(record, &fields).ok().flatten().ok_or_else(changed)?;
             let (n, (text, r)) = rewrite(q);
-            let field = record.get_mut(&input.text_field).ok_or_else(changed)?;
-            if field.as_str() != Some(index.text(n)) {
+            let was: String = serde_json::from_str(&record[span.clone()]).map_err(|_| changed())?;
+            if was != index.text(n) {
                 return Err(changed());
             }
             removed += r;
             buf.clear();
+            let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             if r == 0 {
-                // Unchanged: the record as written.
-                let mut line = raw.strip_suffix(b"\n").unwrap_or(&raw);
-                line = line.strip_suffix(b"\r").unwrap_or(line);
                 buf.extend_from_slice(line);
             } else {
-                *field = serde_json::Value::String(text);
-                buf.extend_from_slice(record.to_string().as_bytes());
+                let (a, b) = (at + span.start, at + span.end);
+                buf.extend_from_slice(&line[..a]);
+                buf.extend_from_slice(json!(text).to_string().as_bytes());
+                buf.extend_from_slice(&line[b..]);
             }
             buf.push(b'\n');
             out.write_bytes(&buf)?;

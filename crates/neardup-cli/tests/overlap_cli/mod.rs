@@ -387,3 +387,25 @@ fn output_removes_repeated_passages_keeping_the_first_occurrence() {
     assert!(!o.status.success());
     assert_eq!(fs::read_to_string(&input).expect("test step").lines().count(), 3);
 }
+
+/// Regression (sweep 3): `-o` re-serialized the records it rewrote (`1.10` became `1.1`, a
+/// 30-digit integer `1.2345678901234568e+29`, keys reordered); README says other fields are
+/// kept as written. Only the text's bytes change now.
+#[test]
+fn output_rewrites_only_the_text_of_a_record_every_other_byte_as_written() {
+    let dir = tempdir("overlap-output-raw");
+    let p = "开源软件的发展离不开社区的贡献。Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。";
+    let first = format!(r#"{{"id": "a", "doc": {{"text": "前言。{p}后记。"}}}}"#);
+    let copy = format!(
+        r#"{{"z": 1.10, "id":"b",  "n": 123456789012345678901234567890, "doc": {{"text": "转载：{p}完。", "t": 1e5}}}}"#
+    );
+    let input = write(&dir, "docs.jsonl", &format!("{first}\n{copy}\r\n"));
+    let kept = dir.join("kept.jsonl");
+    let kept_arg = kept.display().to_string();
+    let o = run(&["overlap", &input, "--text-field", "doc.text", "-o", &kept_arg]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> =
+        fs::read_to_string(&kept).expect("test step").lines().map(String::from).collect();
+    assert_eq!(lines[0], first);
+    assert_eq!(lines[1], copy.replace(&format!("转载：{p}完。"), "转载：完。"));
+}
