@@ -356,17 +356,6 @@ impl Outputs {
     }
 }
 
-/// Takes the write lock of the index directory `dir`, saying on stderr when it waits for
-/// another run.
-fn lock_index(dir: &std::path::Path) -> Result<neardup::IndexLock, Failure> {
-    let runtime = |e: neardup::DedupError| Failure::Runtime(e.into());
-    if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(runtime)? {
-        return Ok(lock);
-    }
-    eprintln!("neardup dedup: waiting for another run that writes the index in {}", dir.display());
-    neardup::IndexLock::acquire(dir).map_err(runtime)
-}
-
 /// Ends the run quietly when standard output closed and nothing else is being written.
 fn stop_if_stdout_gone(outputs: &Outputs, save_index: bool) -> Result<(), Failure> {
     if output::stdout_closed() && !outputs.any_file() && !save_index {
@@ -420,7 +409,8 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
 
     // One writer per index directory, from before its documents are read (when it is also
     // --against) until its new state is committed: concurrent runs take turns.
-    let index_lock = args.save_index.as_deref().map(lock_index).transpose()?;
+    let index_lock =
+        args.save_index.as_deref().map(|dir| super::lock_index("dedup", dir)).transpose()?;
 
     // Old documents first, so that positions 0..seen are theirs.
     let mut ids = Ids::default();
