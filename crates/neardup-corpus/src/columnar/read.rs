@@ -1,0 +1,338 @@
+//! Rows as records (the first pass) and rows handed on whole (the second).
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::ControlFlow;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray};
+use arrow_schema::{ArrowError, DataType, Schema, TimeUnit};
+use serde_json::value::RawValue;
+
+use super::open::open_batches;
+use super::RecordBatch;
+use crate::read::{
+    json_string, Body, Digester, Format, InputError, InputErrorKind, ReadOptions, Record,
+};
+
+/// The top-level column a field name reads: the column of that whole name, else the column of
+/// its first dotted segment.
+pub(super) fn root_of(schema: &Schema, name: &str) -> Option<usize> {
+    schema.index_of(name).ok().or_else(|| {
+        let (head, _) = name.split_once('.')?;
+        schema.index_of(head).ok()
+    })
+}
+
+/// The column a field name reads in `batch`: the whole name, else a dotted path into struct
+/// columns.
+fn column(batch: &RecordBatch, name: &str) -> Option<ArrayRef> {
+    if let Some(c) = batch.column_by_name(name) {
+        return Some(c.clone());
+    }
+    let (head, rest) = name.split_once('.')?;
+    let mut current = batch.column_by_name(head)?.clone();
+    let mut rest = rest;
+    loop {
+        let DataType::Struct(_) = current.data_type() else { return None };
+        let s = current.as_struct();
+        if let Some(c) = s.column_by_name(rest) {
+            return Some(c.clone());
+        }
+        let (head, tail) = rest.split_once('.')?;
+        current = s.column_by_name(head)?.clone();
+        rest = tail;
+    }
+}
+
+/// True for the string types a text column may have.
+fn is_string(t: &DataType) -> bool {
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, value) => is_string(value),
+        _ => false,
+    }
+}
+
+/// A column as `Utf8` (strings of any width, views and dictionaries of strings).
+fn as_utf8(c: &ArrayRef) -> Result<ArrayRef, String> {
+    arrow_cast::cast(c, &DataType::LargeUtf8).map_err(|e| e.to_string())
+}
+
+/// The ids of a batch as raw JSON (strings quoted, integers as written); `None` for a null.
+fn ids(c: &ArrayRef, name: &str) -> Result<Vec<Option<Box<RawValue>>>, String> {
+    let t = c.data_type();
+    if is_string(t) {
+        let s = as_utf8(c)?;
+        let s = s.as_string::<i64>();
+        return Ok(s.iter().map(|v| v.map(json_string)).collect());
+    }
+    let raw = |text: String| RawValue::from_string(text).expect("a number is JSON");
+    if t.is_unsigned_integer() {
+        let v = arrow_cast::cast(c, &DataType::UInt64).map_err(|e| e.to_string())?;
+        return Ok(v
+            .as_primitive::<UInt64Type>()
+            .iter()
+            .map(|v| v.map(|v| raw(v.to_string())))
+            .collect());
+    }
+    if t.is_integer() {
+        let v = arrow_cast::cast(c, &DataType::Int64).map_err(|e| e.to_string())?;
+        return Ok(v
+            .as_primitive::<Int64Type>()
+            .iter()
+            .map(|v| v.map(|v| raw(v.to_string())))
+            .collect());
+    }
+    if t.is_floating() {
+        // pandas writes a nullable integer column as floats; JSONL ids may be any number.
+        let v = arrow_cast::cast(c, &DataType::Float64).map_err(|e| e.to_string())?;
+        return Ok(v
+            .as_primitive::<Float64Type>()
+            .iter()
+            .map(|v| v.and_then(serde_json::Number::from_f64).map(|n| raw(n.to_string())))
+            .collect());
+    }
+    Err(format!("the id column {name:?} holds {t}: ids are strings or numbers"))
+}
+
+/// The keep rule's values of a batch: numbers, dates and timestamps (as instants; one
+/// without a time zone read as UTC), or strings read as numbers or ISO 8601 dates.
+fn ranks(c: &ArrayRef, name: &str) -> Result<Vec<Result<Option<neardup::Rank>, String>>, String> {
+    use neardup::{Rank, RankKind};
+    let t = c.data_type();
+    let time = |seconds: Option<f64>| Ok(seconds.map(|value| Rank { value, kind: RankKind::Time }));
+    let int64 = |c: &ArrayRef| -> Result<Vec<Option<i64>>, String> {
+        let v = arrow_cast::cast(c, &DataType::Int64).map_err(|e| e.to_string())?;
+        Ok(v.as_primitive::<Int64Type>().iter().collect())
+    };
+    Ok(match t {
+        _ if is_string(t) => {
+            let s = as_utf8(c)?;
+            s.as_string::<i64>().iter().map(|v| v.map(Rank::parse).transpose()).collect()
+        }
+        DataType::Timestamp(unit, _) => {
+            let per_second = match unit {
+                TimeUnit::Second => 1.0,
+                TimeUnit::Millisecond => 1e3,
+                TimeUnit::Microsecond => 1e6,
+                TimeUnit::Nanosecond => 1e9,
+            };
+            int64(c)?.into_iter().map(|v| time(v.map(|v| v as f64 / per_second))).collect()
+        }
+        DataType::Date32 => {
+            let v = arrow_cast::cast(c, &DataType::Int32).map_err(|e| e.to_string())?;
+            let days = v.as_primitive::<arrow_array::types::Int32Type>();
+            days.iter().map(|d| time(d.map(|d| f64::from(d) * 86_400.0))).collect()
+        }
+        DataType::Date64 => {
+            int64(c)?.into_iter().map(|v| time(v.map(|ms| ms as f64 / 1e3))).collect()
+        }
+        _ if t.is_numeric() => {
+            let v = arrow_cast::cast(c, &DataType::Float64).map_err(|e| e.to_string())?;
+            v.as_primitive::<Float64Type>()
+                .iter()
+                .map(|v| match v {
+                    Some(v) if !v.is_finite() => Err(format!("the number {v} is out of range")),
+                    v => Ok(v.map(|value| Rank { value, kind: RankKind::Number })),
+                })
+                .collect()
+        }
+        _ => {
+            return Err(format!(
+                "the column {name:?} (of --keep) holds {t}: expected numbers, dates or strings"
+            ))
+        }
+    })
+}
+
+/// Reads a columnar source: each row a record whose `line` is its 1-based row number. The
+/// whole file is digested first (the second pass checks it reads the same bytes).
+pub(crate) fn read_columnar(
+    mut file: File,
+    format: Format,
+    name: &str,
+    opts: &ReadOptions,
+    digest: &mut Digester,
+    visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let whole = |message: String| InputError {
+        place: name.to_string(),
+        message,
+        kind: InputErrorKind::Unreadable,
+    };
+    if let Err(e) = digest_file(&mut file, digest) {
+        return visit(Err(whole(format!("read error: {}", crate::read::io_message(&e)))));
+    }
+    let mut wanted = vec![opts.text_field.as_str(), opts.id_field.as_str()];
+    wanted.extend(opts.rank_field.as_deref());
+    let (schema, batches) = match open_batches(file, format, Some(&wanted)) {
+        Ok(opened) => opened,
+        Err(message) => return visit(Err(whole(message))),
+    };
+    let columns =
+        || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");
+    if root_of(&schema, &opts.text_field).is_none() {
+        return visit(Err(whole(format!(
+            "no column {:?} (choose the text with --text-field); its columns are: {}",
+            opts.text_field,
+            columns()
+        ))));
+    }
+    if opts.id_field_named && root_of(&schema, &opts.id_field).is_none() {
+        return visit(Err(InputError {
+            place: name.to_string(),
+            message: format!(
+                "no column {:?} named by --id-field; its columns are: {}",
+                opts.id_field,
+                columns()
+            ),
+            kind: InputErrorKind::Request,
+        }));
+    }
+    let mut row = 0u64;
+    for batch in batches {
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                return visit(Err(InputError {
+                    place: format!("{name} after row {row}"),
+                    message: format!("the file cannot be read further: {e}"),
+                    kind: InputErrorKind::Stream,
+                }))
+            }
+        };
+        let records = match batch_records(&batch, name, row, opts) {
+            Ok(r) => r,
+            Err(message) => return visit(Err(whole(message))),
+        };
+        row += batch.num_rows() as u64;
+        for r in records {
+            visit(r)?;
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+/// The records of one batch whose first row is `first` (0-based) in its file. A column of the
+/// wrong type is an error for the file (every row has it); a null text or a bad value is the
+/// row's.
+fn batch_records(
+    batch: &RecordBatch,
+    name: &str,
+    first: u64,
+    opts: &ReadOptions,
+) -> Result<Vec<Result<Record, InputError>>, String> {
+    let n = batch.num_rows();
+    let text = column(batch, &opts.text_field).ok_or_else(|| {
+        format!("no column {:?} (choose the text with --text-field)", opts.text_field)
+    })?;
+    if !is_string(text.data_type()) {
+        return Err(format!(
+            "the text column {:?} holds {}, not strings",
+            opts.text_field,
+            text.data_type()
+        ));
+    }
+    let text = as_utf8(&text)?;
+    let text = text.as_string::<i64>();
+    let ids = match column(batch, &opts.id_field) {
+        Some(c) => ids(&c, &opts.id_field)?,
+        None if opts.id_field_named => {
+            return Err(format!("no column {:?} named by --id-field", opts.id_field))
+        }
+        None => vec![None; n],
+    };
+    // A file without the keep rule's column (an older part of a dataset) has no values, as a
+    // JSONL record without the field.
+    let ranks = match opts.rank_field.as_deref().and_then(|f| Some((f, column(batch, f)?))) {
+        Some((field, c)) => ranks(&c, field)?,
+        None => (0..n).map(|_| Ok(None)).collect(),
+    };
+    let mut out = Vec::with_capacity(n);
+    for (i, (id, rank)) in ids.into_iter().zip(ranks).enumerate() {
+        let line = first + i as u64 + 1;
+        let bad = |message: String| InputError {
+            place: format!("{name} row {line}"),
+            message,
+            kind: InputErrorKind::Record,
+        };
+        let record = match (text.is_null(i), rank) {
+            (true, _) => Err(bad(format!("the text column {:?} is null", opts.text_field))),
+            (false, Err(e)) => Err(bad(format!(
+                "column {:?} (of --keep): {e}",
+                opts.rank_field.as_deref().unwrap_or("")
+            ))),
+            (false, Ok(rank)) => {
+                let body = text.value(i);
+                if body.len() > opts.max_doc_bytes {
+                    Err(bad(format!(
+                        "document is larger than --max-doc-bytes {}",
+                        opts.max_doc_bytes
+                    )))
+                } else {
+                    Ok(Record {
+                        id: id.unwrap_or_else(|| json_string(format!("{name}:{line}"))),
+                        body: Body::Text(body.to_string()),
+                        replaced: 0,
+                        line,
+                        rank,
+                    })
+                }
+            }
+        };
+        out.push(record);
+    }
+    Ok(out)
+}
+
+/// Adds every byte of `file` to `digest`, and goes back to its start.
+fn digest_file(file: &mut File, digest: &mut Digester) -> io::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => digest.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    file.seek(SeekFrom::Start(0)).map(drop)
+}
+
+/// The second pass over a columnar source: every column, batch by batch, each row marked with
+/// whether it is kept (`None` for a row that is not a document: skipped as bad in the first
+/// pass). `rows(batch, marks)` is called per batch. The file must digest as it did.
+pub(crate) fn copy_columnar<E>(
+    mut file: File,
+    format: Format,
+    name: &str,
+    mut mark: impl FnMut(u64) -> Option<bool>,
+    digest: &mut Digester,
+    mut rows: impl FnMut(&RecordBatch, &[Option<bool>]) -> Result<(), E>,
+    fail: impl Fn(String) -> E,
+) -> Result<(), E> {
+    digest_file(&mut file, digest).map_err(|e| fail(format!("{name}: reading again: {e}")))?;
+    let (_, batches) =
+        open_batches(file, format, None).map_err(|e| fail(format!("{name}: {e}")))?;
+    let mut row = 0u64;
+    for batch in batches {
+        let batch = batch.map_err(|e| fail(format!("{name}: reading again: {e}")))?;
+        let marks: Vec<Option<bool>> =
+            (0..batch.num_rows() as u64).map(|i| mark(row + i + 1)).collect();
+        row += batch.num_rows() as u64;
+        rows(&batch, &marks)?;
+    }
+    Ok(())
+}
+
+/// The rows of `batch` whose mark is `Some(want)`.
+pub fn select_rows(
+    batch: &RecordBatch,
+    marks: &[Option<bool>],
+    want: bool,
+) -> Result<RecordBatch, ArrowError> {
+    let keep: BooleanArray = marks.iter().map(|m| Some(*m == Some(want))).collect();
+    arrow_select::filter::filter_record_batch(batch, &keep)
+}

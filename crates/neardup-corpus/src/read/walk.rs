@@ -1,0 +1,136 @@
+//! The paths a user gave, expanded: directories walked, standard input spooled.
+
+use std::path::{Path, PathBuf};
+
+use super::open::spool_stdin;
+use super::{io_message, Format, InputError, InputErrorKind, ReadOptions, Source};
+use crate::CorpusError;
+
+/// symbolic links to files and directories, with loops detected), `-` spooled. In a directory,
+/// a file whose name says JSON Lines (or every file, under `--format jsonl`) is read as JSON
+/// Lines, any other as one text document; what Spark and Hadoop write beside their data is
+/// passed over: names starting with `_` (`_SUCCESS`, `_metadata`) or `.` (hidden, the `.crc`
+/// checksums), and `.crc` files. `report` receives each entry that cannot be read (by its own
+/// path) when `opts.skip_bad` is set; without it the first such entry is the error. A given path
+/// that does not exist is [`CorpusError::Usage`] (a mistake in the request); any other failure
+/// is [`CorpusError::Input`].
+pub fn expand_inputs(
+    inputs: &[PathBuf],
+    opts: &ReadOptions,
+    report: impl FnMut(&InputError),
+) -> Result<Vec<Source>, CorpusError> {
+    expand(inputs, opts, report).map_err(|e| {
+        let missing = inputs.iter().any(|p| p.display().to_string() == e.place)
+            && !Path::new(&e.place).exists();
+        if missing {
+            CorpusError::Usage(e.to_string())
+        } else {
+            CorpusError::Input(e)
+        }
+    })
+}
+
+/// True for the files a Spark or Hadoop job writes beside its data, and hidden files.
+fn is_side_file(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with('_') || name.starts_with('.') || name.ends_with(".crc")
+}
+
+fn expand(
+    inputs: &[PathBuf],
+    opts: &ReadOptions,
+    mut report: impl FnMut(&InputError),
+) -> Result<Vec<Source>, InputError> {
+    let skip_bad = opts.skip_bad;
+    let mut out = Vec::new();
+    let mut stdin_used = false;
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            if stdin_used {
+                return Err(InputError {
+                    place: "-".into(),
+                    message: "standard input is given twice".into(),
+                    kind: InputErrorKind::Unreadable,
+                });
+            }
+            stdin_used = true;
+            let file = spool_stdin().map_err(|e| InputError {
+                place: "<stdin>".into(),
+                message: format!(
+                    "cannot copy standard input to a temporary file: {}",
+                    io_message(&e)
+                ),
+                kind: InputErrorKind::Stream,
+            })?;
+            out.push(Source::Spooled(file));
+            continue;
+        }
+        let meta = std::fs::metadata(input).map_err(|e| InputError {
+            place: input.display().to_string(),
+            message: io_message(&e),
+            kind: InputErrorKind::Unreadable,
+        })?;
+        if !meta.is_dir() {
+            out.push(Source::File(input.clone()));
+            continue;
+        }
+        let walker = walkdir::WalkDir::new(input)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !is_side_file(e.file_name()));
+        for entry in walker {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let place = e
+                        .path()
+                        .map_or_else(|| input.display().to_string(), |p| p.display().to_string());
+                    if let Some(ancestor) = e.loop_ancestor() {
+                        // Not an error: the loop leads back to a directory being read, whose
+                        // files are all read once. Said, and not followed again.
+                        report(&InputError {
+                            place,
+                            message: format!(
+                                "symbolic link loop back to {}: not followed again",
+                                ancestor.display()
+                            ),
+                            kind: InputErrorKind::Unreadable,
+                        });
+                        continue;
+                    }
+                    let message = match e.io_error() {
+                        Some(io) => format!("cannot read: {}", io_message(io)),
+                        None => e.to_string(),
+                    };
+                    let err = InputError { place, message, kind: InputErrorKind::Unreadable };
+                    if skip_bad {
+                        report(&err);
+                        continue;
+                    }
+                    return Err(err);
+                }
+            };
+            let kind = entry.file_type();
+            if kind.is_file() {
+                let path = entry.into_path();
+                // Records for JSONL and tables (by name, or content: Spark names Parquet part
+                // files `.parquet` but some tools write none), else one text document.
+                let records = opts
+                    .format
+                    .or_else(|| Format::by_name(&path))
+                    .or_else(|| Format::by_content(&path))
+                    .is_some_and(|f| f != Format::Text);
+                out.push(if records { Source::File(path) } else { Source::Plain(path) });
+            } else if !kind.is_dir() {
+                // FIFOs, sockets, devices: reading them could block or never end.
+                report(&InputError {
+                    place: entry.path().display().to_string(),
+                    message: "not a regular file (a FIFO, socket or device)".into(),
+                    kind: InputErrorKind::Unreadable,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
