@@ -41,6 +41,9 @@ other file one plain-text document whose id is its path unless its first bytes s
 Arrow; names starting with _ or . and .crc files, which Spark and Hadoop write beside their part
 files, are passed over), or `-` for standard input (JSONL). Parquet and Arrow IPC files give one
 record per row, their columns named as fields (dotted into struct columns: meta.url).
+A file named on the command line is read by --format if given; else by its name (.jsonl,
+.ndjson, .json: JSON Lines; .parquet; .arrow, .feather, .arrows, .ipc; .txt, .text, .md, .rst:
+one plain-text document); else by its first bytes (Parquet, Arrow); else as JSON Lines.
 --format text reads every file as one document.
 
 Method: minhash (default) finds candidates with LSH bands, then verifies each candidate with the

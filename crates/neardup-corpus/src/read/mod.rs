@@ -52,7 +52,8 @@ impl Format {
     /// The format a file's name says: JSON Lines for `.jsonl`, `.ndjson` and `.json` (also
     /// compressed: `.jsonl.gz`, `.json.zst`, ...; Spark writes JSON Lines as `part-*.json`),
     /// Parquet for `.parquet` (`part-*.snappy.parquet`), Arrow for `.arrow`, `.feather`,
-    /// `.arrows` and `.ipc`.
+    /// `.arrows` and `.ipc`, one plain-text document for `.txt`, `.text`, `.md` and `.rst`
+    /// (also compressed).
     pub fn by_name(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_string_lossy().to_lowercase();
         if name.ends_with(".parquet") {
@@ -62,8 +63,16 @@ impl Format {
             return Some(Format::Arrow);
         }
         let name = name.trim_end_matches(".gz").trim_end_matches(".zst").trim_end_matches(".zstd");
-        [".jsonl", ".ndjson", ".json"].iter().any(|e| name.ends_with(e)).then_some(Format::Jsonl)
+        if [".jsonl", ".ndjson", ".json"].iter().any(|e| name.ends_with(e)) {
+            return Some(Format::Jsonl);
+        }
+        // A named text file is a document, whatever the command reads by default (`neardup
+        // dedup a.txt b.txt` parsed each line as JSON: "malformed JSON at column 1").
+        Format::TEXT_NAMES.iter().any(|e| name.ends_with(e)).then_some(Format::Text)
     }
+
+    /// The endings of file names read as one plain-text document each.
+    pub const TEXT_NAMES: [&'static str; 4] = [".txt", ".text", ".md", ".rst"];
 
     /// The format a file's first bytes say, for a file whose name does not: Parquet (`PAR1`)
     /// or Arrow IPC (`ARROW1`, or a stream's continuation marker and schema message).
