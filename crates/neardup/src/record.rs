@@ -146,8 +146,9 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
     };
     let rank = match (found_rank, fields.rank) {
         (Some(raw), Some(field)) => {
-            let value: serde_json::Value = serde_json::from_str(raw.get()).map_err(malformed)?;
-            Rank::from_json(&value).map_err(|e| bad(format!("field {field:?} (of --keep): {e}")))?
+            // From its text, so that a number is compared as written (past 2^53 and 64 bits).
+            Rank::from_json_text(raw.get())
+                .map_err(|e| bad(format!("field {field:?} (of --keep): {e}")))?
         }
         _ => None,
     };

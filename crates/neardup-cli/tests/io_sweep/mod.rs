@@ -2,7 +2,11 @@
 //! was found, each test named after what broke.
 
 use std::path::Path;
+use std::sync::Arc;
 
+use arrow_array::{
+    ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
+};
 use serde_json::Value;
 
 use super::{json_lines, run, stderr, stdout};
@@ -52,4 +56,100 @@ fn datasketch_profile_defaulted_to_the_pre_2_0_scheme() {
     let default = minhash(&[]);
     assert_eq!(default, minhash(&["--scheme", "affine32"]), "the default is datasketch 2.0's");
     assert_ne!(default, minhash(&["--scheme", "legacy"]), "the old scheme is there by name");
+}
+
+/// Writes `batch` as a Parquet file.
+fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let file = std::fs::File::create(path).expect("create");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).expect("writer");
+    w.write(batch).expect("write");
+    w.close().expect("close");
+}
+
+/// The ids of the records of a JSON Lines file, as written.
+fn ids_in(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .expect("read")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json")["id"].to_string())
+        .collect()
+}
+
+#[test]
+fn keep_values_past_2_pow_53_and_1_ns_apart_kept_the_first() {
+    let dir = tempdir("keep-exact");
+    let text = NEAR[0];
+    // Equal as doubles: the first of each pair was kept.
+    let cases = [
+        ("9007199254740992", "9007199254740993"),
+        ("18446744073709551616", "18446744073709551617"),
+        ("\"2024-05-01T12:00:00.000000001Z\"", "\"2024-05-01T12:00:00.000000002Z\""),
+    ];
+    for (i, (small, large)) in cases.iter().enumerate() {
+        let corpus = dir.join(format!("{i}.jsonl"));
+        std::fs::write(
+            &corpus,
+            format!(
+                "{{\"id\": \"small\", \"v\": {small}, \"text\": \"{text}\"}}\n\
+                 {{\"id\": \"large\", \"v\": {large}, \"text\": \"{text}\"}}\n"
+            ),
+        )
+        .expect("write");
+        for (rule, kept) in [("max:v", "\"large\""), ("min:v", "\"small\"")] {
+            let out = dir.join("kept.jsonl");
+            let o = run(&["dedup", &p(&corpus), "--keep", rule, "-o", &p(&out)]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            assert_eq!(ids_in(&out), [kept], "{rule} of {small} and {large}");
+        }
+    }
+    // A Parquet timestamp column of nanoseconds, and one of integers past 2^53.
+    let ids = StringArray::from(vec!["small", "large"]);
+    let texts = StringArray::from(vec![text, text]);
+    let at =
+        TimestampNanosecondArray::from(vec![1_714_564_800_000_000_001, 1_714_564_800_000_000_002]);
+    let n = Int64Array::from(vec![9_007_199_254_740_992, 9_007_199_254_740_993]);
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(ids) as ArrayRef),
+        ("text", Arc::new(texts) as ArrayRef),
+        ("at", Arc::new(at) as ArrayRef),
+        ("n", Arc::new(n) as ArrayRef),
+    ])
+    .expect("batch");
+    let table = dir.join("t.parquet");
+    write_parquet(&table, &batch);
+    for rule in ["max:at", "max:n"] {
+        let out = dir.join("kept.jsonl");
+        let o = run(&["dedup", &p(&table), "--keep", rule, "-o", &p(&out)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(ids_in(&out), ["\"large\""], "{rule}");
+    }
+}
+
+#[test]
+fn nan_in_a_float_keep_column_stopped_the_run() {
+    let dir = tempdir("keep-nan");
+    let ids = StringArray::from(vec!["a", "b", "c"]);
+    let texts = StringArray::from(vec![NEAR[0], NEAR[1], NEAR[2]]);
+    let score = Float64Array::from(vec![Some(f64::NAN), Some(0.5), None]);
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(ids) as ArrayRef),
+        ("text", Arc::new(texts) as ArrayRef),
+        ("score", Arc::new(score) as ArrayRef),
+    ])
+    .expect("batch");
+    let table = dir.join("t.parquet");
+    write_parquet(&table, &batch);
+    for extra in [None, Some("--skip-bad")] {
+        let out = dir.join("kept.jsonl");
+        let mut args = vec!["dedup", table.to_str().expect("path"), "--keep", "max:score"];
+        args.extend(["-o", out.to_str().expect("path")]);
+        args.extend(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // NaN is no value: b (0.5) is kept over a; c is kept alone; nothing is skipped.
+        assert_eq!(ids_in(&out), ["\"b\"", "\"c\""]);
+        let said = stderr(&o);
+        assert!(said.contains("2 documents without a value of the keep rule's field"), "{said}");
+        assert!(!said.contains("skipped"), "{said}");
+    }
 }

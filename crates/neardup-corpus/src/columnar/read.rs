@@ -100,44 +100,63 @@ fn ids(c: &ArrayRef, name: &str) -> Result<Vec<Option<Box<RawValue>>>, String> {
 /// The keep rule's values of a batch: numbers, dates and timestamps (as instants; one
 /// without a time zone read as UTC), or strings read as numbers or ISO 8601 dates.
 fn ranks(c: &ArrayRef, name: &str) -> Result<Vec<Result<Option<neardup::Rank>, String>>, String> {
-    use neardup::{Rank, RankKind};
+    use neardup::Rank;
     let t = c.data_type();
-    let time = |seconds: Option<f64>| Ok(seconds.map(|value| Rank { value, kind: RankKind::Time }));
     let int64 = |c: &ArrayRef| -> Result<Vec<Option<i64>>, String> {
         let v = arrow_cast::cast(c, &DataType::Int64).map_err(|e| e.to_string())?;
         Ok(v.as_primitive::<Int64Type>().iter().collect())
     };
+    // Instants in nanoseconds, integers as integers, decimals as their digits: exact (as
+    // doubles, integers past 2^53 and timestamps 1 ns apart tied, and the first was kept).
+    let nanos = |values: Vec<Option<i64>>, per: i128| -> Vec<Result<Option<Rank>, String>> {
+        values.into_iter().map(|v| Ok(v.map(|v| Rank::from_nanos(i128::from(v) * per)))).collect()
+    };
     Ok(match t {
         _ if is_string(t) => {
             let s = as_utf8(c)?;
-            s.as_string::<i64>().iter().map(|v| v.map(Rank::parse).transpose()).collect()
+            s.as_string::<i64>()
+                .iter()
+                .map(|v| Ok(v.map(Rank::parse_value).transpose()?.flatten()))
+                .collect()
         }
         DataType::Timestamp(unit, _) => {
-            let per_second = match unit {
-                TimeUnit::Second => 1.0,
-                TimeUnit::Millisecond => 1e3,
-                TimeUnit::Microsecond => 1e6,
-                TimeUnit::Nanosecond => 1e9,
+            let per = match unit {
+                TimeUnit::Second => 1_000_000_000,
+                TimeUnit::Millisecond => 1_000_000,
+                TimeUnit::Microsecond => 1_000,
+                TimeUnit::Nanosecond => 1,
             };
-            int64(c)?.into_iter().map(|v| time(v.map(|v| v as f64 / per_second))).collect()
+            nanos(int64(c)?, per)
         }
         DataType::Date32 => {
             let v = arrow_cast::cast(c, &DataType::Int32).map_err(|e| e.to_string())?;
             let days = v.as_primitive::<arrow_array::types::Int32Type>();
-            days.iter().map(|d| time(d.map(|d| f64::from(d) * 86_400.0))).collect()
+            nanos(days.iter().map(|d| d.map(i64::from)).collect(), 86_400 * 1_000_000_000)
         }
-        DataType::Date64 => {
-            int64(c)?.into_iter().map(|v| time(v.map(|ms| ms as f64 / 1e3))).collect()
+        DataType::Date64 => nanos(int64(c)?, 1_000_000),
+        _ if t.is_unsigned_integer() => {
+            let v = arrow_cast::cast(c, &DataType::UInt64).map_err(|e| e.to_string())?;
+            let v = v.as_primitive::<UInt64Type>();
+            v.iter().map(|v| Ok(v.map(|v| Rank::from_i128(i128::from(v))))).collect()
+        }
+        _ if t.is_integer() => {
+            int64(c)?.into_iter().map(|v| Ok(v.map(|v| Rank::from_i128(i128::from(v))))).collect()
+        }
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => {
+            // Their text is exact (digits and the scale's point).
+            let s = as_utf8(&arrow_cast::cast(c, &DataType::Utf8).map_err(|e| e.to_string())?)?;
+            s.as_string::<i64>()
+                .iter()
+                .map(|v| Ok(v.map(Rank::parse_value).transpose()?.flatten()))
+                .collect()
         }
         _ if t.is_numeric() => {
+            // Floats: NaN is no value (as Python reads it), infinities are values.
             let v = arrow_cast::cast(c, &DataType::Float64).map_err(|e| e.to_string())?;
-            v.as_primitive::<Float64Type>()
-                .iter()
-                .map(|v| match v {
-                    Some(v) if !v.is_finite() => Err(format!("the number {v} is out of range")),
-                    v => Ok(v.map(|value| Rank { value, kind: RankKind::Number })),
-                })
-                .collect()
+            v.as_primitive::<Float64Type>().iter().map(|v| Ok(v.and_then(Rank::from_f64))).collect()
         }
         _ => {
             return Err(format!(
