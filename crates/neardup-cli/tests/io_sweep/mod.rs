@@ -153,3 +153,17 @@ fn nan_in_a_float_keep_column_stopped_the_run() {
         assert!(!said.contains("skipped"), "{said}");
     }
 }
+
+#[test]
+fn errors_about_a_value_pointed_at_its_key() {
+    let dir = tempdir("value-columns");
+    let corpus = dir.join("c.jsonl");
+    // The text's value starts at column 26; its bad escape is at column 34.
+    std::fs::write(&corpus, "{\"id\": 1,        \"text\": \"a\\ud800b\"}\n").expect("write");
+    let o = run(&["dedup", &p(&corpus)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("c.jsonl:1: malformed JSON at column 34"), "{}", stderr(&o));
+    std::fs::write(&corpus, "{\"id\": 1,        \"text\": 5}\n").expect("write");
+    let o = run(&["dedup", &p(&corpus)]);
+    assert!(stderr(&o).contains("found a number at column 26"), "{}", stderr(&o));
+}
