@@ -167,3 +167,31 @@ fn errors_about_a_value_pointed_at_its_key() {
     let o = run(&["dedup", &p(&corpus)]);
     assert!(stderr(&o).contains("found a number at column 26"), "{}", stderr(&o));
 }
+
+#[test]
+fn decisions_with_a_byte_order_mark_were_refused_and_arrays_accepted() {
+    let dir = tempdir("decisions");
+    let corpus = dir.join("c.jsonl");
+    let lines: Vec<String> = NEAR
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"id": i, "text": t}).to_string())
+        .collect();
+    std::fs::write(&corpus, lines.join("\n") + "\n").expect("write");
+    let decisions = dir.join("d.jsonl");
+    std::fs::write(&decisions, "\u{feff}{\"id\": 1, \"decision\": \"not_duplicate\"}\n")
+        .expect("write");
+    let out = dir.join("kept.jsonl");
+    let o = run(&["dedup", &p(&corpus), "--decisions", &p(&decisions), "-o", &p(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(ids_in(&out), ["0", "1", "2"], "the marked document is kept");
+    std::fs::write(&decisions, "[1, \"not_duplicate\"]\n").expect("write");
+    let o = run(&["dedup", &p(&corpus), "--decisions", &p(&decisions), "-o", &p(&out)]);
+    assert_eq!(o.status.code(), Some(1));
+    let said = stderr(&o);
+    assert!(
+        said.contains("d.jsonl:1") && said.contains("expected a JSON object {\"id\": ID"),
+        "{said}"
+    );
+    assert!(!said.contains("struct"), "{said}");
+}
