@@ -392,8 +392,12 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     // known before anything is opened for writing.
     let mut skipped = 0u64;
     let sources = expand_inputs(&args.inputs, &input, |e| {
-        progress.println(&format!("neardup: skipped: {e}"));
-        skipped += 1;
+        if e.is_notice() {
+            progress.println(&format!("neardup: note: {e}"));
+        } else {
+            progress.println(&format!("neardup: skipped: {e}"));
+            skipped += 1;
+        }
     })?;
     let mut inputs: Vec<Input> = sources
         .iter()

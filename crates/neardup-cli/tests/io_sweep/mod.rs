@@ -195,3 +195,134 @@ fn decisions_with_a_byte_order_mark_were_refused_and_arrays_accepted() {
     );
     assert!(!said.contains("struct"), "{said}");
 }
+
+/// Runs the binary with `args`, killing it after `seconds` (a hang fails the test instead of
+/// stalling the suite).
+fn run_within(seconds: u64, args: &[&str]) -> std::process::Output {
+    let child = super::bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if rx.recv_timeout(std::time::Duration::from_secs(seconds)).is_err() {
+            // Only this test's own child, by its id.
+            let _ = std::process::Command::new("kill").arg(id.to_string()).status();
+        }
+    });
+    let o = child.wait_with_output().expect("wait");
+    let _ = tx.send(());
+    assert!(o.status.code().is_some(), "killed after {seconds} s: {args:?}");
+    o
+}
+
+/// Makes a named pipe at `path` and writes `bytes` into it from a thread (the write waits for
+/// a reader).
+fn fifo_with(path: &Path, bytes: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let made = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success());
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&path) {
+            let _ = f.write_all(&bytes);
+        }
+    })
+}
+
+#[test]
+fn a_named_pipe_input_hung_or_lost_its_first_bytes() {
+    let dir = tempdir("fifo");
+    let lines: Vec<String> = NEAR
+        .iter()
+        .enumerate()
+        .map(|(i, t)| serde_json::json!({"id": i, "text": t}).to_string())
+        .collect();
+    let jsonl = lines.join("\n") + "\n";
+    for extra in [&[][..], &["--skip-bad"][..]] {
+        let pipe = dir.join("p");
+        let _ = std::fs::remove_file(&pipe);
+        let writer = fifo_with(&pipe, jsonl.clone().into_bytes());
+        let (kept, clusters) = (dir.join("kept.jsonl"), dir.join("clusters.jsonl"));
+        let mut args = vec!["dedup", pipe.to_str().expect("p"), "-o", kept.to_str().expect("p")];
+        args.extend(["--clusters", clusters.to_str().expect("p")]);
+        args.extend(extra);
+        let o = run_within(60, &args);
+        writer.join().expect("writer");
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("skipped"), "{}", stderr(&o));
+        // Every line read, the first one whole; kept lines byte for byte.
+        assert_eq!(
+            std::fs::read_to_string(&kept).expect("kept"),
+            [&*lines[0], &*lines[2]].join("\n") + "\n"
+        );
+        assert_eq!(std::fs::read_to_string(&clusters).expect("c").lines().count(), 1);
+    }
+    // A table through a pipe: its format from its first bytes, read once.
+    let ids = StringArray::from(vec!["a", "b", "c"]);
+    let texts = StringArray::from(NEAR.to_vec());
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(ids) as ArrayRef),
+        ("text", Arc::new(texts) as ArrayRef),
+    ])
+    .expect("batch");
+    let table = dir.join("t.parquet");
+    write_parquet(&table, &batch);
+    let pipe = dir.join("table");
+    let writer = fifo_with(&pipe, std::fs::read(&table).expect("read"));
+    let o = run_within(60, &["dedup", pipe.to_str().expect("p"), "--clusters", "-"]);
+    writer.join().expect("writer");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_lines(&o)[0]["cluster"], serde_json::json!(["a", "b"]));
+    // fingerprint reads a pipe once too.
+    let pipe = dir.join("fp");
+    let writer = fifo_with(&pipe, jsonl.into_bytes());
+    let o = run_within(60, &["fingerprint", "--jsonl", pipe.to_str().expect("p")]);
+    writer.join().expect("writer");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_lines(&o).len(), 3, "{}", stdout(&o));
+}
+
+#[test]
+fn an_endless_device_input_was_read_forever() {
+    for (command, device) in [("dedup", "/dev/zero"), ("fingerprint", "/dev/urandom")] {
+        let o = run_within(60, &[command, device]);
+        assert_eq!(o.status.code(), Some(2), "{command} {device}: {}", stderr(&o));
+        let said = stderr(&o);
+        assert!(
+            said.contains(device)
+                && said.contains("a character device")
+                && said.contains("- for standard input"),
+            "{said}"
+        );
+    }
+}
+
+#[test]
+fn a_text_file_with_a_byte_order_mark_had_its_offsets_counted_after_the_mark() {
+    let dir = tempdir("bom-offsets");
+    let library = dir.join("library.jsonl");
+    std::fs::write(
+        &library,
+        "{\"id\": \"src\", \"text\": \"每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。\"}\n",
+    )
+    .expect("write");
+    let thesis = dir.join("thesis.txt");
+    let text = "\u{feff}我的论文开头。每个软件包都有维护人负责跟进上游的版本、修复缺陷回应用户的报告。结尾。";
+    std::fs::write(&thesis, text).expect("write");
+    let o = run(&["overlap", &p(&thesis), "--against", &p(&library), "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let passage = &json_lines(&o)[0];
+    let field = |k: &str| passage[k].as_u64().expect(k) as usize;
+    // As Python reads the file (open(encoding="utf-8").read() keeps the mark) and its bytes.
+    let chars: Vec<char> = text.chars().collect();
+    let by_chars: String = chars[field("start")..field("end")].iter().collect();
+    let bytes = std::fs::read(&thesis).expect("read");
+    let by_bytes =
+        std::str::from_utf8(&bytes[field("start_byte")..field("end_byte")]).expect("utf8");
+    assert_eq!(by_chars, by_bytes);
+    assert!(by_chars.starts_with("每个软件包") && by_chars.ends_with("报告。"), "{by_chars}");
+}

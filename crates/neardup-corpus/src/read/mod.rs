@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +29,8 @@ mod walk;
 
 use jsonl::read_jsonl;
 pub(crate) use open::open_file;
-pub use open::{open, spool_stdin, Compressed, Opened};
+pub use open::{open, spool, spool_stdin, Compressed, Opened};
+use open::{open_input, Reading};
 use plain::{check_size, read_plain};
 pub use walk::expand_inputs;
 
@@ -75,18 +76,32 @@ impl Format {
     pub const TEXT_NAMES: [&'static str; 4] = [".txt", ".text", ".md", ".rst"];
 
     /// The format a file's first bytes say, for a file whose name does not: Parquet (`PAR1`)
-    /// or Arrow IPC (`ARROW1`, or a stream's continuation marker and schema message).
+    /// or Arrow IPC (`ARROW1`, or a stream's continuation marker and schema message). Only a
+    /// regular file is opened for this: a named pipe read here would lose its first bytes to
+    /// the sniff (or wait for a writer), so [`read_source`] sniffs those from the one read.
     pub fn by_content(path: &Path) -> Option<Format> {
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        Format::by_file(&File::open(path).ok()?)
+    }
+
+    /// [`Format::by_content`] of an open file, read at offset 0 without moving its offset.
+    fn by_file(file: &File) -> Option<Format> {
+        use std::os::unix::fs::FileExt;
         let mut head = [0u8; 8];
-        let mut file = File::open(path).ok()?;
         let mut n = 0;
         while n < head.len() {
-            match file.read(&mut head[n..]) {
+            match file.read_at(&mut head[n..], n as u64) {
                 Ok(0) | Err(_) => break,
                 Ok(k) => n += k,
             }
         }
-        let head = &head[..n];
+        Format::by_head(&head[..n])
+    }
+
+    /// The format that a file's first (up to 8) bytes say, if they say one.
+    pub fn by_head(head: &[u8]) -> Option<Format> {
         if head.starts_with(b"PAR1") {
             Some(Format::Parquet)
         } else if head.starts_with(b"ARROW1") || head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
@@ -161,7 +176,16 @@ impl ReadOptions {
                 .or_else(|| Format::by_name(p))
                 .or_else(|| Format::by_content(p))
                 .unwrap_or(self.fallback),
-            Source::Stdin | Source::Spooled(_) => self.format.unwrap_or(self.fallback),
+            Source::Pipe(p, spool) => self
+                .format
+                .or_else(|| Format::by_name(p))
+                .or_else(|| Format::by_file(spool))
+                .unwrap_or(self.fallback),
+            Source::Spooled(spool) => {
+                self.format.or_else(|| Format::by_file(spool)).unwrap_or(self.fallback)
+            }
+            // Read once, its format from its first bytes (see `open::open_input`).
+            Source::Stdin => self.format.unwrap_or(self.fallback),
         }
     }
 }
@@ -194,6 +218,9 @@ pub enum Source {
     /// Standard input copied to an unnamed temporary file (so that `dedup` can read it twice);
     /// it is named `<stdin>` in messages.
     Spooled(Arc<File>),
+    /// A named pipe given by name, copied to an unnamed temporary file as it is read (it can
+    /// be read once, and `dedup` reads its input twice); named by its path.
+    Pipe(PathBuf, Arc<File>),
     /// Standard input, written `-`.
     Stdin,
     /// A document given on the command line; the number is its 1-based position.
@@ -211,6 +238,12 @@ impl Source {
                  name it twice"
                     .into(),
             ));
+        }
+        for path in paths.iter().filter(|p| p.as_os_str() != "-") {
+            // A device given by name never ends (`/dev/zero`): refused before anything runs.
+            if let Some(what) = std::fs::metadata(path).ok().as_ref().and_then(open::endless) {
+                return Err(CorpusError::Usage(open::device_error(path, what).to_string()));
+            }
         }
         let mut sources: Vec<Source> = paths
             .iter()
@@ -244,7 +277,7 @@ impl Source {
     /// Its name in messages: the path, `<stdin>` or `--text #N`.
     pub fn name(&self) -> String {
         match self {
-            Source::File(p) | Source::Plain(p) => p.display().to_string(),
+            Source::File(p) | Source::Plain(p) | Source::Pipe(p, _) => p.display().to_string(),
             Source::Stdin | Source::Spooled(_) => "<stdin>".to_string(),
             Source::Text(_, i) => format!("--text #{i}"),
         }
@@ -253,7 +286,7 @@ impl Source {
     /// The file behind this source, if it has a name.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Source::File(p) | Source::Plain(p) => Some(p),
+            Source::File(p) | Source::Plain(p) | Source::Pipe(p, _) => Some(p),
             _ => None,
         }
     }
@@ -290,9 +323,12 @@ pub enum InputErrorKind {
     /// error): what follows cannot be read, so skipping it would lose records unseen.
     Stream,
     /// A mistake in the request rather than the data (an `--id-field` that no record of a
-    /// source has: most likely misspelt): never skipped, since its records were read already
-    /// under the wrong name.
+    /// source has: most likely misspelt; a device named as an input): never skipped, since
+    /// its records were read already under the wrong name.
     Request,
+    /// Not an error: something the reader passed over on purpose and says once (a symbolic
+    /// link loop, a saved neardup index in a directory). Nothing is lost.
+    Notice,
 }
 
 /// A record that could not be read, and where.
@@ -309,7 +345,12 @@ pub struct InputError {
 impl InputError {
     /// True when the rest of the source cannot be read either.
     pub fn fatal_for_source(&self) -> bool {
-        self.kind != InputErrorKind::Record
+        !matches!(self.kind, InputErrorKind::Record | InputErrorKind::Notice)
+    }
+
+    /// True for a [`InputErrorKind::Notice`]: said, not counted as skipped.
+    pub fn is_notice(&self) -> bool {
+        self.kind == InputErrorKind::Notice
     }
 
     /// True when `--skip-bad` may skip it.
@@ -368,67 +409,24 @@ pub fn read_source(
             &name,
             opts,
         )),
-        Source::File(_) | Source::Spooled(_) if opts.format_of(source).is_columnar() => {
-            match open_file(source) {
-                Ok(file) => crate::columnar::read_columnar(
-                    file,
-                    opts.format_of(source),
-                    &name,
-                    opts,
-                    &mut digest,
-                    visit,
-                ),
-                Err(e) => visit(Err(unreadable(&name, &e))),
+        _ => match open_input(source, opts) {
+            Ok((format, Reading::Table(file))) => {
+                crate::columnar::read_columnar(file, format, &name, opts, &mut digest, visit)
             }
-        }
-        Source::File(_) | Source::Spooled(_) => match open(source) {
-            Ok(opened) => {
+            Ok((format, Reading::Stream(opened))) => {
                 let mut reader = opened.reader;
-                let compressed = opened.compressed;
-                let flow = if opts.format_of(source) == Format::Jsonl {
-                    read_jsonl(&mut reader, &name, opts, &mut digest, compressed.as_ref(), visit)
+                if format == Format::Jsonl {
+                    let compressed = opened.compressed.as_ref();
+                    read_jsonl(&mut reader, &name, opts, &mut digest, compressed, visit)
                 } else {
-                    let id =
-                        json_string(source.path().map_or("-".into(), |p| p.display().to_string()));
-                    visit(read_plain(&mut reader, &name, id, opts, &mut digest))
-                };
-                flow
+                    let id = source.path().map_or("-".into(), |p| p.display().to_string());
+                    visit(read_plain(&mut reader, &name, json_string(id), opts, &mut digest))
+                }
             }
-            Err(e) => visit(Err(unreadable(&name, &e))),
+            Err(e) => visit(Err(e)),
         },
-        Source::Plain(path) => match File::open(path) {
-            Ok(file) => {
-                let id = json_string(path.display().to_string());
-                visit(read_plain(BufReader::new(file), &name, id, opts, &mut digest))
-            }
-            Err(e) => visit(Err(unreadable(&name, &e))),
-        },
-        Source::Stdin if opts.format_of(source).is_columnar() => visit(Err(InputError {
-            place: name.clone(),
-            message: format!(
-                "{} is read from a file, not from standard input (save it to a file)",
-                opts.format_of(source).name()
-            ),
-            kind: InputErrorKind::Unreadable,
-        })),
-        Source::Stdin => {
-            let mut stdin = io::stdin().lock();
-            if opts.format_of(source) == Format::Jsonl {
-                read_jsonl(&mut stdin, &name, opts, &mut digest, None, visit)
-            } else {
-                visit(read_plain(stdin, &name, json_string("-"), opts, &mut digest))
-            }
-        }
     };
     (flow, digest.finish())
-}
-
-fn unreadable(name: &str, e: &io::Error) -> InputError {
-    InputError {
-        place: name.to_string(),
-        message: format!("cannot open: {}", io_message(e)),
-        kind: InputErrorKind::Unreadable,
-    }
 }
 
 /// An I/O error's message without the `(os error N)` suffix repeated by some printers.

@@ -3,10 +3,11 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{io_message, InputError, InputErrorKind, Source};
+use super::{io_message, Format, InputError, InputErrorKind, ReadOptions, Source};
 
 /// An opened source: its (decompressed) reader, and for compressed files the count of
 /// compressed bytes read so far, for error messages.
@@ -57,11 +58,11 @@ impl Read for SharedFile {
     }
 }
 
-/// The file of a named source or the spool, from its start, as it is (a columnar file is read
+/// The file of a named source or a spool, from its start, as it is (a columnar file is read
 /// at the offsets its footer names).
 pub(crate) fn open_file(source: &Source) -> io::Result<File> {
     match source {
-        Source::Spooled(file) => {
+        Source::Spooled(file) | Source::Pipe(_, file) => {
             let mut f = file.try_clone()?;
             f.rewind()?;
             Ok(f)
@@ -73,29 +74,41 @@ pub(crate) fn open_file(source: &Source) -> io::Result<File> {
     }
 }
 
-/// Opens a file or the spool for reading, decompressing `.gz` (gzip, multi-member) and `.zst`
-/// (Zstandard) by extension.
+/// Opens a file or a spool for reading, decompressing `.gz` (gzip, multi-member) and `.zst`
+/// (Zstandard) by extension (standard input's spool has no name, and is read as it is).
 pub fn open(source: &Source) -> io::Result<Opened> {
-    let path = match source {
-        Source::Spooled(file) => {
-            let reader = SharedFile { file: file.clone(), pos: 0 };
-            return Ok(Opened {
-                reader: Box::new(BufReader::with_capacity(1 << 16, reader)),
-                compressed: None,
-            });
+    match source {
+        Source::Spooled(file) => decompress(SharedFile { file: file.clone(), pos: 0 }, ""),
+        Source::Pipe(path, file) => {
+            let ext = extension(path);
+            if let Some(format) = compression_by_extension(ext) {
+                check_magic(file, format)?;
+            }
+            decompress(SharedFile { file: file.clone(), pos: 0 }, ext)
         }
-        Source::File(p) | Source::Plain(p) => p,
+        Source::File(path) | Source::Plain(path) => {
+            let file = File::open(path)?;
+            let ext = extension(path);
+            if let Some(format) = compression_by_extension(ext) {
+                check_magic(&file, format)?;
+            }
+            decompress(file, ext)
+        }
         Source::Stdin | Source::Text(..) => {
-            return Err(io::Error::new(io::ErrorKind::Unsupported, "not a file"))
+            Err(io::Error::new(io::ErrorKind::Unsupported, "not a file"))
         }
-    };
-    let mut file = File::open(path)?;
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if let Some(format) = compression_by_extension(ext) {
-        check_magic(&mut file, format)?;
     }
+}
+
+/// A path's extension, `""` for none.
+fn extension(path: &Path) -> &str {
+    path.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+/// `inner` decompressed as `ext` says (`gz`, `zst`), with its compressed bytes counted.
+fn decompress<R: Read + Send + 'static>(inner: R, ext: &str) -> io::Result<Opened> {
     let offset = Arc::new(AtomicU64::new(0));
-    let counted = Counting { inner: file, count: offset.clone() };
+    let counted = Counting { inner, count: offset.clone() };
     Ok(match ext {
         "gz" => Opened {
             reader: Box::new(BufReader::with_capacity(
@@ -115,6 +128,112 @@ pub fn open(source: &Source) -> io::Result<Opened> {
     })
 }
 
+/// A source opened once, as it is read.
+#[allow(missing_debug_implementations)] // a boxed reader has no Debug
+pub(crate) enum Reading {
+    /// Read front to back: JSON Lines, a text document.
+    Stream(Opened),
+    /// Read at the offsets its footer names (Parquet, Arrow IPC): a file, or an input that
+    /// cannot seek copied to an unnamed temporary file.
+    Table(File),
+}
+
+/// Opens `source` once and says the format it is read in ([`ReadOptions::format_of`]). A
+/// named pipe or standard input can be read once only: their format, when neither the options
+/// nor the name say it, comes from their first bytes, and the read goes on from those bytes
+/// (a second open would wait for a writer that never comes, or find its first bytes gone). A
+/// character or block device is refused: `/dev/zero` and `/dev/urandom` never end.
+pub(crate) fn open_input(
+    source: &Source,
+    opts: &ReadOptions,
+) -> Result<(Format, Reading), InputError> {
+    let name = source.name();
+    let cannot = |e: io::Error| InputError {
+        place: name.clone(),
+        message: format!("cannot open: {}", io_message(&e)),
+        kind: InputErrorKind::Unreadable,
+    };
+    let whole = |source: &Source| -> Result<(Format, Reading), InputError> {
+        let format = opts.format_of(source);
+        Ok((
+            format,
+            if format.is_columnar() {
+                Reading::Table(open_file(source).map_err(cannot)?)
+            } else {
+                Reading::Stream(open(source).map_err(cannot)?)
+            },
+        ))
+    };
+    match source {
+        Source::File(path) => {
+            let meta = std::fs::metadata(path).map_err(cannot)?;
+            if let Some(what) = endless(&meta) {
+                return Err(device_error(path, what));
+            }
+            if meta.is_file() {
+                return whole(source);
+            }
+            let file = File::open(path).map_err(cannot)?;
+            let known = opts.format.or_else(|| Format::by_name(path));
+            open_stream(file, known, opts.fallback, extension(path)).map_err(cannot)
+        }
+        Source::Stdin => open_stream(io::stdin(), opts.format, opts.fallback, "").map_err(cannot),
+        Source::Spooled(_) | Source::Pipe(..) | Source::Plain(_) => whole(source),
+        Source::Text(..) => Err(cannot(io::Error::new(io::ErrorKind::Unsupported, "not a file"))),
+    }
+}
+
+/// Reads a stream that can be read once: its format from `known`, else its first bytes, else
+/// `fallback`; a table is copied to an unnamed temporary file (read at offsets), anything else
+/// read on from the bytes already taken.
+fn open_stream<R: Read + Send + 'static>(
+    mut reader: R,
+    known: Option<Format>,
+    fallback: Format,
+    ext: &str,
+) -> io::Result<(Format, Reading)> {
+    let mut head = Vec::with_capacity(8);
+    if known.is_none() {
+        (&mut reader).take(8).read_to_end(&mut head)?;
+    }
+    let format = known.or_else(|| Format::by_head(&head)).unwrap_or(fallback);
+    let mut rest = io::Cursor::new(head).chain(reader);
+    if format.is_columnar() {
+        let mut spool = tempfile::tempfile()?;
+        io::copy(&mut rest, &mut spool)?;
+        spool.rewind()?;
+        return Ok((format, Reading::Table(spool)));
+    }
+    Ok((format, Reading::Stream(decompress(rest, ext)?)))
+}
+
+/// What kind of endless or unopenable file `meta` is, if it is one.
+pub(crate) fn endless(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+/// The refusal of a device named as an input: a mistake in the request, never skipped.
+pub(crate) fn device_error(path: &Path, what: &str) -> InputError {
+    InputError {
+        place: path.display().to_string(),
+        message: format!(
+            "{what}, not a file: it is not read (a device such as /dev/zero or /dev/urandom \
+             never ends); give a file, a named pipe, or - for standard input"
+        ),
+        kind: InputErrorKind::Request,
+    }
+}
+
 /// The compression a file's extension names.
 fn compression_by_extension(ext: &str) -> Option<&'static str> {
     match ext {
@@ -126,17 +245,18 @@ fn compression_by_extension(ext: &str) -> Option<&'static str> {
 
 /// Refuses a file named as compressed whose first bytes are not that format's magic number
 /// (a plain file named `.gz` was reported as a damaged stream at the end of its header),
-/// saying so at byte offset 0. An empty file passes (it holds no records).
-fn check_magic(file: &mut File, format: &'static str) -> io::Result<()> {
+/// saying so at byte offset 0. An empty file passes (it holds no records). The bytes are read
+/// at offset 0 without moving the file's offset.
+fn check_magic(file: &File, format: &'static str) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
     let mut head = [0u8; 4];
     let mut n = 0;
     while n < head.len() {
-        match file.read(&mut head[n..])? {
+        match file.read_at(&mut head[n..], n as u64)? {
             0 => break,
             k => n += k,
         }
     }
-    file.rewind()?;
     let head = &head[..n];
     let ok = match format {
         "gzip" => head.starts_with(&[0x1f, 0x8b]),
@@ -163,8 +283,14 @@ fn check_magic(file: &mut File, format: &'static str) -> io::Result<()> {
 /// once, mode 0600, in the temporary directory): no name exists that another user could plant
 /// a link at or that an interrupted run could leave behind.
 pub fn spool_stdin() -> io::Result<Arc<File>> {
+    spool(io::stdin().lock())
+}
+
+/// Copies a stream that can be read once (standard input, a named pipe) to an unnamed
+/// temporary file, as [`spool_stdin`] does.
+pub fn spool(mut reader: impl Read) -> io::Result<Arc<File>> {
     let mut file = tempfile::tempfile()?;
-    io::copy(&mut io::stdin().lock(), &mut file)?;
+    io::copy(&mut reader, &mut file)?;
     file.rewind()?;
     Ok(Arc::new(file))
 }

@@ -33,17 +33,12 @@ pub(super) fn read_plain<R: Read>(
             kind: InputErrorKind::Record,
         });
     }
-    let body = strip_bom(bytes);
-    let (text, replaced) = decode(body, name, 0, opts)?;
+    // A byte order mark stays the text's first character (U+FEFF), as Python's
+    // `open(encoding="utf-8").read()` keeps it: offsets into the text (the passage check's)
+    // are then the file's. It is no word, no unit of the passage check, and changes no
+    // fingerprint of the default features.
+    let (text, replaced) = decode(bytes, name, 0, opts)?;
     Ok(Record { id, body: Body::Text(text), replaced, line: 0, rank: None })
-}
-
-/// Drops a UTF-8 byte order mark at the start of a file.
-fn strip_bom(mut bytes: Vec<u8>) -> Vec<u8> {
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        bytes.drain(..3);
-    }
-    bytes
 }
 
 /// UTF-8 from bytes; `base` is the bytes' offset in the file, for the error message.

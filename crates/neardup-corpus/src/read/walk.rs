@@ -1,19 +1,22 @@
-//! The paths a user gave, expanded: directories walked, standard input spooled.
+//! The paths a user gave, expanded: directories walked, standard input and named pipes
+//! spooled, devices refused.
 
 use std::path::{Path, PathBuf};
 
-use super::open::spool_stdin;
+use super::open::{device_error, endless, spool, spool_stdin};
 use super::{io_message, Format, InputError, InputErrorKind, ReadOptions, Source};
 use crate::CorpusError;
 
-/// symbolic links to files and directories, with loops detected), `-` spooled. In a directory,
-/// a file whose name says JSON Lines (or every file, under `--format jsonl`) is read as JSON
-/// Lines, any other as one text document; what Spark and Hadoop write beside their data is
-/// passed over: names starting with `_` (`_SUCCESS`, `_metadata`) or `.` (hidden, the `.crc`
-/// checksums), and `.crc` files. `report` receives each entry that cannot be read (by its own
-/// path) when `opts.skip_bad` is set; without it the first such entry is the error. A given path
-/// that does not exist is [`CorpusError::Usage`] (a mistake in the request); any other failure
-/// is [`CorpusError::Input`].
+/// Expands the paths a user gave: files as given, directories walked in path order (following
+/// symbolic links to files and directories, with loops detected), `-` and named pipes spooled
+/// (read once, into an unnamed temporary file). In a directory, a file whose name says JSON
+/// Lines (or every file, under `--format jsonl`) is read as JSON Lines, any other as one text
+/// document; what Spark and Hadoop write beside their data is passed over: names starting with
+/// `_` (`_SUCCESS`, `_metadata`) or `.` (hidden, the `.crc` checksums), and `.crc` files;. `report` receives each entry that cannot be read (by its own path) when
+/// `opts.skip_bad` is set, and every notice ([`InputErrorKind::Notice`]); without
+/// `skip_bad` the first entry that cannot be read is the error. A given path that does not
+/// exist, or is a device, is [`CorpusError::Usage`] (a mistake in the request); any other
+/// failure is [`CorpusError::Input`].
 pub fn expand_inputs(
     inputs: &[PathBuf],
     opts: &ReadOptions,
@@ -22,7 +25,7 @@ pub fn expand_inputs(
     expand(inputs, opts, report).map_err(|e| {
         let missing = inputs.iter().any(|p| p.display().to_string() == e.place)
             && !Path::new(&e.place).exists();
-        if missing {
+        if missing || e.kind == InputErrorKind::Request {
             CorpusError::Usage(e.to_string())
         } else {
             CorpusError::Input(e)
@@ -41,7 +44,6 @@ fn expand(
     opts: &ReadOptions,
     mut report: impl FnMut(&InputError),
 ) -> Result<Vec<Source>, InputError> {
-    let skip_bad = opts.skip_bad;
     let mut out = Vec::new();
     let mut stdin_used = false;
     for input in inputs {
@@ -70,67 +72,94 @@ fn expand(
             message: io_message(&e),
             kind: InputErrorKind::Unreadable,
         })?;
-        if !meta.is_dir() {
+        if meta.is_dir() {
+            walk(input, opts, &mut out, &mut report)?;
+        } else if let Some(what) = endless(&meta) {
+            return Err(device_error(input, what));
+        } else if meta.is_file() {
             out.push(Source::File(input.clone()));
-            continue;
-        }
-        let walker = walkdir::WalkDir::new(input)
-            .follow_links(true)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| e.depth() == 0 || !is_side_file(e.file_name()));
-        for entry in walker {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    let place = e
-                        .path()
-                        .map_or_else(|| input.display().to_string(), |p| p.display().to_string());
-                    if let Some(ancestor) = e.loop_ancestor() {
-                        // Not an error: the loop leads back to a directory being read, whose
-                        // files are all read once. Said, and not followed again.
-                        report(&InputError {
-                            place,
-                            message: format!(
-                                "symbolic link loop back to {}: not followed again",
-                                ancestor.display()
-                            ),
-                            kind: InputErrorKind::Unreadable,
-                        });
-                        continue;
-                    }
-                    let message = match e.io_error() {
-                        Some(io) => format!("cannot read: {}", io_message(io)),
-                        None => e.to_string(),
-                    };
-                    let err = InputError { place, message, kind: InputErrorKind::Unreadable };
-                    if skip_bad {
-                        report(&err);
-                        continue;
-                    }
-                    return Err(err);
-                }
-            };
-            let kind = entry.file_type();
-            if kind.is_file() {
-                let path = entry.into_path();
-                // Records for JSONL and tables (by name, or content: Spark names Parquet part
-                // files `.parquet` but some tools write none), else one text document.
-                let records = opts
-                    .format
-                    .or_else(|| Format::by_name(&path))
-                    .or_else(|| Format::by_content(&path))
-                    .is_some_and(|f| f != Format::Text);
-                out.push(if records { Source::File(path) } else { Source::Plain(path) });
-            } else if !kind.is_dir() {
-                // FIFOs, sockets, devices: reading them could block or never end.
-                report(&InputError {
-                    place: entry.path().display().to_string(),
-                    message: "not a regular file (a FIFO, socket or device)".into(),
-                    kind: InputErrorKind::Unreadable,
-                });
-            }
+        } else {
+            out.push(Source::Pipe(input.clone(), spool_pipe(input)?));
         }
     }
     Ok(out)
+}
+
+/// A named pipe read once into an unnamed temporary file: its format is then read from its
+/// first bytes, and `dedup` reads it twice, without opening the pipe again (a second open waited
+/// for a writer that never came, and a sniff of its first bytes took them from the read).
+fn spool_pipe(path: &Path) -> Result<std::sync::Arc<std::fs::File>, InputError> {
+    let fail = |e: std::io::Error| InputError {
+        place: path.display().to_string(),
+        message: format!("cannot copy the pipe to a temporary file: {}", io_message(&e)),
+        kind: InputErrorKind::Stream,
+    };
+    spool(std::fs::File::open(path).map_err(fail)?).map_err(fail)
+}
+
+/// Walks the directory `input`, pushing its files as sources.
+fn walk(
+    input: &Path,
+    opts: &ReadOptions,
+    out: &mut Vec<Source>,
+    report: &mut impl FnMut(&InputError),
+) -> Result<(), InputError> {
+    let walker = walkdir::WalkDir::new(input)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !is_side_file(e.file_name()));
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                let place = e
+                    .path()
+                    .map_or_else(|| input.display().to_string(), |p| p.display().to_string());
+                if let Some(ancestor) = e.loop_ancestor() {
+                    // Not an error: the loop leads back to a directory being read, whose
+                    // files are all read once. Said, and not followed again.
+                    report(&InputError {
+                        place,
+                        message: format!(
+                            "symbolic link loop back to {}: not followed again",
+                            ancestor.display()
+                        ),
+                        kind: InputErrorKind::Notice,
+                    });
+                    continue;
+                }
+                let message = match e.io_error() {
+                    Some(io) => format!("cannot read: {}", io_message(io)),
+                    None => e.to_string(),
+                };
+                let err = InputError { place, message, kind: InputErrorKind::Unreadable };
+                if opts.skip_bad {
+                    report(&err);
+                    continue;
+                }
+                return Err(err);
+            }
+        };
+        let kind = entry.file_type();
+        if kind.is_file() {
+            let path = entry.into_path();
+            // Records for JSONL and tables (by name, or content: Spark names Parquet part
+            // files `.parquet` but some tools write none), else one text document.
+            let records = opts
+                .format
+                .or_else(|| Format::by_name(&path))
+                .or_else(|| Format::by_content(&path))
+                .is_some_and(|f| f != Format::Text);
+            out.push(if records { Source::File(path) } else { Source::Plain(path) });
+        } else if !kind.is_dir() {
+            // FIFOs, sockets, devices: reading them could block or never end.
+            report(&InputError {
+                place: entry.path().display().to_string(),
+                message: "not a regular file (a FIFO, socket or device)".into(),
+                kind: InputErrorKind::Unreadable,
+            });
+        }
+    }
+    Ok(())
 }
