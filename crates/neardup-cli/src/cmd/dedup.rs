@@ -391,6 +391,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     // Every input (sources, the index read, the files the spec names) and every output are
     // known before anything is opened for writing.
     let mut skipped = 0u64;
+    if let Some(dir) = &args.save_index {
+        output::check_index_dir("--save-index", dir, &args.inputs)?;
+    }
     let sources = expand_inputs(&args.inputs, &input, |e| {
         if e.is_notice() {
             progress.println(&format!("neardup: note: {e}"));

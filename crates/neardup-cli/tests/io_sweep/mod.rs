@@ -326,3 +326,52 @@ fn a_text_file_with_a_byte_order_mark_had_its_offsets_counted_after_the_mark() {
     assert_eq!(by_chars, by_bytes);
     assert!(by_chars.starts_with("每个软件包") && by_chars.ends_with("报告。"), "{by_chars}");
 }
+
+#[test]
+fn a_saved_index_in_the_input_directory_was_read_as_documents() {
+    let dir = tempdir("index-in-input");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    for (name, text) in ["a.txt", "b.txt", "c.txt"].iter().zip(NEAR) {
+        std::fs::write(data.join(name), text).expect("write");
+    }
+    let files: Vec<String> = ["a.txt", "b.txt"].iter().map(|n| p(&data.join(n))).collect();
+    // A dedup index and a passage index saved into the corpus folder (named files as inputs).
+    let o = run(&["dedup", &files[0], &files[1], "--save-index", &p(&data.join("idx"))]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "overlap",
+        &files[0],
+        "--against",
+        &files[1],
+        "--save-index",
+        &p(&data.join("pidx")),
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(data.join("idx/manifest.json").exists() && data.join("pidx/passages.ndpi").exists());
+    let o = run(&["dedup", &p(&data), "--clusters", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(said.contains("3 documents"), "{said}");
+    for index in ["idx", "pidx"] {
+        let note = format!(
+            "{}: holds a saved neardup index; its files are not read as documents",
+            p(&data.join(index))
+        );
+        assert_eq!(said.matches(&note).count(), 1, "{said}");
+    }
+    assert!(!said.contains("skipped"), "{said}");
+    // An index saved into (or inside) an input directory is refused, naming both.
+    for target in [data.clone(), data.join("idx"), data.join("new/deeper")] {
+        let o = run(&["dedup", &p(&data), "--save-index", &p(&target)]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let said = stderr(&o);
+        assert!(
+            said.contains(&format!("--save-index {}", p(&target)))
+                && said.contains(&format!("the input directory {}", p(&data))),
+            "{said}"
+        );
+    }
+    assert!(!data.join("new").exists());
+}

@@ -1,6 +1,8 @@
 //! The paths a user gave, expanded: directories walked, standard input and named pipes
 //! spooled, devices refused.
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::open::{device_error, endless, spool, spool_stdin};
@@ -12,7 +14,9 @@ use crate::CorpusError;
 /// (read once, into an unnamed temporary file). In a directory, a file whose name says JSON
 /// Lines (or every file, under `--format jsonl`) is read as JSON Lines, any other as one text
 /// document; what Spark and Hadoop write beside their data is passed over: names starting with
-/// `_` (`_SUCCESS`, `_metadata`) or `.` (hidden, the `.crc` checksums), and `.crc` files;. `report` receives each entry that cannot be read (by its own path) when
+/// `_` (`_SUCCESS`, `_metadata`) or `.` (hidden, the `.crc` checksums), and `.crc` files; so
+/// are the files of a saved neardup index ([`neardup::saved_index_files`]), said once per
+/// directory. `report` receives each entry that cannot be read (by its own path) when
 /// `opts.skip_bad` is set, and every notice ([`InputErrorKind::Notice`]); without
 /// `skip_bad` the first entry that cannot be read is the error. A given path that does not
 /// exist, or is a device, is [`CorpusError::Usage`] (a mistake in the request); any other
@@ -104,6 +108,9 @@ fn walk(
     out: &mut Vec<Source>,
     report: &mut impl FnMut(&InputError),
 ) -> Result<(), InputError> {
+    // The names of saved-index files, by directory (each directory is looked at when the walk
+    // enters it, before its files).
+    let mut index_files: HashMap<PathBuf, Vec<OsString>> = HashMap::new();
     let walker = walkdir::WalkDir::new(input)
         .follow_links(true)
         .sort_by_file_name()
@@ -142,7 +149,22 @@ fn walk(
             }
         };
         let kind = entry.file_type();
-        if kind.is_file() {
+        if kind.is_dir() {
+            let files = neardup::saved_index_files(entry.path());
+            if !files.is_empty() {
+                report(&InputError {
+                    place: entry.path().display().to_string(),
+                    message: "holds a saved neardup index; its files are not read as documents"
+                        .into(),
+                    kind: InputErrorKind::Notice,
+                });
+                index_files.insert(entry.path().to_path_buf(), files);
+            }
+        } else if kind.is_file() {
+            let in_index = entry.path().parent().and_then(|dir| index_files.get(dir));
+            if in_index.is_some_and(|names| names.iter().any(|n| n == entry.file_name())) {
+                continue;
+            }
             let path = entry.into_path();
             // Records for JSONL and tables (by name, or content: Spark names Parquet part
             // files `.parquet` but some tools write none), else one text document.
@@ -152,7 +174,7 @@ fn walk(
                 .or_else(|| Format::by_content(&path))
                 .is_some_and(|f| f != Format::Text);
             out.push(if records { Source::File(path) } else { Source::Plain(path) });
-        } else if !kind.is_dir() {
+        } else {
             // FIFOs, sockets, devices: reading them could block or never end.
             report(&InputError {
                 place: entry.path().display().to_string(),

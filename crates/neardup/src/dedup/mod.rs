@@ -38,8 +38,8 @@ mod union_find;
 pub use distributed::{bucket_candidates, components};
 pub(crate) use index_file::{manifest_for, read_index, write_index};
 pub use index_file::{
-    read_manifest, IndexLock, IndexManifest, PreparedIndex, INDEX_FORMAT_VERSION,
-    OLDEST_INDEX_FORMAT,
+    read_manifest, saved_index_files, IndexLock, IndexManifest, PreparedIndex,
+    INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
 pub use keep::Keep;
 pub(crate) use plan::Plan;
