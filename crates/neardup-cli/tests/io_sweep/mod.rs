@@ -375,3 +375,17 @@ fn a_saved_index_in_the_input_directory_was_read_as_documents() {
     }
     assert!(!data.join("new").exists());
 }
+
+/// A committed fixture written by pyarrow (`tests/fixtures/columnar/make.py`).
+fn fixture(name: &str) -> String {
+    p(&super::repo().join("tests/fixtures/columnar").join(name))
+}
+
+#[test]
+fn lz4_zstd_arrow_and_brotli_parquet_could_not_be_read() {
+    for name in ["lz4.feather", "zstd.arrow", "zstd.arrows", "brotli.parquet"] {
+        let o = run(&["dedup", &fixture(name), "--clusters", "-"]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(json_lines(&o)[0]["cluster"], serde_json::json!(["a", "b"]), "{name}");
+    }
+}

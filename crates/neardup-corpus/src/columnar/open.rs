@@ -80,3 +80,55 @@ pub(crate) fn open_batches(
         }
     }
 }
+
+/// What a read error means for the user: a compression this build cannot read is named with
+/// the way out; anything else as the reader says it.
+pub(crate) fn read_error(e: &ArrowError) -> String {
+    let text = e.to_string();
+    match codec_of(&text) {
+        Some(codec) => format!(
+            "its data is compressed with {codec}, which this build of neardup cannot read \
+             ({text}); write it again with snappy, zstd, lz4, gzip or brotli (pyarrow: \
+             pq.write_table(table, path, compression=\"zstd\"))"
+        ),
+        None => format!("the file cannot be read further: {text}"),
+    }
+}
+
+/// The codec an error from the Parquet or IPC reader says it lacks, if it says one.
+fn codec_of(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let about_codec = ["decompression requires", "disabled feature", "codec", "compression"]
+        .iter()
+        .any(|w| lower.contains(w));
+    if !about_codec {
+        return None;
+    }
+    ["lzo", "lz4_raw", "lz4", "zstd", "brotli", "snappy", "gzip"]
+        .iter()
+        .find(|c| lower.contains(*c))
+        .map(|c| c.to_uppercase())
+        .or_else(|| Some("a codec".to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_codec_error_names_the_codec_and_the_way_out() {
+        let e =
+            ArrowError::ParquetError("NYI: The codec type LZO is not supported yet".to_string());
+        let said = read_error(&e);
+        assert!(
+            said.contains("compressed with LZO") && said.contains("compression=\"zstd\""),
+            "{said}"
+        );
+        let e = ArrowError::InvalidArgumentError(
+            "lz4 IPC decompression requires the lz4 feature".into(),
+        );
+        assert!(read_error(&e).contains("compressed with LZ4"));
+        let e = ArrowError::ParseError("a block of -1 bytes".into());
+        assert!(read_error(&e).starts_with("the file cannot be read further"));
+    }
+}

@@ -10,7 +10,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_schema::{ArrowError, DataType, Schema, TimeUnit};
 use serde_json::value::RawValue;
 
-use super::open::open_batches;
+use super::open::{open_batches, read_error};
 use super::RecordBatch;
 use crate::read::{
     json_string, Body, Digester, Format, InputError, InputErrorKind, ReadOptions, Record,
@@ -217,7 +217,7 @@ pub(crate) fn read_columnar(
             Err(e) => {
                 return visit(Err(InputError {
                     place: format!("{name} after row {row}"),
-                    message: format!("the file cannot be read further: {e}"),
+                    message: read_error(&e),
                     kind: InputErrorKind::Stream,
                 }))
             }
