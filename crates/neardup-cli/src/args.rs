@@ -433,6 +433,7 @@ impl InputArgs {
             lossy: self.lossy,
             skip_bad: self.skip_bad,
             max_doc_bytes: self.max_doc_bytes,
+            read_every_column: false,
             rank_field: None,
         }
     }

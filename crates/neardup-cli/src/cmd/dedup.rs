@@ -386,6 +386,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let mut dedup = Dedup::new(&pipeline, config.clone()).map_err(|e| Failure::Usage(e.into()))?;
     let mut input = args.input.read_options_or(Format::Jsonl);
     input.rank_field = config.keep.field().map(str::to_string);
+    // Rows written back are read whole in the first pass, so a value that cannot be written
+    // (a string that is not UTF-8) is a bad row there.
+    input.read_every_column = args.output.is_some() || args.dropped.is_some();
     let progress = Progress::new(args.quiet);
 
     // Every input (sources, the index read, the files the spec names) and every output are

@@ -389,3 +389,45 @@ fn lz4_zstd_arrow_and_brotli_parquet_could_not_be_read() {
         assert_eq!(json_lines(&o)[0]["cluster"], serde_json::json!(["a", "b"]), "{name}");
     }
 }
+
+#[test]
+fn invalid_utf8_in_a_table_ignored_lossy_and_skip_bad() {
+    let dir = tempdir("table-utf8");
+    for name in ["bad_utf8.parquet", "bad_utf8.arrow"] {
+        let input = fixture(name);
+        // One bad record, with its row, column and byte offset.
+        let o = run(&["dedup", &input, "--clusters", "-"]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        let said = stderr(&o);
+        assert!(
+            said.contains(&format!(
+                "{name} row 2: invalid UTF-8 in column \"text\" at byte offset 33"
+            )) && said.contains("--lossy"),
+            "{said}"
+        );
+        // Skipped: the row of the bad text and, since the rows are written, that of the bad
+        // title, from every output.
+        let kept = dir.join("kept.jsonl");
+        let o = run(&["dedup", &input, "--skip-bad", "-o", &p(&kept)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("row 3: invalid UTF-8 in column \"title\" at byte offset 7"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains("skipped 2 bad records"), "{}", stderr(&o));
+        assert_eq!(ids_in(&kept), ["\"a\""]);
+        // Replaced and counted.
+        let o = run(&["dedup", &input, "--lossy", "-o", &p(&kept)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stderr(&o).contains("replaced 2 invalid UTF-8 sequences"), "{}", stderr(&o));
+        let rows: Vec<Value> = std::fs::read_to_string(&kept)
+            .expect("kept")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(rows[1]["text"].as_str().map(|t| t.contains("mon\u{fffd}day")), Some(true));
+        assert_eq!(rows[2]["title"], "school \u{fffd}");
+    }
+}

@@ -6,8 +6,10 @@
 //! [`RecordSink`](crate::dedup::RecordSink) as batches, so a Parquet output keeps the input's
 //! schema and types; a JSONL output gets each row as a JSON object (`arrow-json`).
 
+mod ipc;
 mod open;
 mod read;
+mod strings;
 mod write;
 
 pub use arrow_array::RecordBatch;

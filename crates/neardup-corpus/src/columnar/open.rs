@@ -1,28 +1,67 @@
-//! Opening a Parquet or Arrow IPC file as batches of rows.
+//! Opening a Parquet or Arrow IPC file as batches of rows, its strings checked value by value.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
 
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
+use super::ipc;
 use super::read::root_of;
+use super::strings::{binary_hint, restore, BadValue};
 use super::RecordBatch;
 use crate::read::Format;
 
 /// Rows per batch read.
 pub(super) const BATCH_ROWS: usize = 2048;
 
-/// The batches of a columnar file.
-pub(crate) type Batches = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
+/// The batches of a columnar file, as its reader decodes them.
+type Batches = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
+
+/// A columnar file opened for reading: its schema (its own types) and its batches in it.
+pub(crate) struct Table {
+    /// The file's schema.
+    pub schema: SchemaRef,
+    batches: Batches,
+    /// The batches come with strings as binary, to be checked ([`restore`]).
+    hinted: bool,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("schema", &self.schema).finish_non_exhaustive()
+    }
+}
+
+/// One batch of rows, and the values in it that were not UTF-8 (replaced in the batch).
+pub(crate) struct Rows {
+    pub batch: RecordBatch,
+    pub bad: Vec<BadValue>,
+}
+
+impl Iterator for Table {
+    type Item = Result<Rows, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.batches.next()?;
+        Some(batch.and_then(|batch| {
+            if self.hinted {
+                let (batch, bad) = restore(&batch, &self.schema)?;
+                Ok(Rows { batch, bad })
+            } else {
+                Ok(Rows { batch, bad: Vec::new() })
+            }
+        }))
+    }
+}
 
 /// Opens `file` as `format` (Parquet, or Arrow IPC in its file or stream form), decoding only
-/// the top-level columns that `wanted` names (all when `None`). Returns the schema of the
-/// whole file and the batches.
-pub(crate) fn open_batches(
+/// the top-level columns that `wanted` names (all when `None`).
+pub(crate) fn open_table(
     file: File,
     format: Format,
     wanted: Option<&[&str]>,
-) -> Result<(SchemaRef, Batches), String> {
+) -> Result<Table, String> {
     let roots = |schema: &Schema| -> Option<Vec<usize>> {
         let wanted = wanted?;
         let mut roots: Vec<usize> =
@@ -32,51 +71,118 @@ pub(crate) fn open_batches(
         Some(roots)
     };
     match format {
-        Format::Parquet => {
-            use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-            use parquet::arrow::ProjectionMask;
-            let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-                .map_err(|e| format!("not a readable Parquet file: {e}"))?;
-            let schema = builder.schema().clone();
-            let mut builder = builder.with_batch_size(BATCH_ROWS);
-            if let Some(roots) = roots(&schema) {
-                let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-                builder = builder.with_projection(mask);
-            }
-            let reader =
-                builder.build().map_err(|e| format!("not a readable Parquet file: {e}"))?;
-            Ok((schema, Box::new(reader)))
-        }
+        Format::Parquet => parquet_table(file, &roots),
         _ => {
             let mut file = file;
             let mut magic = [0u8; 6];
             let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
             file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
             let bad = |e: ArrowError| format!("not a readable Arrow IPC file: {e}");
-            if is_file {
-                let probe = arrow_ipc::reader::FileReader::try_new(
-                    file.try_clone().map_err(|e| e.to_string())?,
-                    None,
-                )
-                .map_err(bad)?;
-                let schema = probe.schema();
-                let reader =
-                    arrow_ipc::reader::FileReader::try_new(file, roots(&schema)).map_err(bad)?;
-                Ok((schema, Box::new(reader)))
+            let hint =
+                |schema: &Schema| binary_hint(schema).unwrap_or_else(|| Arc::new(schema.clone()));
+            let plan = ipc::Plan { hint: &hint, projection: &roots };
+            let (schema, batches) = if is_file {
+                ipc::file_batches(file, &plan).map_err(bad)?
             } else {
-                let probe = arrow_ipc::reader::StreamReader::try_new(
-                    BufReader::new(file.try_clone().map_err(|e| e.to_string())?),
-                    None,
-                )
-                .map_err(bad)?;
-                let schema = probe.schema();
-                drop(probe);
-                file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-                let reader =
-                    arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), roots(&schema))
-                        .map_err(bad)?;
-                Ok((schema, Box::new(reader)))
+                ipc::stream_batches(file, &plan).map_err(bad)?
+            };
+            Ok(Table { schema, batches, hinted: true })
+        }
+    }
+}
+
+/// A Parquet file's table. Its string columns are read as binary when the file allows it (the
+/// reader validates strings whole and refuses the batch otherwise); a file whose schema cannot
+/// be read so is read as it is.
+fn parquet_table(
+    file: File,
+    roots: &dyn Fn(&Schema) -> Option<Vec<usize>>,
+) -> Result<Table, String> {
+    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+    use parquet::arrow::ProjectionMask;
+    let bad = |e: parquet::errors::ParquetError| format!("not a readable Parquet file: {e}");
+    let meta = ArrowReaderMetadata::load(&file, Default::default()).map_err(bad)?;
+    let schema = meta.schema().clone();
+    let binary = binary_hint(&schema).and_then(|hint| binary_metadata(&meta, hint).ok());
+    let hinted = binary.is_some();
+    let meta = binary.unwrap_or(meta);
+    let mut builder =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta).with_batch_size(BATCH_ROWS);
+    if let Some(roots) = roots(&schema) {
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder.build().map_err(bad)?;
+    Ok(Table { schema, batches: Box::new(reader), hinted })
+}
+
+/// The file's metadata with its string columns unannotated (plain byte arrays, which the reader
+/// does not validate), read in `hint`'s types.
+fn binary_metadata(
+    meta: &parquet::arrow::arrow_reader::ArrowReaderMetadata,
+    hint: SchemaRef,
+) -> parquet::errors::Result<parquet::arrow::arrow_reader::ArrowReaderMetadata> {
+    use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+    use parquet::file::metadata::{FileMetaData, ParquetMetaData};
+    use parquet::schema::types::SchemaDescriptor;
+    let parquet = meta.metadata();
+    let file = parquet.file_metadata();
+    let root = unannotated(file.schema_descr().root_schema())?;
+    let file = FileMetaData::new(
+        file.version(),
+        file.num_rows(),
+        file.created_by().map(str::to_string),
+        file.key_value_metadata().cloned(),
+        Arc::new(SchemaDescriptor::new(Arc::new(root))),
+        file.column_orders().cloned(),
+    );
+    let parquet = ParquetMetaData::new(file, parquet.row_groups().to_vec());
+    ArrowReaderMetadata::try_new(Arc::new(parquet), ArrowReaderOptions::new().with_schema(hint))
+}
+
+/// A Parquet schema type with the string annotations of its byte arrays removed.
+fn unannotated(
+    t: &parquet::schema::types::Type,
+) -> parquet::errors::Result<parquet::schema::types::Type> {
+    use parquet::basic::{ConvertedType, LogicalType, Type as Physical};
+    use parquet::schema::types::Type;
+    match t {
+        Type::PrimitiveType { basic_info, physical_type, type_length, scale, precision } => {
+            let string = *physical_type == Physical::BYTE_ARRAY
+                && (matches!(
+                    basic_info.logical_type_ref(),
+                    Some(LogicalType::String | LogicalType::Enum | LogicalType::Json)
+                ) || matches!(
+                    basic_info.converted_type(),
+                    ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON
+                ));
+            let mut b = Type::primitive_type_builder(basic_info.name(), *physical_type)
+                .with_repetition(basic_info.repetition())
+                .with_length(*type_length)
+                .with_precision(*precision)
+                .with_scale(*scale)
+                .with_id(basic_info.has_id().then(|| basic_info.id()));
+            if !string {
+                b = b
+                    .with_logical_type(basic_info.logical_type_ref().cloned())
+                    .with_converted_type(basic_info.converted_type());
             }
+            b.build()
+        }
+        Type::GroupType { basic_info, fields } => {
+            let fields = fields
+                .iter()
+                .map(|f| unannotated(f).map(Arc::new))
+                .collect::<parquet::errors::Result<Vec<_>>>()?;
+            let mut b = Type::group_type_builder(basic_info.name())
+                .with_fields(fields)
+                .with_logical_type(basic_info.logical_type_ref().cloned())
+                .with_converted_type(basic_info.converted_type())
+                .with_id(basic_info.has_id().then(|| basic_info.id()));
+            if basic_info.has_repetition() {
+                b = b.with_repetition(basic_info.repetition());
+            }
+            b.build()
         }
     }
 }

@@ -10,7 +10,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_schema::{ArrowError, DataType, Schema, TimeUnit};
 use serde_json::value::RawValue;
 
-use super::open::{open_batches, read_error};
+use super::open::{open_table, read_error, Rows};
 use super::RecordBatch;
 use crate::read::{
     json_string, Body, Digester, Format, InputError, InputErrorKind, ReadOptions, Record,
@@ -167,7 +167,8 @@ fn ranks(c: &ArrayRef, name: &str) -> Result<Vec<Result<Option<neardup::Rank>, S
 }
 
 /// Reads a columnar source: each row a record whose `line` is its 1-based row number. The
-/// whole file is digested first (the second pass checks it reads the same bytes).
+/// whole file is digested first (the second pass checks it reads the same bytes). Only the
+/// text, id and keep columns are decoded, unless [`ReadOptions::read_every_column`].
 pub(crate) fn read_columnar(
     mut file: File,
     format: Format,
@@ -186,10 +187,12 @@ pub(crate) fn read_columnar(
     }
     let mut wanted = vec![opts.text_field.as_str(), opts.id_field.as_str()];
     wanted.extend(opts.rank_field.as_deref());
-    let (schema, batches) = match open_batches(file, format, Some(&wanted)) {
-        Ok(opened) => opened,
+    let wanted = (!opts.read_every_column).then_some(wanted.as_slice());
+    let table = match open_table(file, format, wanted) {
+        Ok(table) => table,
         Err(message) => return visit(Err(whole(message))),
     };
+    let schema = table.schema.clone();
     let columns =
         || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");
     if root_of(&schema, &opts.text_field).is_none() {
@@ -211,9 +214,9 @@ pub(crate) fn read_columnar(
         }));
     }
     let mut row = 0u64;
-    for batch in batches {
-        let batch = match batch {
-            Ok(b) => b,
+    for rows in table {
+        let rows = match rows {
+            Ok(rows) => rows,
             Err(e) => {
                 return visit(Err(InputError {
                     place: format!("{name} after row {row}"),
@@ -222,11 +225,11 @@ pub(crate) fn read_columnar(
                 }))
             }
         };
-        let records = match batch_records(&batch, name, row, opts) {
+        let records = match batch_records(&rows, name, row, opts) {
             Ok(r) => r,
             Err(message) => return visit(Err(whole(message))),
         };
-        row += batch.num_rows() as u64;
+        row += rows.batch.num_rows() as u64;
         for r in records {
             visit(r)?;
         }
@@ -235,14 +238,15 @@ pub(crate) fn read_columnar(
 }
 
 /// The records of one batch whose first row is `first` (0-based) in its file. A column of the
-/// wrong type is an error for the file (every row has it); a null text or a bad value is the
-/// row's.
+/// wrong type is an error for the file (every row has it); a null text, a bad value or a
+/// string that is not UTF-8 (unless `--lossy` replaced it) is the row's.
 fn batch_records(
-    batch: &RecordBatch,
+    rows: &Rows,
     name: &str,
     first: u64,
     opts: &ReadOptions,
 ) -> Result<Vec<Result<Record, InputError>>, String> {
+    let batch = &rows.batch;
     let n = batch.num_rows();
     let text = column(batch, &opts.text_field).ok_or_else(|| {
         format!("no column {:?} (choose the text with --text-field)", opts.text_field)
@@ -269,6 +273,7 @@ fn batch_records(
         Some((field, c)) => ranks(&c, field)?,
         None => (0..n).map(|_| Ok(None)).collect(),
     };
+    let mut bad_values = rows.bad.iter().peekable();
     let mut out = Vec::with_capacity(n);
     for (i, (id, rank)) in ids.into_iter().zip(ranks).enumerate() {
         let line = first + i as u64 + 1;
@@ -277,13 +282,24 @@ fn batch_records(
             message,
             kind: InputErrorKind::Record,
         };
-        let record = match (text.is_null(i), rank) {
-            (true, _) => Err(bad(format!("the text column {:?} is null", opts.text_field))),
-            (false, Err(e)) => Err(bad(format!(
+        let mut replaced = 0;
+        let mut not_utf8 = None;
+        while let Some(v) = bad_values.next_if(|v| v.row == i) {
+            replaced += v.replaced;
+            not_utf8.get_or_insert(v);
+        }
+        let record = match (text.is_null(i), rank, not_utf8) {
+            (_, _, Some(v)) if !opts.lossy => Err(bad(format!(
+                "invalid UTF-8 in column {:?} at byte offset {} of its value (use --lossy to \
+                 replace bad bytes)",
+                v.column, v.offset
+            ))),
+            (true, _, _) => Err(bad(format!("the text column {:?} is null", opts.text_field))),
+            (false, Err(e), _) => Err(bad(format!(
                 "column {:?} (of --keep): {e}",
                 opts.rank_field.as_deref().unwrap_or("")
             ))),
-            (false, Ok(rank)) => {
+            (false, Ok(rank), _) => {
                 let body = text.value(i);
                 if body.len() > opts.max_doc_bytes {
                     Err(bad(format!(
@@ -294,7 +310,7 @@ fn batch_records(
                     Ok(Record {
                         id: id.unwrap_or_else(|| json_string(format!("{name}:{line}"))),
                         body: Body::Text(body.to_string()),
-                        replaced: 0,
+                        replaced,
                         line,
                         rank,
                     })
@@ -333,11 +349,12 @@ pub(crate) fn copy_columnar<E>(
     fail: impl Fn(String) -> E,
 ) -> Result<(), E> {
     digest_file(&mut file, digest).map_err(|e| fail(format!("{name}: reading again: {e}")))?;
-    let (_, batches) =
-        open_batches(file, format, None).map_err(|e| fail(format!("{name}: {e}")))?;
+    // Strings that are not UTF-8 come replaced: their rows were bad records of the first pass
+    // (not written), or replaced there too (--lossy).
+    let table = open_table(file, format, None).map_err(|e| fail(format!("{name}: {e}")))?;
     let mut row = 0u64;
-    for batch in batches {
-        let batch = batch.map_err(|e| fail(format!("{name}: reading again: {e}")))?;
+    for read in table {
+        let batch = read.map_err(|e| fail(format!("{name}: reading again: {e}")))?.batch;
         let marks: Vec<Option<bool>> =
             (0..batch.num_rows() as u64).map(|i| mark(row + i + 1)).collect();
         row += batch.num_rows() as u64;

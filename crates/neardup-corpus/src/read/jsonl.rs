@@ -186,6 +186,7 @@ mod tests {
             lossy: false,
             skip_bad: false,
             max_doc_bytes: 1 << 20,
+            read_every_column: false,
             rank_field: None,
         }
     }

@@ -31,6 +31,7 @@ use jsonl::read_jsonl;
 pub(crate) use open::open_file;
 pub use open::{open, spool, spool_stdin, Compressed, Opened};
 use open::{open_input, Reading};
+pub(crate) use plain::count_invalid;
 use plain::{check_size, read_plain};
 pub use walk::expand_inputs;
 
@@ -155,6 +156,11 @@ pub struct ReadOptions {
     pub skip_bad: bool,
     /// The largest document accepted, in bytes.
     pub max_doc_bytes: usize,
+    /// Parquet and Arrow: decode every column in the first pass, not only the text, id and
+    /// keep columns, so that a row that could not be written back (a string that is not
+    /// UTF-8) is a bad record there (skipped from every output, or replaced under
+    /// [`ReadOptions::lossy`]). Set it when the rows are written (`-o`, `--dropped`).
+    pub read_every_column: bool,
     /// The field or column read into [`Record::rank`] (the field of `--keep max:FIELD`), dotted
     /// like `text_field`; a record without it has no rank (the dedup driver refuses a run in
     /// which no record has one).
@@ -202,6 +208,7 @@ impl Default for ReadOptions {
             lossy: false,
             skip_bad: false,
             max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
+            read_every_column: false,
             rank_field: None,
         }
     }
