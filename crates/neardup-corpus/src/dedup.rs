@@ -313,7 +313,9 @@ pub fn copy_records<S: RecordSink>(
         };
         let format = opts.format_of(source);
         match source {
-            Source::File(_) | Source::Spooled(_) | Source::Pipe(..) if format.is_columnar() => {
+            Source::File(_) | Source::Spooled(_) | Source::Pipe(..) | Source::Partitioned(..)
+                if format.is_columnar() =>
+            {
                 let file = crate::read::open_file(source).map_err(read_again)?;
                 let name = source.name();
                 let mark = |row: u64| {
@@ -323,9 +325,9 @@ pub fn copy_records<S: RecordSink>(
                         kept[next - 1]
                     })
                 };
+                let input = crate::columnar::Input { file, format, partition: source.partition() };
                 crate::columnar::copy_columnar(
-                    file,
-                    format,
+                    input,
                     &name,
                     mark,
                     &mut digest,
@@ -333,7 +335,11 @@ pub fn copy_records<S: RecordSink>(
                     |m| CorpusError::Runtime(m).into(),
                 )?;
             }
-            Source::Plain(_) | Source::File(_) | Source::Spooled(_) | Source::Pipe(..)
+            Source::Plain(_)
+            | Source::File(_)
+            | Source::Spooled(_)
+            | Source::Pipe(..)
+            | Source::Partitioned(..)
                 if format == Format::Text =>
             {
                 // One document: written as the JSON object {"id": PATH, "text": CONTENT}, the
@@ -350,7 +356,7 @@ pub fn copy_records<S: RecordSink>(
                 sink.record(kept[next], &line)?;
                 next += 1;
             }
-            Source::File(_) | Source::Spooled(_) | Source::Pipe(..) => {
+            Source::File(_) | Source::Spooled(_) | Source::Pipe(..) | Source::Partitioned(..) => {
                 let mut reader = open(source).map_err(read_again)?.reader;
                 let mut line = Vec::new();
                 let mut number = 0u64;
@@ -371,7 +377,8 @@ pub fn copy_records<S: RecordSink>(
                         } else {
                             &line
                         };
-                        sink.record(kept[next], record)?;
+                        let record = crate::read::add_partition(record, source.partition());
+                        sink.record(kept[next], &record)?;
                         next += 1;
                     }
                 }

@@ -431,3 +431,71 @@ fn invalid_utf8_in_a_table_ignored_lossy_and_skip_bad() {
         assert_eq!(rows[2]["title"], "school \u{fffd}");
     }
 }
+
+/// A batch of `id` (strings), `text` and, when given, an extra column.
+fn table_of(ids: &[&str], texts: &[&str], extra: Option<(&str, ArrayRef)>) -> RecordBatch {
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        ("id", Arc::new(StringArray::from(ids.to_vec()))),
+        ("text", Arc::new(StringArray::from(texts.to_vec()))),
+    ];
+    columns.extend(extra);
+    RecordBatch::try_from_iter(columns).expect("batch")
+}
+
+#[test]
+fn hive_partition_directories_were_dropped() {
+    let dir = tempdir("hive");
+    let data = dir.join("data");
+    for (lang, part, id, text) in
+        [("en", 0, "a", NEAR[0]), ("zh", 1, "b", NEAR[1]), ("en", 2, "c", NEAR[2])]
+    {
+        let folder = data.join(format!("lang={lang}"));
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        write_parquet(
+            &folder.join(format!("part-{part}.parquet")),
+            &table_of(&[id], &[text], None),
+        );
+    }
+    // The partition column is a column: named by the id field, written back to either output.
+    let o = run(&["dedup", &p(&data), "--id-field", "lang", "--clusters", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_lines(&o)[0]["cluster"], serde_json::json!(["en", "zh"]));
+    let kept = dir.join("kept.jsonl");
+    let o = run(&["dedup", &p(&data), "-o", &p(&kept)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<Value> = std::fs::read_to_string(&kept)
+        .expect("kept")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(rows[0]["lang"], "en");
+    assert_eq!(rows[1]["id"], "c");
+    let table = dir.join("kept.parquet");
+    let o = run(&["dedup", &p(&data), "-o", &p(&table)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = std::fs::File::open(&table).expect("open");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("parquet")
+        .build()
+        .expect("reader");
+    let batch = reader.map(|b| b.expect("batch")).next().expect("a batch");
+    let lang = batch.column_by_name("lang").expect("the partition column");
+    let lang = lang.as_any().downcast_ref::<StringArray>().expect("strings");
+    assert_eq!(lang.iter().collect::<Vec<_>>(), [Some("en"), Some("en")]);
+
+    // JSON Lines in partition folders: the keep rule reads a directory's value, and the kept
+    // line gets it appended.
+    let crawl = dir.join("crawl");
+    for (v, id) in [(1, "old"), (2, "new")] {
+        let folder = crawl.join(format!("v={v}"));
+        std::fs::create_dir_all(&folder).expect("mkdir");
+        let line = serde_json::json!({"id": id, "text": NEAR[0]}).to_string();
+        std::fs::write(folder.join("part-0.json"), line + "\n").expect("write");
+    }
+    let o = run(&["dedup", &p(&crawl), "--keep", "max:v", "-o", &p(&kept)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&kept).expect("kept"),
+        format!("{{\"id\":\"new\",\"text\":\"{}\",\"v\":\"2\"}}\n", NEAR[0])
+    );
+}

@@ -15,5 +15,5 @@ mod write;
 pub use arrow_array::RecordBatch;
 
 pub use read::select_rows;
-pub(crate) use read::{copy_columnar, read_columnar};
+pub(crate) use read::{copy_columnar, read_columnar, Input};
 pub use write::{rows_as_json, RecordsOutput, TableWriter};

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Field, FieldRef, Schema, SchemaRef};
 
 use super::ipc;
 use super::read::root_of;
@@ -20,11 +20,15 @@ type Batches = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
 
 /// A columnar file opened for reading: its schema (its own types) and its batches in it.
 pub(crate) struct Table {
-    /// The file's schema.
+    /// The file's schema, and the partition columns its directories add.
     pub schema: SchemaRef,
+    /// The file's own schema.
+    file_schema: SchemaRef,
     batches: Batches,
     /// The batches come with strings as binary, to be checked ([`restore`]).
     hinted: bool,
+    /// Columns of one value for every row (a partition's `key=value` directories).
+    constant: Vec<Option<String>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -45,13 +49,51 @@ impl Iterator for Table {
     fn next(&mut self) -> Option<Self::Item> {
         let batch = self.batches.next()?;
         Some(batch.and_then(|batch| {
-            if self.hinted {
-                let (batch, bad) = restore(&batch, &self.schema)?;
-                Ok(Rows { batch, bad })
-            } else {
-                Ok(Rows { batch, bad: Vec::new() })
-            }
+            let (batch, bad) =
+                if self.hinted { restore(&batch, &self.file_schema)? } else { (batch, Vec::new()) };
+            Ok(Rows { batch: self.with_constants(batch)?, bad })
         }))
+    }
+}
+
+impl Table {
+    fn new(schema: SchemaRef, batches: Batches, hinted: bool) -> Table {
+        Table { file_schema: schema.clone(), schema, batches, hinted, constant: Vec::new() }
+    }
+
+    /// Adds the columns of a partition (`lang=en/`: a string column `lang` of `en` in every
+    /// row), after the file's own; a column the file has keeps the file's values.
+    pub(crate) fn with_partition(mut self, partition: &[(String, Option<String>)]) -> Table {
+        let mut fields: Vec<FieldRef> = self.file_schema.fields().iter().cloned().collect();
+        for (key, value) in partition {
+            if self.file_schema.index_of(key).is_err() {
+                fields.push(Arc::new(Field::new(key, DataType::Utf8, true)));
+                self.constant.push(value.clone());
+            }
+        }
+        let metadata = self.file_schema.metadata().clone();
+        self.schema = Arc::new(Schema::new_with_metadata(fields, metadata));
+        self
+    }
+
+    /// `batch` with the constant columns added.
+    fn with_constants(&self, batch: RecordBatch) -> Result<RecordBatch, ArrowError> {
+        if self.constant.is_empty() {
+            return Ok(batch);
+        }
+        let n = batch.num_rows();
+        let mut fields: Vec<FieldRef> = batch.schema().fields().iter().cloned().collect();
+        let mut columns = batch.columns().to_vec();
+        let first = self.file_schema.fields().len();
+        for (field, value) in self.schema.fields()[first..].iter().zip(&self.constant) {
+            fields.push(field.clone());
+            let values: arrow_array::StringArray =
+                std::iter::repeat_n(value.as_deref(), n).collect();
+            columns.push(Arc::new(values));
+        }
+        let schema = Arc::new(Schema::new_with_metadata(fields, batch.schema().metadata().clone()));
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(n));
+        RecordBatch::try_new_with_options(schema, columns, &options)
     }
 }
 
@@ -86,7 +128,7 @@ pub(crate) fn open_table(
             } else {
                 ipc::stream_batches(file, &plan).map_err(bad)?
             };
-            Ok(Table { schema, batches, hinted: true })
+            Ok(Table::new(schema, batches, true))
         }
     }
 }
@@ -113,7 +155,7 @@ fn parquet_table(
         builder = builder.with_projection(mask);
     }
     let reader = builder.build().map_err(bad)?;
-    Ok(Table { schema, batches: Box::new(reader), hinted })
+    Ok(Table::new(schema, Box::new(reader), hinted))
 }
 
 /// The file's metadata with its string columns unannotated (plain byte arrays, which the reader

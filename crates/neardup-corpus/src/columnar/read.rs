@@ -16,6 +16,14 @@ use crate::read::{
     json_string, Body, Digester, Format, InputError, InputErrorKind, ReadOptions, Record,
 };
 
+/// A columnar source to read: its file, its format, and the columns its directories add.
+#[derive(Debug)]
+pub(crate) struct Input<'a> {
+    pub file: File,
+    pub format: Format,
+    pub partition: &'a [(String, Option<String>)],
+}
+
 /// The top-level column a field name reads: the column of that whole name, else the column of
 /// its first dotted segment.
 pub(super) fn root_of(schema: &Schema, name: &str) -> Option<usize> {
@@ -170,8 +178,7 @@ fn ranks(c: &ArrayRef, name: &str) -> Result<Vec<Result<Option<neardup::Rank>, S
 /// whole file is digested first (the second pass checks it reads the same bytes). Only the
 /// text, id and keep columns are decoded, unless [`ReadOptions::read_every_column`].
 pub(crate) fn read_columnar(
-    mut file: File,
-    format: Format,
+    input: Input<'_>,
     name: &str,
     opts: &ReadOptions,
     digest: &mut Digester,
@@ -182,6 +189,7 @@ pub(crate) fn read_columnar(
         message,
         kind: InputErrorKind::Unreadable,
     };
+    let Input { mut file, format, partition } = input;
     if let Err(e) = digest_file(&mut file, digest) {
         return visit(Err(whole(format!("read error: {}", crate::read::io_message(&e)))));
     }
@@ -189,7 +197,7 @@ pub(crate) fn read_columnar(
     wanted.extend(opts.rank_field.as_deref());
     let wanted = (!opts.read_every_column).then_some(wanted.as_slice());
     let table = match open_table(file, format, wanted) {
-        Ok(table) => table,
+        Ok(table) => table.with_partition(partition),
         Err(message) => return visit(Err(whole(message))),
     };
     let schema = table.schema.clone();
@@ -340,18 +348,19 @@ fn digest_file(file: &mut File, digest: &mut Digester) -> io::Result<()> {
 /// whether it is kept (`None` for a row that is not a document: skipped as bad in the first
 /// pass). `rows(batch, marks)` is called per batch. The file must digest as it did.
 pub(crate) fn copy_columnar<E>(
-    mut file: File,
-    format: Format,
+    input: Input<'_>,
     name: &str,
     mut mark: impl FnMut(u64) -> Option<bool>,
     digest: &mut Digester,
     mut rows: impl FnMut(&RecordBatch, &[Option<bool>]) -> Result<(), E>,
     fail: impl Fn(String) -> E,
 ) -> Result<(), E> {
+    let Input { mut file, format, partition } = input;
     digest_file(&mut file, digest).map_err(|e| fail(format!("{name}: reading again: {e}")))?;
     // Strings that are not UTF-8 come replaced: their rows were bad records of the first pass
     // (not written), or replaced there too (--lossy).
     let table = open_table(file, format, None).map_err(|e| fail(format!("{name}: {e}")))?;
+    let table = table.with_partition(partition);
     let mut row = 0u64;
     for read in table {
         let batch = read.map_err(|e| fail(format!("{name}: reading again: {e}")))?.batch;

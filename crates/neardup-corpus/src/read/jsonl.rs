@@ -8,6 +8,15 @@ use super::open::{stream_error, Compressed};
 use super::plain::{check_size, decode};
 use super::{json_string, Digester, InputError, InputErrorKind, ReadOptions, Record};
 
+/// What a JSON Lines source brings besides its bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Lines<'a> {
+    /// Where a compressed stream stands, for messages.
+    pub compressed: Option<&'a Compressed>,
+    /// The columns its directories give every record (a record's own field wins).
+    pub partition: &'a [(String, Option<String>)],
+}
+
 /// Reads JSON Lines from `reader`. A line longer than `--max-doc-bytes` plus room for its other
 /// fields is refused without being held whole.
 pub(super) fn read_jsonl<R: BufRead + ?Sized>(
@@ -15,9 +24,10 @@ pub(super) fn read_jsonl<R: BufRead + ?Sized>(
     name: &str,
     opts: &ReadOptions,
     digest: &mut Digester,
-    compressed: Option<&Compressed>,
+    lines: &Lines<'_>,
     visit: &mut impl FnMut(Result<Record, InputError>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
+    let compressed = lines.compressed;
     let mut line = Vec::new();
     let mut offset = 0u64;
     let max_line = max_line_bytes(opts.max_doc_bytes);
@@ -51,13 +61,12 @@ pub(super) fn read_jsonl<R: BufRead + ?Sized>(
         };
         // Where the record starts in the file: after a byte order mark, if the line has one.
         let start = start + (body.as_ptr() as usize - line.as_ptr() as usize) as u64;
-        let record =
-            match std::str::from_utf8(body) {
-                Ok(text) => parse_record(text, &place, number, name, opts, 0),
-                Err(_) => decode(body.to_vec(), &place, start as usize, opts).and_then(
-                    |(text, replaced)| parse_record(&text, &place, number, name, opts, replaced),
-                ),
-            };
+        let at = Line { place: &place, number, name, partition: lines.partition };
+        let record = match std::str::from_utf8(body) {
+            Ok(text) => parse_record(text, &at, opts, 0),
+            Err(_) => decode(body.to_vec(), &place, start as usize, opts)
+                .and_then(|(text, replaced)| parse_record(&text, &at, opts, replaced)),
+        };
         let record = record.map(|(record, has_id)| {
             records += 1;
             with_id += u64::from(has_id);
@@ -143,11 +152,17 @@ impl fmt::Display for LinePlace<'_> {
     }
 }
 
+/// Where a line is, and what its source gives every record.
+struct Line<'a> {
+    place: &'a LinePlace<'a>,
+    number: u64,
+    name: &'a str,
+    partition: &'a [(String, Option<String>)],
+}
+
 fn parse_record(
     line: &str,
-    place: &LinePlace<'_>,
-    number: u64,
-    name: &str,
+    at: &Line<'_>,
     opts: &ReadOptions,
     replaced: usize,
 ) -> Result<(Record, bool), InputError> {
@@ -157,15 +172,68 @@ fn parse_record(
         tokens: &opts.tokens_field,
         rank: opts.rank_field.as_deref(),
     };
-    let parsed = neardup::parse_json_record(line, &fields).map_err(|e| InputError {
-        place: place.to_string(),
-        message: e.0,
+    let bad = |message: String| InputError {
+        place: at.place.to_string(),
+        message,
         kind: InputErrorKind::Record,
-    })?;
-    let has_id = parsed.id.is_some();
-    let id = parsed.id.unwrap_or_else(|| json_string(format!("{name}:{number}")));
-    let record = Record { id, body: parsed.body, replaced, line: number, rank: parsed.rank };
-    check_size(record, place, opts).map(|r| (r, has_id))
+    };
+    let parsed = neardup::parse_json_record(line, &fields).map_err(|e| bad(e.0))?;
+    // A field the record lacks may be one of its directories' (`lang=en/`).
+    let given =
+        |field: &str| at.partition.iter().find(|(k, _)| k == field).and_then(|(_, v)| v.as_deref());
+    let id = parsed.id.or_else(|| given(&opts.id_field).map(json_string));
+    let rank = match (parsed.rank, opts.rank_field.as_deref().and_then(given)) {
+        (None, Some(value)) => neardup::Rank::parse_value(value).map_err(|e| {
+            bad(format!(
+                "the directory's {:?} (of --keep): {e}",
+                opts.rank_field.as_deref().unwrap_or("")
+            ))
+        })?,
+        (rank, _) => rank,
+    };
+    let has_id = id.is_some();
+    let id = id.unwrap_or_else(|| json_string(format!("{}:{}", at.name, at.number)));
+    let record = Record { id, body: parsed.body, replaced, line: at.number, rank };
+    check_size(record, at.place, opts).map(|r| (r, has_id))
+}
+
+/// A record line with the partition fields it lacks added at its end (`,"lang":"en"` before
+/// its closing brace; a null value as `null`), everything else as written. A line that is not
+/// an object of UTF-8 is given back as it is.
+pub(crate) fn add_partition<'a>(
+    line: &'a [u8],
+    partition: &[(String, Option<String>)],
+) -> std::borrow::Cow<'a, [u8]> {
+    use std::borrow::Cow;
+    let Some(body) = neardup::record_line(line).filter(|_| !partition.is_empty()) else {
+        return Cow::Borrowed(line);
+    };
+    let Ok(text) = std::str::from_utf8(body) else { return Cow::Borrowed(line) };
+    let Ok(keys) =
+        serde_json::from_str::<std::collections::BTreeMap<String, serde::de::IgnoredAny>>(text)
+    else {
+        return Cow::Borrowed(line);
+    };
+    let missing: Vec<_> = partition.iter().filter(|(k, _)| !keys.contains_key(k)).collect();
+    let (Some(close), false) = (body.iter().rposition(|&b| b == b'}'), missing.is_empty()) else {
+        return Cow::Borrowed(line);
+    };
+    let at = body.as_ptr() as usize - line.as_ptr() as usize + close;
+    let mut out = Vec::with_capacity(line.len() + 32 * missing.len());
+    out.extend_from_slice(&line[..at]);
+    for (i, (key, value)) in missing.into_iter().enumerate() {
+        if i > 0 || !keys.is_empty() {
+            out.push(b',');
+        }
+        out.extend_from_slice(json_string(key).get().as_bytes());
+        out.push(b':');
+        match value {
+            Some(v) => out.extend_from_slice(json_string(v).get().as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    out.extend_from_slice(&line[at..]);
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -195,7 +263,8 @@ mod tests {
     fn read(bytes: &[u8], opts: &ReadOptions) -> Vec<Result<Record, InputError>> {
         let mut out = Vec::new();
         let mut digest = Digester::default();
-        let _ = read_jsonl(&mut &bytes[..], "f.jsonl", opts, &mut digest, None, &mut |r| {
+        let lines = Lines::default();
+        let _ = read_jsonl(&mut &bytes[..], "f.jsonl", opts, &mut digest, &lines, &mut |r| {
             out.push(r);
             ControlFlow::Continue(())
         });
@@ -298,6 +367,18 @@ mod tests {
             assert!(e.message.contains(want), "{}: {}", String::from_utf8_lossy(bytes), e);
             assert_eq!(e.place, "f.jsonl:1");
         }
+    }
+
+    #[test]
+    fn partition_fields_are_added_to_a_record_that_lacks_them() {
+        let partition = [("lang".to_string(), Some("en".to_string())), ("d".to_string(), None)];
+        let add = |line: &str| {
+            String::from_utf8(add_partition(line.as_bytes(), &partition).into_owned())
+                .expect("utf8")
+        };
+        assert_eq!(add("{\"text\": \"a\"}\n"), "{\"text\": \"a\",\"lang\":\"en\",\"d\":null}\n");
+        assert_eq!(add("{\"lang\": \"zh\", \"d\": 1}\n"), "{\"lang\": \"zh\", \"d\": 1}\n");
+        assert_eq!(add("{}"), "{\"lang\":\"en\",\"d\":null}");
     }
 
     #[test]

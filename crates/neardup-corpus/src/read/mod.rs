@@ -27,6 +27,7 @@ mod open;
 mod plain;
 mod walk;
 
+pub(crate) use jsonl::add_partition;
 use jsonl::read_jsonl;
 pub(crate) use open::open_file;
 pub use open::{open, spool, spool_stdin, Compressed, Opened};
@@ -177,7 +178,7 @@ impl ReadOptions {
     pub fn format_of(&self, source: &Source) -> Format {
         match source {
             Source::Text(..) | Source::Plain(_) => Format::Text,
-            Source::File(p) => self
+            Source::File(p) | Source::Partitioned(p, _) => self
                 .format
                 .or_else(|| Format::by_name(p))
                 .or_else(|| Format::by_content(p))
@@ -214,6 +215,12 @@ impl Default for ReadOptions {
     }
 }
 
+/// The `key=value` directories between a walked directory and a file, in order: columns that
+/// every record of the file has, as strings (as Spark reads them without type inference); a
+/// value `None` is null (Hive's `__HIVE_DEFAULT_PARTITION__`). A record's own field or a file's
+/// own column of the same name wins.
+pub type Partition = Arc<[(String, Option<String>)]>;
+
 /// One input.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -228,6 +235,10 @@ pub enum Source {
     /// A named pipe given by name, copied to an unnamed temporary file as it is read (it can
     /// be read once, and `dedup` reads its input twice); named by its path.
     Pipe(PathBuf, Arc<File>),
+    /// A file (JSON Lines, Parquet, Arrow) found in a walked directory below `key=value`
+    /// directories (Hive's partitioning, as Spark writes `lang=en/part-0.parquet`): read as
+    /// [`Source::File`], each record with those columns ([`Partition`]).
+    Partitioned(PathBuf, Partition),
     /// Standard input, written `-`.
     Stdin,
     /// A document given on the command line; the number is its 1-based position.
@@ -284,7 +295,9 @@ impl Source {
     /// Its name in messages: the path, `<stdin>` or `--text #N`.
     pub fn name(&self) -> String {
         match self {
-            Source::File(p) | Source::Plain(p) | Source::Pipe(p, _) => p.display().to_string(),
+            Source::File(p) | Source::Plain(p) | Source::Pipe(p, _) | Source::Partitioned(p, _) => {
+                p.display().to_string()
+            }
             Source::Stdin | Source::Spooled(_) => "<stdin>".to_string(),
             Source::Text(_, i) => format!("--text #{i}"),
         }
@@ -293,8 +306,18 @@ impl Source {
     /// The file behind this source, if it has a name.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Source::File(p) | Source::Plain(p) | Source::Pipe(p, _) => Some(p),
+            Source::File(p) | Source::Plain(p) | Source::Pipe(p, _) | Source::Partitioned(p, _) => {
+                Some(p)
+            }
             _ => None,
+        }
+    }
+
+    /// The columns its directories give every record ([`Partition`]); none for most sources.
+    pub fn partition(&self) -> &[(String, Option<String>)] {
+        match self {
+            Source::Partitioned(_, partition) => partition,
+            _ => &[],
         }
     }
 }
@@ -418,13 +441,17 @@ pub fn read_source(
         )),
         _ => match open_input(source, opts) {
             Ok((format, Reading::Table(file))) => {
-                crate::columnar::read_columnar(file, format, &name, opts, &mut digest, visit)
+                let table = crate::columnar::Input { file, format, partition: source.partition() };
+                crate::columnar::read_columnar(table, &name, opts, &mut digest, visit)
             }
             Ok((format, Reading::Stream(opened))) => {
                 let mut reader = opened.reader;
                 if format == Format::Jsonl {
-                    let compressed = opened.compressed.as_ref();
-                    read_jsonl(&mut reader, &name, opts, &mut digest, compressed, visit)
+                    let lines = jsonl::Lines {
+                        compressed: opened.compressed.as_ref(),
+                        partition: source.partition(),
+                    };
+                    read_jsonl(&mut reader, &name, opts, &mut digest, &lines, visit)
                 } else {
                     let id = source.path().map_or("-".into(), |p| p.display().to_string());
                     visit(read_plain(&mut reader, &name, json_string(id), opts, &mut digest))

@@ -67,7 +67,7 @@ pub(crate) fn open_file(source: &Source) -> io::Result<File> {
             f.rewind()?;
             Ok(f)
         }
-        Source::File(p) | Source::Plain(p) => File::open(p),
+        Source::File(p) | Source::Plain(p) | Source::Partitioned(p, _) => File::open(p),
         Source::Stdin | Source::Text(..) => {
             Err(io::Error::new(io::ErrorKind::Unsupported, "not a file"))
         }
@@ -86,7 +86,7 @@ pub fn open(source: &Source) -> io::Result<Opened> {
             }
             decompress(SharedFile { file: file.clone(), pos: 0 }, ext)
         }
-        Source::File(path) | Source::Plain(path) => {
+        Source::File(path) | Source::Plain(path) | Source::Partitioned(path, _) => {
             let file = File::open(path)?;
             let ext = extension(path);
             if let Some(format) = compression_by_extension(ext) {
@@ -178,7 +178,9 @@ pub(crate) fn open_input(
             open_stream(file, known, opts.fallback, extension(path)).map_err(cannot)
         }
         Source::Stdin => open_stream(io::stdin(), opts.format, opts.fallback, "").map_err(cannot),
-        Source::Spooled(_) | Source::Pipe(..) | Source::Plain(_) => whole(source),
+        Source::Spooled(_) | Source::Pipe(..) | Source::Plain(_) | Source::Partitioned(..) => {
+            whole(source)
+        }
         Source::Text(..) => Err(cannot(io::Error::new(io::ErrorKind::Unsupported, "not a file"))),
     }
 }

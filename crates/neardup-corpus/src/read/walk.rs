@@ -173,7 +173,12 @@ fn walk(
                 .or_else(|| Format::by_name(&path))
                 .or_else(|| Format::by_content(&path))
                 .is_some_and(|f| f != Format::Text);
-            out.push(if records { Source::File(path) } else { Source::Plain(path) });
+            let partition = partition_of(input, &path);
+            out.push(match (records, partition.is_empty()) {
+                (false, _) => Source::Plain(path),
+                (true, true) => Source::File(path),
+                (true, false) => Source::Partitioned(path, partition.into()),
+            });
         } else {
             // FIFOs, sockets, devices: reading them could block or never end.
             report(&InputError {
@@ -184,4 +189,70 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The `key=value` directories between `root` and the file `path` (Hive's partitioning, as
+/// Spark writes `lang=en/part-0.parquet`), their names and values unescaped as Spark escapes
+/// them (`%2F` for `/`); `__HIVE_DEFAULT_PARTITION__` is null. A key given twice keeps its
+/// deepest value.
+fn partition_of(root: &Path, path: &Path) -> Vec<(String, Option<String>)> {
+    let Some(dirs) = path.parent().and_then(|dir| dir.strip_prefix(root).ok()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for part in dirs.components() {
+        let std::path::Component::Normal(part) = part else { continue };
+        let part = part.to_string_lossy();
+        let Some((key, value)) = part.split_once('=') else { continue };
+        if key.is_empty() {
+            continue;
+        }
+        let key = unescape(key);
+        let value = (value != "__HIVE_DEFAULT_PARTITION__").then(|| unescape(value));
+        out.retain(|(k, _)| *k != key);
+        out.push((key, value));
+    }
+    out
+}
+
+/// `%XX` escapes decoded (a malformed one is kept as written).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_directories_below_the_root_are_columns() {
+        let root = Path::new("/data/year=2024");
+        let got =
+            partition_of(root, Path::new("/data/year=2024/lang=en/x/src=a%2Fb/part-0.parquet"));
+        let want = [("lang", Some("en")), ("src", Some("a/b"))];
+        let want: Vec<(String, Option<String>)> =
+            want.iter().map(|(k, v)| (k.to_string(), v.map(str::to_string))).collect();
+        assert_eq!(got, want, "year=2024 is the root's own name, not a partition");
+        let null =
+            partition_of(root, Path::new("/data/year=2024/lang=__HIVE_DEFAULT_PARTITION__/p"));
+        assert_eq!(null, [("lang".to_string(), None)]);
+        assert!(partition_of(root, Path::new("/data/year=2024/p.parquet")).is_empty());
+        assert_eq!(unescape("100%"), "100%");
+    }
 }
