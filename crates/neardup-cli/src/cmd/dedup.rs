@@ -429,6 +429,11 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let mut all_outputs = file_outputs.clone();
     all_outputs.extend(index_outputs);
     check_conflicts(&non_index_inputs, &all_outputs)?;
+    // A table output holds one schema: every part's is checked before anything is read or
+    // written (a mismatch was found after --clusters - had streamed).
+    if [&args.output, &args.dropped].into_iter().flatten().any(|p| RecordsOutput::is_table(p)) {
+        neardup_corpus::columnar::check_table_inputs(&sources, &input)?;
+    }
     let decisions = args.decisions.as_deref().map(Decisions::read).transpose()?;
 
     // One writer per index directory, from before its documents are read (when it is also

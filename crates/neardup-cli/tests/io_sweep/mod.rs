@@ -499,3 +499,42 @@ fn hive_partition_directories_were_dropped() {
         format!("{{\"id\":\"new\",\"text\":\"{}\",\"v\":\"2\"}}\n", NEAR[0])
     );
 }
+
+#[test]
+fn mismatched_part_types_were_said_by_name_only_after_clusters_streamed() {
+    let dir = tempdir("part-types");
+    let folder = dir.join("parts");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let ints: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+    let strings: ArrayRef = Arc::new(StringArray::from(vec!["1"]));
+    write_parquet(
+        &folder.join("part-0.parquet"),
+        &table_of(&["a"], &[NEAR[0]], Some(("score", ints))),
+    );
+    write_parquet(
+        &folder.join("part-1.parquet"),
+        &table_of(&["b"], &[NEAR[1]], Some(("score", strings))),
+    );
+    let kept = dir.join("kept.parquet");
+    let o = run(&["dedup", &p(&folder), "--clusters", "-", "-o", &p(&kept)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "nothing streamed: {}", stdout(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains(&format!(
+            "column \"score\" is Int64 in {} and Utf8 in {}",
+            p(&folder.join("part-0.parquet")),
+            p(&folder.join("part-1.parquet"))
+        )),
+        "{said}"
+    );
+    assert!(!kept.exists());
+    // JSON records after a table: refused as early.
+    std::fs::remove_file(folder.join("part-1.parquet")).expect("rm");
+    std::fs::write(folder.join("part-2.json"), "{\"id\": \"c\", \"text\": \"x\"}\n")
+        .expect("write");
+    let o = run(&["dedup", &p(&folder), "--clusters", "-", "-o", &p(&kept)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    assert!(stderr(&o).contains("holds JSON records and comes after the table"), "{}", stderr(&o));
+}

@@ -6,6 +6,7 @@
 //! [`RecordSink`](crate::dedup::RecordSink) as batches, so a Parquet output keeps the input's
 //! schema and types; a JSONL output gets each row as a JSON object (`arrow-json`).
 
+mod check;
 mod ipc;
 mod open;
 mod read;
@@ -14,6 +15,7 @@ mod write;
 
 pub use arrow_array::RecordBatch;
 
+pub use check::check_table_inputs;
 pub use read::select_rows;
 pub(crate) use read::{copy_columnar, read_columnar, Input};
 pub use write::{rows_as_json, RecordsOutput, TableWriter};

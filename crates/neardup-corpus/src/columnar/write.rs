@@ -84,8 +84,31 @@ impl<W: Write + Send> BatchWriter<W> {
         })
     }
 
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+    /// `batch` in the writer's schema: as it is, or its columns cast when they differ only in
+    /// nullability or metadata (Spark's parts do); other differences are refused in words
+    /// ([`super::check::difference`]).
+    fn fit(&self, batch: &RecordBatch) -> Result<RecordBatch, String> {
+        if batch.schema().fields() == self.schema.fields() {
+            return Ok(batch.clone());
+        }
+        if let Some(d) =
+            super::check::difference(&self.schema, "the first input", &batch.schema(), "this one")
+        {
+            return Err(format!(
+                "the inputs' columns differ and one table output holds one schema: {d} (write \
+                 JSON Lines, or dedup them apart)"
+            ));
+        }
+        let columns = self
+            .schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, c)| arrow_cast::cast(c, f.data_type()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|e| format!("a part's rows do not fit the first part's columns: {e}"))
     }
 
     fn write(&mut self, batch: &RecordBatch) -> Result<(), String> {
@@ -126,16 +149,14 @@ impl<W: Write + Send> TableWriter<W> {
                 Ok(())
             }
             TableState::Batches(mut w) => {
-                if w.schema().fields() != batch.schema().fields() {
-                    return Err(format!(
-                        "the inputs have different columns ({} and {}): one {} output holds one \
-                         schema (write JSONL, or dedup them apart)",
-                        describe(&w.schema()),
-                        describe(&batch.schema()),
-                        self.format.name()
-                    ));
-                }
-                w.write(batch)?;
+                let batch = match w.fit(batch) {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        self.state = TableState::Batches(w);
+                        return Err(e);
+                    }
+                };
+                w.write(&batch)?;
                 self.state = TableState::Batches(w);
                 Ok(())
             }
@@ -210,12 +231,6 @@ impl<W: Write + Send> TableWriter<W> {
     }
 }
 
-/// A schema in a message: its column names.
-fn describe(schema: &Schema) -> String {
-    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    format!("[{}]", names.join(", "))
-}
-
 /// Where the second pass writes records: JSON Lines (newline-ended records, rows of tables as
 /// JSON objects), or a table file when the path names one (`.parquet`, `.arrow`, `.feather`).
 #[derive(Debug)]
@@ -238,6 +253,12 @@ impl RecordsOutput {
             Some(format) => RecordsOutput::Table(TableWriter::new(format, out)),
             None => RecordsOutput::Lines(out),
         })
+    }
+
+    /// True when `path` names a table output (`.parquet`, `.arrow`, ...), not standard output:
+    /// its inputs must fit one schema ([`super::check_table_inputs`]).
+    pub fn is_table(path: &std::path::Path) -> bool {
+        path.as_os_str() != "-" && Format::by_name(path).is_some_and(Format::is_columnar)
     }
 
     /// True when it is standard output.
