@@ -553,6 +553,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         None => None,
     };
     outputs.finish_records()?;
+    // What the record outputs did not write as given (fields written as text, values without
+    // a JSON form), said with the summary.
+    let notes: Vec<String> = outputs.records.iter().flatten().flat_map(|o| o.notes()).collect();
     output::commit_section(|| -> Result<(), Failure> {
         outputs.commit()?;
         if let Some(prepared) = prepared {
@@ -567,6 +570,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         let _ = writeln!(err, "neardup dedup: {summary}");
         if let Some(n) = pairs_written {
             let _ = writeln!(err, "  {n} pairs written to --pairs (every pair, copies included)");
+        }
+        for note in &notes {
+            let _ = writeln!(err, "  {note}");
         }
         if read.repeated_ids.records() > 0 && args.save_index.is_some() {
             let _ = writeln!(

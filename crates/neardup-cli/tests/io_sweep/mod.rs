@@ -538,3 +538,125 @@ fn mismatched_part_types_were_said_by_name_only_after_clusters_streamed() {
     assert!(o.stdout.is_empty());
     assert!(stderr(&o).contains("holds JSON records and comes after the table"), "{}", stderr(&o));
 }
+
+/// The rows of a Parquet file.
+fn read_table(path: &Path) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(path).expect("open");
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("parquet")
+        .build()
+        .expect("reader")
+        .map(|b| b.expect("batch"))
+        .collect()
+}
+
+/// The string values of a (possibly dotted: `meta.words`) column of `batches`.
+fn strings_of(batches: &[RecordBatch], column: &str) -> Vec<String> {
+    use arrow_array::cast::AsArray;
+    let mut out = Vec::new();
+    for b in batches {
+        let mut c: ArrayRef =
+            b.column_by_name(column.split('.').next().expect("a name")).expect("column").clone();
+        for part in column.split('.').skip(1) {
+            c = c.as_struct().column_by_name(part).expect("field").clone();
+        }
+        out.extend(c.as_string::<i32>().iter().map(|v| v.unwrap_or("<null>").to_string()));
+    }
+    out
+}
+
+#[test]
+fn jsonl_to_parquet_rewrote_values_and_grew_a_column_per_map_key() {
+    let dir = tempdir("jsonl-table");
+    let corpus = dir.join("in.jsonl");
+    let mut lines = Vec::new();
+    let mut maps = Vec::new();
+    for i in 0..3000usize {
+        let id = match i {
+            0 => "1.10".to_string(),
+            1 => "123456789012345678901234567890".to_string(),
+            _ => i.to_string(),
+        };
+        let mixed = if i % 2 == 0 { "7".to_string() } else { "\"x7\"".to_string() };
+        // Eight words of their own per record: 24,000 distinct keys in all.
+        let words: Vec<String> = (0..8).map(|k| format!("\"w{}\":  {k}", i * 8 + k)).collect();
+        let map = format!("{{{}}}", words.join(", "));
+        maps.push(map.clone());
+        lines.push(format!(
+            "{{\"id\": {id}, \"text\": \"record {i} of the corpus with words {} and {}\", \"score\": 0.5, \"count\": {i}, \"mixed\": {mixed}, \"meta\": {{\"wordcounts\": {map}}}}}",
+            i * 7,
+            i * 13
+        ));
+    }
+    std::fs::write(&corpus, lines.join("\n") + "\n").expect("write");
+    let kept = dir.join("kept.parquet");
+    let started = std::time::Instant::now();
+    let o = run_within(300, &["dedup", &p(&corpus), "-o", &p(&kept)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(started.elapsed().as_secs() < 120, "linear, not quadratic: {:?}", started.elapsed());
+    let said = stderr(&o);
+    for field in [
+        "\"id\": numbers written as text",
+        "\"mixed\": numbers and strings",
+        "\"meta.wordcounts\": objects with more than 256",
+    ] {
+        assert!(said.contains(&format!("--output: field {field}")), "{field}: {said}");
+    }
+    let batches = read_table(&kept);
+    let schema = batches[0].schema();
+    let t = |name: &str| schema.field_with_name(name).expect(name).data_type().clone();
+    use arrow_schema::DataType;
+    assert_eq!(
+        (t("id"), t("score"), t("count"), t("mixed")),
+        (DataType::Utf8, DataType::Float64, DataType::Int64, DataType::Utf8)
+    );
+    let DataType::Struct(meta) = t("meta") else { panic!("meta: {}", t("meta")) };
+    assert_eq!(meta.len(), 1, "the map is one column");
+    assert_eq!(meta[0].data_type(), &DataType::Utf8);
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(rows, 3000, "nothing dropped");
+    let ids = strings_of(&batches, "id");
+    assert_eq!(&ids[..3], ["1.10", "123456789012345678901234567890", "2"]);
+    assert_eq!(&strings_of(&batches, "mixed")[..2], ["7", "x7"]);
+    assert_eq!(strings_of(&batches, "meta.wordcounts")[5], maps[5], "as written");
+    // And back to JSON Lines: the numbers and maps as written.
+    let back = dir.join("back.jsonl");
+    let o = run(&["dedup", &p(&kept), "-o", &p(&back)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first =
+        std::fs::read_to_string(&back).expect("back").lines().next().expect("a line").to_string();
+    assert!(first.starts_with("{\"id\":1.10,"), "{first}");
+    assert!(first.contains(&format!("\"wordcounts\":{}", maps[0])), "{first}");
+}
+
+#[test]
+fn parquet_to_jsonl_dropped_nulls_and_nan_without_a_word() {
+    let dir = tempdir("table-jsonl");
+    let score: ArrayRef = Arc::new(Float64Array::from(vec![f64::NAN, 0.5, f64::INFINITY]));
+    let note: ArrayRef = Arc::new(StringArray::from(vec![None, Some("x"), None]));
+    let mut batch = table_of(&["a", "b", "c"], &NEAR, Some(("score", score)));
+    let mut columns: Vec<(String, ArrayRef)> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .zip(batch.columns().iter().cloned())
+        .collect();
+    columns.push(("note".into(), note));
+    batch = RecordBatch::try_from_iter(columns).expect("batch");
+    let table = dir.join("t.parquet");
+    write_parquet(&table, &batch);
+    let (kept, dropped) = (dir.join("kept.jsonl"), dir.join("dropped.jsonl"));
+    let o = run(&["dedup", &p(&table), "-o", &p(&kept), "--dropped", &p(&dropped)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let kept = std::fs::read_to_string(&kept).expect("kept");
+    let lines: Vec<&str> = kept.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].ends_with("\"score\":null,\"note\":null}"), "{}", lines[0]);
+    assert!(lines[1].ends_with("\"score\":null,\"note\":null}"), "{}", lines[1]);
+    assert!(std::fs::read_to_string(&dropped)
+        .expect("dropped")
+        .contains("\"score\":0.5,\"note\":\"x\""));
+    let said = stderr(&o);
+    assert!(said.contains("--output: 2 values of column \"score\" (NaN or infinite) have no JSON form: written as null"), "{said}");
+}

@@ -17,6 +17,9 @@ use arrow_ipc::reader::{read_dictionary, read_record_batch, FileDecoder};
 use arrow_ipc::{Block, MessageHeader, MetadataVersion};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
+/// A file's batches, as they are decoded.
+pub(crate) type Batches = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
+
 /// How to decode a file's batches: in `hint`'s types (the file's schema with strings as
 /// binary), keeping the columns of `projection` (all when `None`).
 pub(crate) struct Plan<'a> {
@@ -28,8 +31,7 @@ pub(crate) struct Plan<'a> {
 pub(crate) fn file_batches(
     mut file: File,
     plan: &Plan<'_>,
-) -> Result<(SchemaRef, Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>), ArrowError>
-{
+) -> Result<(SchemaRef, Batches), ArrowError> {
     let mut tail = [0u8; 10];
     file.seek(SeekFrom::End(-10))?;
     file.read_exact(&mut tail)?;
@@ -186,8 +188,7 @@ impl Iterator for Stream {
 pub(crate) fn stream_batches(
     file: File,
     plan: &Plan<'_>,
-) -> Result<(SchemaRef, Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>), ArrowError>
-{
+) -> Result<(SchemaRef, Batches), ArrowError> {
     let mut reader = BufReader::new(file);
     let (meta, _) = next_message(&mut reader)?
         .ok_or_else(|| ArrowError::ParseError("an empty stream: no schema".into()))?;

@@ -7,7 +7,9 @@
 //! schema and types; a JSONL output gets each row as a JSON object (`arrow-json`).
 
 mod check;
+mod infer;
 mod ipc;
+mod json;
 mod open;
 mod read;
 mod strings;
@@ -16,6 +18,8 @@ mod write;
 pub use arrow_array::RecordBatch;
 
 pub use check::check_table_inputs;
+pub use infer::{MAX_COLUMNS, MAX_STRUCT_KEYS};
+pub use json::{non_finite, rows_as_json};
 pub use read::select_rows;
 pub(crate) use read::{copy_columnar, read_columnar, Input};
-pub use write::{rows_as_json, RecordsOutput, TableWriter};
+pub use write::{RecordsOutput, TableWriter};

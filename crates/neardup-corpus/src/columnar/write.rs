@@ -1,29 +1,22 @@
 //! Table outputs (`-o kept.parquet`, `-o kept.arrow`) and the record outputs of a dedup.
 
 use std::fs::File;
-use std::io::{BufReader, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::sync::Arc;
 
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 
+use super::infer::Inference;
+use super::json::{non_finite, rows_as_json, Json};
 use super::open::BATCH_ROWS;
 use super::read::select_rows;
 use super::RecordBatch;
 use crate::read::Format;
 
-/// Each row of `batch` as one JSON object, newline-ended (`arrow-json`'s rules: nulls left
-/// out, timestamps as ISO 8601 strings, binary as hex).
-pub fn rows_as_json(batch: &RecordBatch) -> Result<Vec<u8>, ArrowError> {
-    let mut writer = arrow_json::LineDelimitedWriter::new(Vec::new());
-    writer.write(batch)?;
-    writer.finish()?;
-    Ok(writer.into_inner())
-}
-
 /// A table output (`-o kept.parquet`, `-o kept.arrow`): rows from columnar inputs are written
 /// in their own schema (every input the same); records from JSONL are gathered in a temporary
-/// file and written at the end in the schema they imply (`arrow-json`'s inference over all of
-/// them).
+/// file and written at the end in the schema they imply, every value kept as written
+/// ([`super::infer`]).
 pub struct TableWriter<W: Write + Send> {
     format: Format,
     state: TableState<W>,
@@ -34,8 +27,8 @@ enum TableState<W: Write + Send> {
     Empty(W),
     /// Rows in the first batch's schema.
     Batches(Box<BatchWriter<W>>),
-    /// JSON records gathered until the end.
-    Lines { out: W, spool: File, records: u64 },
+    /// JSON records gathered until the end, and the shape of their fields.
+    Lines { out: W, spool: File, inference: Box<Inference> },
     /// Finished (or failed).
     Done,
 }
@@ -160,12 +153,13 @@ impl<W: Write + Send> TableWriter<W> {
                 self.state = TableState::Batches(w);
                 Ok(())
             }
-            TableState::Lines { out, mut spool, records } => {
+            TableState::Lines { out, spool, inference } => {
                 // A columnar input after JSONL ones: its rows join the JSON records.
+                self.state = TableState::Lines { out, spool, inference };
                 let json = rows_as_json(batch).map_err(|e| e.to_string())?;
-                spool.write_all(&json).map_err(|e| e.to_string())?;
-                self.state =
-                    TableState::Lines { out, spool, records: records + batch.num_rows() as u64 };
+                for line in json.split_inclusive(|b| *b == b'\n') {
+                    self.write_record(line)?;
+                }
                 Ok(())
             }
             TableState::Done => Err("the output was already finished".into()),
@@ -177,14 +171,27 @@ impl<W: Write + Send> TableWriter<W> {
         match std::mem::replace(&mut self.state, TableState::Done) {
             TableState::Empty(out) => {
                 let spool = tempfile::tempfile().map_err(|e| format!("a temporary file: {e}"))?;
-                self.state = TableState::Lines { out, spool, records: 0 };
+                let inference = Box::default();
+                self.state = TableState::Lines { out, spool, inference };
                 self.write_record(record)
             }
-            TableState::Lines { out, mut spool, records } => {
-                let record = record.strip_suffix(b"\n").unwrap_or(record);
+            TableState::Lines { out, mut spool, mut inference } => {
+                // The record without its line ending or byte order mark (a line of any file
+                // may start with one).
+                let Some(record) = neardup::record_line(record) else {
+                    self.state = TableState::Lines { out, spool, inference };
+                    return Ok(());
+                };
+                let parsed = std::str::from_utf8(record)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| Json::parse(text).map_err(|e| e.to_string()))
+                    .and_then(|json| inference.observe(&json));
+                if let Err(e) = parsed {
+                    return Err(format!("a kept record as a table row: {e}"));
+                }
                 spool.write_all(record).map_err(|e| e.to_string())?;
                 spool.write_all(b"\n").map_err(|e| e.to_string())?;
-                self.state = TableState::Lines { out, spool, records: records + 1 };
+                self.state = TableState::Lines { out, spool, inference };
                 Ok(())
             }
             TableState::Batches(w) => {
@@ -199,32 +206,32 @@ impl<W: Write + Send> TableWriter<W> {
         }
     }
 
-    /// Finishes the file; returns the writer (to commit it).
-    pub fn finish(mut self) -> Result<W, String> {
+    /// Finishes the file; returns the writer (to commit it) and what was said of its fields
+    /// (those written as text, and why).
+    pub fn finish(mut self) -> Result<(W, Vec<String>), String> {
         match std::mem::replace(&mut self.state, TableState::Done) {
             TableState::Empty(out) => {
-                BatchWriter::new(self.format, out, Arc::new(Schema::empty()))?.finish()
+                let w = BatchWriter::new(self.format, out, Arc::new(Schema::empty()))?;
+                Ok((w.finish()?, Vec::new()))
             }
-            TableState::Batches(w) => w.finish(),
-            TableState::Lines { out, mut spool, records: _ } => {
+            TableState::Batches(w) => Ok((w.finish()?, Vec::new())),
+            TableState::Lines { out, mut spool, inference } => {
                 spool.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-                let (schema, _) =
-                    arrow_json::reader::infer_json_schema(BufReader::new(&mut spool), None)
-                        .map_err(|e| format!("the kept records as a table: {e}"))?;
-                let schema = Arc::new(schema);
-                spool.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-                // A field inferred as strings that holds a number in some record (ids 7 and
-                // "x7") keeps the number as its text.
-                let reader = arrow_json::ReaderBuilder::new(schema.clone())
-                    .with_coerce_primitive(true)
-                    .with_batch_size(BATCH_ROWS)
-                    .build(BufReader::new(spool))
-                    .map_err(|e| e.to_string())?;
-                let mut w = BatchWriter::new(self.format, out, schema)?;
-                for batch in reader {
-                    w.write(&batch.map_err(|e| format!("the kept records as a table: {e}"))?)?;
+                let mut w = BatchWriter::new(self.format, out, inference.schema())?;
+                let mut rows = inference.rows();
+                let table = |e: String| format!("the kept records as a table: {e}");
+                for line in BufReader::new(spool).lines() {
+                    let line = line.map_err(|e| table(e.to_string()))?;
+                    let json = Json::parse(&line).map_err(|e| table(e.to_string()))?;
+                    rows.push(&json).map_err(table)?;
+                    if rows.len() >= BATCH_ROWS {
+                        w.write(&rows.batch().map_err(table)?)?;
+                    }
                 }
-                w.finish()
+                if rows.len() > 0 {
+                    w.write(&rows.batch().map_err(table)?)?;
+                }
+                Ok((w.finish()?, inference.notes()))
             }
             TableState::Done => Err("the output was already finished".into()),
         }
@@ -233,9 +240,20 @@ impl<W: Write + Send> TableWriter<W> {
 
 /// Where the second pass writes records: JSON Lines (newline-ended records, rows of tables as
 /// JSON objects), or a table file when the path names one (`.parquet`, `.arrow`, `.feather`).
+/// It notes what was not written as given (fields of JSON records written as text, values
+/// without a JSON form), for the run's summary ([`RecordsOutput::notes`]).
 #[derive(Debug)]
-pub enum RecordsOutput {
-    /// JSON Lines.
+pub struct RecordsOutput {
+    option: &'static str,
+    sink: Sink,
+    /// Values without a JSON form written as `null`, by column, in the order first met.
+    non_finite: Vec<(String, u64)>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug)]
+enum Sink {
+    /// JSON Lines (or a finished table).
     Lines(crate::write::OutputFile),
     /// Parquet or Arrow IPC.
     Table(TableWriter<crate::write::OutputFile>),
@@ -249,10 +267,11 @@ impl RecordsOutput {
         path: &std::path::Path,
     ) -> Result<RecordsOutput, crate::CorpusError> {
         let out = crate::write::OutputFile::create(option, path)?;
-        Ok(match Format::by_name(path).filter(|f| f.is_columnar() && !out.is_stdout()) {
-            Some(format) => RecordsOutput::Table(TableWriter::new(format, out)),
-            None => RecordsOutput::Lines(out),
-        })
+        let sink = match Format::by_name(path).filter(|f| f.is_columnar() && !out.is_stdout()) {
+            Some(format) => Sink::Table(TableWriter::new(format, out)),
+            None => Sink::Lines(out),
+        };
+        Ok(RecordsOutput { option, sink, non_finite: Vec::new(), notes: Vec::new() })
     }
 
     /// True when `path` names a table output (`.parquet`, `.arrow`, ...), not standard output:
@@ -263,20 +282,20 @@ impl RecordsOutput {
 
     /// True when it is standard output.
     pub fn is_stdout(&self) -> bool {
-        matches!(self, RecordsOutput::Lines(out) if out.is_stdout())
+        matches!(&self.sink, Sink::Lines(out) if out.is_stdout())
     }
 
     /// Writes one record (newline added when it has none).
     pub fn record(&mut self, record: &[u8]) -> Result<(), crate::CorpusError> {
-        match self {
-            RecordsOutput::Lines(out) => {
+        match &mut self.sink {
+            Sink::Lines(out) => {
                 out.write_bytes(record)?;
                 if record.last() != Some(&b'\n') {
                     out.write_bytes(b"\n")?;
                 }
                 Ok(())
             }
-            RecordsOutput::Table(t) => t.write_record(record).map_err(crate::CorpusError::Runtime),
+            Sink::Table(t) => t.write_record(record).map_err(crate::CorpusError::Runtime),
         }
     }
 
@@ -289,28 +308,52 @@ impl RecordsOutput {
     ) -> Result<(), crate::CorpusError> {
         let runtime = |e: ArrowError| crate::CorpusError::Runtime(format!("writing rows: {e}"));
         let rows = select_rows(batch, marks, want).map_err(runtime)?;
-        match self {
-            RecordsOutput::Lines(out) => out.write_bytes(&rows_as_json(&rows).map_err(runtime)?),
-            RecordsOutput::Table(t) => t.write_batch(&rows).map_err(crate::CorpusError::Runtime),
+        match &mut self.sink {
+            Sink::Lines(out) => {
+                for (column, n) in non_finite(&rows) {
+                    match self.non_finite.iter_mut().find(|(c, _)| *c == column) {
+                        Some((_, count)) => *count += n,
+                        None => self.non_finite.push((column, n)),
+                    }
+                }
+                out.write_bytes(&rows_as_json(&rows).map_err(runtime)?)
+            }
+            Sink::Table(t) => t.write_batch(&rows).map_err(crate::CorpusError::Runtime),
         }
     }
 
     /// Writes out what a table holds (its encoding can fail), leaving a file that
     /// [`RecordsOutput::commit`] only renames.
-    pub fn finish(self) -> Result<RecordsOutput, crate::CorpusError> {
-        match self {
-            RecordsOutput::Lines(out) => Ok(RecordsOutput::Lines(out)),
-            RecordsOutput::Table(t) => {
-                Ok(RecordsOutput::Lines(t.finish().map_err(crate::CorpusError::Runtime)?))
-            }
+    pub fn finish(mut self) -> Result<RecordsOutput, crate::CorpusError> {
+        if let Sink::Table(t) = self.sink {
+            let (out, notes) = t.finish().map_err(crate::CorpusError::Runtime)?;
+            self.notes.extend(notes.into_iter().map(|n| format!("{}: {n}", self.option)));
+            self.sink = Sink::Lines(out);
         }
+        Ok(self)
+    }
+
+    /// What was not written as given, one line each: fields of JSON records written as text
+    /// in a table (and why), values without a JSON form written as `null`. Complete once
+    /// [`RecordsOutput::finish`]ed.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = self.notes.clone();
+        for (column, n) in &self.non_finite {
+            out.push(format!(
+                "{}: {} of column {column:?} (NaN or infinite) {} no JSON form: written as null",
+                self.option,
+                neardup::count_of(*n, "value", "values"),
+                if *n == 1 { "has" } else { "have" }
+            ));
+        }
+        out
     }
 
     /// Finishes the file and renames it into place.
     pub fn commit(self) -> Result<(), crate::CorpusError> {
-        match self.finish()? {
-            RecordsOutput::Lines(out) => out.commit(),
-            RecordsOutput::Table(_) => unreachable!("finish makes a table a finished file"),
+        match self.finish()?.sink {
+            Sink::Lines(out) => out.commit(),
+            Sink::Table(_) => unreachable!("finish makes a table a finished file"),
         }
     }
 }
