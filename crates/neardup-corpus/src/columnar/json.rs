@@ -200,7 +200,7 @@ pub(crate) fn shortest(v: f64) -> String {
 
 /// Each row of `batch` as one JSON object, newline-ended: every column named (a null as
 /// `null`), timestamps as ISO 8601 strings, binary as hex, doubles in their shortest form, a
-/// column of JSON texts ([`RAW_JSON`]) as those values, and a NaN or infinity (no JSON form)
+/// column of JSON texts (marked `neardup:json` by a table neardup wrote) as those values, and a NaN or infinity (no JSON form)
 /// as `null` (counted by [`non_finite`]).
 pub fn rows_as_json(batch: &RecordBatch) -> Result<Vec<u8>, ArrowError> {
     let mut writer = arrow_json::WriterBuilder::new()

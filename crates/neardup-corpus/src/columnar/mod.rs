@@ -2,9 +2,13 @@
 //!
 //! A row's text, id and keep-rule value come from columns named like JSONL fields: the whole
 //! name first, then a dotted path into struct columns (`meta.url`). Only those columns are
-//! decoded in the first pass. The second pass reads every column and gives the rows to the
+//! decoded in the first pass (every column when the rows are written back). Strings are read
+//! as bytes and checked value by value (`strings`), so a value that is not UTF-8 is one bad
+//! row. The second pass reads every column and gives the rows to the
 //! [`RecordSink`](crate::dedup::RecordSink) as batches, so a Parquet output keeps the input's
-//! schema and types; a JSONL output gets each row as a JSON object (`arrow-json`).
+//! schema and types ([`check_table_inputs`] first makes sure every part fits one); a JSONL
+//! output gets each row as a JSON object ([`rows_as_json`]); JSON records become a table in the
+//! schema they imply, every value as written ([`TableWriter`]).
 
 mod check;
 mod infer;

@@ -16,7 +16,8 @@ use crate::read::Format;
 /// A table output (`-o kept.parquet`, `-o kept.arrow`): rows from columnar inputs are written
 /// in their own schema (every input the same); records from JSONL are gathered in a temporary
 /// file and written at the end in the schema they imply, every value kept as written
-/// ([`super::infer`]).
+/// (numbers typed only when every value reads back as written; others, mixed kinds and maps
+/// as text).
 pub struct TableWriter<W: Write + Send> {
     format: Format,
     state: TableState<W>,
