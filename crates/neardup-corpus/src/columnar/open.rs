@@ -264,6 +264,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parquet_strings_are_read_as_bytes_whatever_the_fields_carry() {
+        use arrow_array::{ArrayRef, StringArray, StructArray};
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t.parquet");
+        let text = Field::new("text", DataType::Utf8, true)
+            .with_metadata(arrow_schema::Metadata::new().with("neardup:json", "text as written"));
+        let inner = arrow_schema::Fields::from(vec![Field::new("url", DataType::Utf8, false)]);
+        let meta: ArrayRef = Arc::new(StructArray::new(
+            inner.clone(),
+            vec![Arc::new(StringArray::from(vec!["u"])) as ArrayRef],
+            None,
+        ));
+        let schema =
+            Arc::new(Schema::new(vec![text, Field::new("meta", DataType::Struct(inner), true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(StringArray::from(vec!["a"])), meta],
+        )
+        .expect("batch");
+        let mut w = parquet::arrow::ArrowWriter::try_new(
+            File::create(&path).expect("create"),
+            schema.clone(),
+            None,
+        )
+        .expect("writer");
+        w.write(&batch).expect("write");
+        w.close().expect("close");
+        let table =
+            open_table(File::open(&path).expect("open"), Format::Parquet, None).expect("table");
+        assert!(table.hinted, "read as bytes and checked");
+        assert_eq!(table.schema, schema);
+        let rows: Vec<Rows> = table.map(|r| r.expect("rows")).collect();
+        assert_eq!(rows[0].batch, batch);
+    }
+
+    #[test]
     fn a_codec_error_names_the_codec_and_the_way_out() {
         let e =
             ArrowError::ParquetError("NYI: The codec type LZO is not supported yet".to_string());

@@ -129,6 +129,10 @@ fn strings<O: OffsetSizeTrait>(
     path: &str,
     bad: &mut Vec<BadValue>,
 ) -> ArrayRef {
+    // All valid (the usual case): the same buffers, checked at once, nothing copied.
+    if let Ok(valid) = arrow_array::GenericStringArray::<O>::try_from_binary(values.clone()) {
+        return Arc::new(valid);
+    }
     let mut out = arrow_array::builder::GenericStringBuilder::<O>::with_capacity(
         values.len(),
         values.value_data().len(),
