@@ -39,7 +39,9 @@ meta.url reach into objects), directories (walked in path order, symbolic links 
 detected: files named .jsonl, .ndjson or .json are JSON Lines, .parquet and .arrow tables, any
 other file one plain-text document whose id is its path unless its first bytes say Parquet or
 Arrow; names starting with _ or . and .crc files, which Spark and Hadoop write beside their part
-files, are passed over), or `-` for standard input (JSONL). Parquet and Arrow IPC files give one
+files, are passed over, as are the files of a saved neardup index; key=value folders, as Spark
+writes lang=en/part-0.parquet, are string columns of the records below them), or `-` for
+standard input (JSONL; a named pipe is read once too). Parquet and Arrow IPC files give one
 record per row, their columns named as fields (dotted into struct columns: meta.url).
 A file named on the command line is read by --format if given; else by its name (.jsonl,
 .ndjson, .json: JSON Lines; .parquet; .arrow, .feather, .arrows, .ipc; .txt, .text, .md, .rst:
