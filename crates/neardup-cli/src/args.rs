@@ -355,9 +355,9 @@ pub struct InputArgs {
     /// token array in --tokens-field, id in --id-field), parquet or arrow (Arrow IPC; one
     /// record per row, the same names for columns, dotted into struct columns) or text (one
     /// document per file). [default: by each file's name: .jsonl, .ndjson and .json (also .gz,
-    /// .zst) are JSON Lines, .parquet is Parquet, .arrow, .feather and .arrows are Arrow; a
-    /// file whose name says none by its first bytes (Parquet, Arrow), else as the command
-    /// reads it]
+    /// .zst) are JSON Lines, .parquet is Parquet, .arrow, .feather, .arrows and .ipc are Arrow,
+    /// .txt, .text, .md and .rst one plain-text document; a file whose name says none by its
+    /// first bytes (Parquet, Arrow), else as the command reads it]
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "jsonl")]
     pub format: Option<FormatArg>,
 
@@ -433,6 +433,7 @@ impl InputArgs {
             lossy: self.lossy,
             skip_bad: self.skip_bad,
             max_doc_bytes: self.max_doc_bytes,
+            read_every_column: false,
             rank_field: None,
         }
     }

@@ -36,6 +36,7 @@ fn json_lines(o: &Output) -> Vec<Value> {
 
 mod columnar_cli;
 mod common;
+mod io_sweep;
 mod overlap_cli;
 use common::tempdir;
 
@@ -498,15 +499,29 @@ fn datasketch_profile_reproduces_every_golden_vector_through_the_cli() {
             .collect();
         assert_eq!(got, expected, "{name}");
     }
-    // Text input: the words of text.split(), unnormalized, as datasketch users feed update().
+    // Text input: the words of text.split(), unnormalized, as datasketch users feed update();
+    // the default scheme is datasketch 2.0's (affine32), legacy is there by name.
+    let vector = |scheme: &str| {
+        d["minhash_vectors"]
+            .as_array()
+            .expect("vectors")
+            .iter()
+            .find(|v| v["set"] == "hello_world" && v["scheme"] == scheme && v["num_perm"] == 128)
+            .expect("hello_world vector")["hashvalues"]
+            .clone()
+    };
     let o = run(&["fingerprint", "--profile", "datasketch", "--text", "hello  world"]);
-    let first = &d["minhash_vectors"]
-        .as_array()
-        .expect("vectors")
-        .iter()
-        .find(|v| v["set"] == "hello_world" && v["scheme"] == "legacy" && v["num_perm"] == 128)
-        .expect("hello_world vector")["hashvalues"];
-    assert_eq!(json_lines(&o)[0]["minhash"], *first);
+    assert_eq!(json_lines(&o)[0]["minhash"], vector("affine32"));
+    let o = run(&[
+        "fingerprint",
+        "--profile",
+        "datasketch",
+        "--scheme",
+        "legacy",
+        "--text",
+        "hello  world",
+    ]);
+    assert_eq!(json_lines(&o)[0]["minhash"], vector("legacy"));
 }
 
 #[test]

@@ -15,6 +15,8 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
 
+use std::collections::BTreeMap;
+
 use serde_json::value::RawValue;
 
 use crate::read::{InputError, InputErrorKind};
@@ -26,15 +28,12 @@ pub struct Decisions {
     not_duplicate: HashSet<String>,
 }
 
-#[derive(serde::Deserialize)]
-struct Line<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    decision: Option<String>,
-}
+/// What one line must be, for messages.
+const EXPECTED: &str = "a JSON object {\"id\": ID, \"decision\": \"not_duplicate\"}";
 
 impl Decisions {
-    /// Reads a decisions file; a line that is not a decision is an error naming it.
+    /// Reads a decisions file (a UTF-8 byte order mark at its start is allowed); a line that is
+    /// not a decision is an error naming it and the shape expected.
     pub fn read(path: &Path) -> Result<Decisions, CorpusError> {
         let text = fs::read_to_string(path).map_err(|e| {
             CorpusError::Usage(format!(
@@ -43,6 +42,8 @@ impl Decisions {
                 crate::read::io_message(&e)
             ))
         })?;
+        // Editors on Windows save UTF-8 with a mark; JSON itself has none.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let mut out = Decisions::default();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -55,21 +56,8 @@ impl Decisions {
                     kind: InputErrorKind::Record,
                 })
             };
-            let d: Line<'_> =
-                serde_json::from_str(line).map_err(|e| bad(format!("not a decision: {e}")))?;
-            let id = d.id.ok_or_else(|| bad("no \"id\"".to_string()))?;
-            let id = neardup::id_from_json(id.get()).map_err(|e| bad(format!("\"id\": {e}")))?;
-            match d.decision.as_deref() {
-                Some("not_duplicate") => {
-                    out.not_duplicate.insert(id.into_owned());
-                }
-                Some(other) => {
-                    return Err(bad(format!(
-                        "\"decision\" is {other:?}; the decision known is \"not_duplicate\""
-                    )))
-                }
-                None => return Err(bad("no \"decision\"".to_string())),
-            }
+            let id = decision(line).map_err(bad)?;
+            out.not_duplicate.insert(id);
         }
         Ok(out)
     }
@@ -103,6 +91,48 @@ impl Decisions {
     }
 }
 
+/// The id of one line's "not a duplicate" decision, or what is wrong with the line. Fields are
+/// read by name only: an array (`["a", "not_duplicate"]`) is refused, not read by position.
+fn decision(line: &str) -> Result<String, String> {
+    let kind = |raw: &str| match raw.trim_start().as_bytes().first() {
+        Some(b'[') => "an array",
+        Some(b'{') => "an object",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    };
+    if !line.trim_start().starts_with('{') {
+        return Err(match serde_json::from_str::<serde::de::IgnoredAny>(line) {
+            Ok(_) => format!("expected {EXPECTED}, found {}", kind(line)),
+            Err(e) => format!("not JSON ({}); expected {EXPECTED}", json_error(&e)),
+        });
+    }
+    let fields: BTreeMap<String, &RawValue> = serde_json::from_str(line)
+        .map_err(|e| format!("not JSON ({}); expected {EXPECTED}", json_error(&e)))?;
+    let id = fields.get("id").ok_or_else(|| format!("no \"id\"; expected {EXPECTED}"))?;
+    let id = neardup::id_from_json(id.get()).map_err(|e| format!("\"id\": {e}"))?;
+    let decision =
+        fields.get("decision").ok_or_else(|| format!("no \"decision\"; expected {EXPECTED}"))?;
+    match serde_json::from_str::<String>(decision.get()).as_deref() {
+        Ok("not_duplicate") => Ok(id.into_owned()),
+        Ok(other) => {
+            Err(format!("\"decision\" is {other:?}; the decision known is \"not_duplicate\""))
+        }
+        Err(_) => Err(format!(
+            "\"decision\" must be a string (\"not_duplicate\"), found {}",
+            kind(decision.get())
+        )),
+    }
+}
+
+/// A JSON error's message with its column, without serde's "at line 1" (a line is one line).
+fn json_error(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
+    format!("{message} at column {}", e.column())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,12 +153,40 @@ mod tests {
         for (line, says) in [
             ("{\"id\": \"a\", \"decision\": \"maybe\"}", "the decision known"),
             ("{\"decision\": \"not_duplicate\"}", "no \"id\""),
-            ("not json", "not a decision"),
+            ("not json", "not JSON"),
         ] {
             fs::write(&path, format!("{{\"id\": 1, \"decision\": \"not_duplicate\"}}\n{line}\n"))
                 .expect("write");
             let e = Decisions::read(&path).expect_err(line).to_string();
             assert!(e.contains("d.jsonl:2") && e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_decisions_file_with_a_byte_order_mark_was_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.jsonl");
+        fs::write(&path, "\u{feff}{\"id\": \"a\", \"decision\": \"not_duplicate\"}\n")
+            .expect("write");
+        let d = Decisions::read(&path).expect("a mark at the start is allowed");
+        assert!(d.not_duplicate("a"));
+    }
+
+    #[test]
+    fn positional_decisions_were_accepted_and_errors_named_a_rust_struct() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("d.jsonl");
+        for (line, says) in [
+            ("[\"a\", \"not_duplicate\"]", "expected a JSON object {\"id\": ID, \"decision\": \"not_duplicate\"}, found an array"),
+            ("7", "found a number"),
+            ("{\"id\": \"a\", \"decision\": 3}", "\"decision\" must be a string (\"not_duplicate\"), found a number"),
+            ("{\"id\": [1], \"decision\": \"not_duplicate\"}", "\"id\":"),
+            ("{\"id\": \"a\", \"decision\": \"not_duplicate\"", "at column"),
+        ] {
+            fs::write(&path, format!("{line}\n")).expect("write");
+            let e = Decisions::read(&path).expect_err(line).to_string();
+            assert!(e.contains("d.jsonl:1") && e.contains(says), "{line}: {e}");
+            assert!(!e.contains("struct") && !e.contains("Line"), "{line}: {e}");
         }
     }
 }

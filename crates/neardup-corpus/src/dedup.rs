@@ -313,7 +313,9 @@ pub fn copy_records<S: RecordSink>(
         };
         let format = opts.format_of(source);
         match source {
-            Source::File(_) | Source::Spooled(_) if format.is_columnar() => {
+            Source::File(_) | Source::Spooled(_) | Source::Pipe(..) | Source::Partitioned(..)
+                if format.is_columnar() =>
+            {
                 let file = crate::read::open_file(source).map_err(read_again)?;
                 let name = source.name();
                 let mark = |row: u64| {
@@ -323,9 +325,9 @@ pub fn copy_records<S: RecordSink>(
                         kept[next - 1]
                     })
                 };
+                let input = crate::columnar::Input { file, format, partition: source.partition() };
                 crate::columnar::copy_columnar(
-                    file,
-                    format,
+                    input,
                     &name,
                     mark,
                     &mut digest,
@@ -333,18 +335,20 @@ pub fn copy_records<S: RecordSink>(
                     |m| CorpusError::Runtime(m).into(),
                 )?;
             }
-            Source::Plain(_) | Source::File(_) | Source::Spooled(_) if format == Format::Text => {
-                // One document: written as the JSON object {"id": PATH, "text": CONTENT}.
+            Source::Plain(_)
+            | Source::File(_)
+            | Source::Spooled(_)
+            | Source::Pipe(..)
+            | Source::Partitioned(..)
+                if format == Format::Text =>
+            {
+                // One document: written as the JSON object {"id": PATH, "text": CONTENT}, the
+                // text as the first pass read it (a byte order mark is its first character).
                 let mut bytes = Vec::new();
-                if let Source::Plain(path) = source {
-                    bytes = fs::read(path).map_err(read_again)?;
-                } else {
-                    let mut reader = open(source).map_err(read_again)?.reader;
-                    reader.read_to_end(&mut bytes).map_err(read_again)?;
-                }
+                let mut reader = open(source).map_err(read_again)?.reader;
+                reader.read_to_end(&mut bytes).map_err(read_again)?;
                 digest.update(&bytes);
-                let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-                let text = String::from_utf8_lossy(body);
+                let text = String::from_utf8_lossy(&bytes);
                 let id = source.path().map_or("-".into(), |p| p.display().to_string());
                 let line = serde_json::json!({"id": id, "text": text});
                 let line =
@@ -352,7 +356,7 @@ pub fn copy_records<S: RecordSink>(
                 sink.record(kept[next], &line)?;
                 next += 1;
             }
-            Source::File(_) | Source::Spooled(_) => {
+            Source::File(_) | Source::Spooled(_) | Source::Pipe(..) | Source::Partitioned(..) => {
                 let mut reader = open(source).map_err(read_again)?.reader;
                 let mut line = Vec::new();
                 let mut number = 0u64;
@@ -373,7 +377,8 @@ pub fn copy_records<S: RecordSink>(
                         } else {
                             &line
                         };
-                        sink.record(kept[next], record)?;
+                        let record = crate::read::add_partition(record, source.partition());
+                        sink.record(kept[next], &record)?;
                         next += 1;
                     }
                 }

@@ -198,6 +198,50 @@ fn same_file(a: &Path, b: &Path) -> bool {
     lexical(a) == lexical(b)
 }
 
+/// Refuses a directory for an index (`option`, `--save-index`) that is an input directory or
+/// lies inside one, naming both: the next run over that input would walk into the index (its
+/// files are passed over, but a run that reads its input while it writes the index there is
+/// asking for trouble).
+pub fn check_index_dir(option: &str, dir: &Path, inputs: &[PathBuf]) -> Result<(), CorpusError> {
+    let index = resolved(dir);
+    for input in inputs.iter().filter(|p| p.as_os_str() != "-" && p.is_dir()) {
+        if index.starts_with(resolved(input)) {
+            let place = if index == resolved(input) { "is" } else { "is inside" };
+            return Err(CorpusError::Usage(format!(
+                "{option} {} {place} the input directory {}: save the index outside the \
+                 directories being read",
+                dir.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `path` made absolute with its longest existing ancestor's symbolic links resolved (the rest
+/// may not exist yet).
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+    };
+    let mut rest = Vec::new();
+    let mut at = absolute.as_path();
+    loop {
+        if let Ok(real) = fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
 /// Refuses outputs that are an input, or another output, before anything is opened.
 pub fn check_conflicts(inputs: &[Input], outputs: &[Output]) -> Result<(), CorpusError> {
     let usage = |m: String| Err(CorpusError::Usage(m));

@@ -75,12 +75,14 @@ pub fn record_line(line: &[u8]) -> Option<&[u8]> {
 /// a date ([`Rank::from_json`]).
 pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRecord, RecordError> {
     let bad = |message: String| RecordError(message);
-    let malformed = |e: serde_json::Error| {
-        // serde_json ends its message with "at line 1 column N"; say it once, our way.
-        let message = e.to_string();
-        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
-        bad(format!("malformed JSON at column {}: {message}", e.column()))
+    let malformed = |e: serde_json::Error| bad(malformed_at(0, &e));
+    // A value read again on its own (a string unescaped, a number, an object a dotted name
+    // reaches into) reports columns from its own start: they are moved to the line's, so an
+    // error points into the value, not at a column near its key.
+    let malformed_in = |raw: &RawValue, e: serde_json::Error| {
+        bad(malformed_at(column_of(line, raw).saturating_sub(1), &e))
     };
+    let at = |raw: &RawValue| format!("at column {}", column_of(line, raw));
     if !line.trim_start().starts_with('{') {
         // Still report a syntax error as such (`[1,` is malformed, `[1]` is not an object).
         return Err(match serde_json::from_str::<IgnoredAny>(line) {
@@ -92,38 +94,42 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
     let mut de = serde_json::Deserializer::from_str(line);
     let mut found =
         wanted.deserialize(&mut de).and_then(|f| de.end().map(|()| f)).map_err(malformed)?;
-    found.resolve_paths(&wanted).map_err(malformed)?;
+    found.resolve_paths(&wanted).map_err(|(parent, e)| malformed_in(parent, e))?;
     let [found_id, found_text, found_tokens, found_rank] = found.values;
     let id = match found_id {
         Some(raw) if matches!(kind(raw), "a string" | "a number") => Some(raw.to_owned()),
         Some(raw) => {
             return Err(bad(format!(
-                "field {:?} must be a string or a number, found {}",
+                "field {:?} must be a string or a number, found {} {}",
                 fields.id,
-                kind(raw)
+                kind(raw),
+                at(raw)
             )))
         }
         None => None,
     };
-    let string = |raw: &RawValue| unescape(raw).map_err(malformed);
+    let string = |raw: &RawValue| unescape(raw).map_err(|e| malformed_in(raw, e));
     let body = match (found_text, found_tokens) {
         (Some(raw), _) if kind(raw) == "a string" => OwnedDocument::Text(string(raw)?),
         (Some(raw), _) => {
             return Err(bad(format!(
-                "field {:?} must be a string, found {}",
+                "field {:?} must be a string, found {} {}",
                 fields.text,
-                kind(raw)
+                kind(raw),
+                at(raw)
             )))
         }
         (None, Some(raw)) if kind(raw) == "an array" => {
-            let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(malformed)?;
+            let items: Vec<&RawValue> =
+                serde_json::from_str(raw.get()).map_err(|e| malformed_in(raw, e))?;
             let mut tokens = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
                 if kind(item) != "a string" {
                     return Err(bad(format!(
-                        "field {:?}[{i}] must be a string, found {}",
+                        "field {:?}[{i}] must be a string, found {} {}",
                         fields.tokens,
-                        kind(item)
+                        kind(item),
+                        at(item)
                     )));
                 }
                 tokens.push(string(item)?);
@@ -132,9 +138,10 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
         }
         (None, Some(raw)) => {
             return Err(bad(format!(
-                "field {:?} must be an array of strings, found {}",
+                "field {:?} must be an array of strings, found {} {}",
                 fields.tokens,
-                kind(raw)
+                kind(raw),
+                at(raw)
             )))
         }
         (None, None) => {
@@ -145,10 +152,9 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
         }
     };
     let rank = match (found_rank, fields.rank) {
-        (Some(raw), Some(field)) => {
-            let value: serde_json::Value = serde_json::from_str(raw.get()).map_err(malformed)?;
-            Rank::from_json(&value).map_err(|e| bad(format!("field {field:?} (of --keep): {e}")))?
-        }
+        // From its text, so that a number is compared as written (past 2^53 and 64 bits).
+        (Some(raw), Some(field)) => Rank::from_json_text(raw.get())
+            .map_err(|e| bad(format!("field {field:?} (of --keep): {e} {}", at(raw))))?,
         _ => None,
     };
     Ok(JsonRecord { id, body, rank })
@@ -168,15 +174,34 @@ pub fn text_span(
     let mut found = wanted
         .deserialize(&mut de)
         .and_then(|f| de.end().map(|()| f))
-        .map_err(|e| RecordError(format!("malformed JSON at column {}", e.column())))?;
+        .map_err(|e| RecordError(malformed_at(0, &e)))?;
     found
         .resolve_paths(&wanted)
-        .map_err(|e| RecordError(format!("malformed JSON at column {}", e.column())))?;
+        .map_err(|(raw, e)| RecordError(malformed_at(column_of(line, raw) - 1, &e)))?;
     Ok(found.values[1].map(|raw| {
         // The value borrows from `line`: its offset is where it was written.
         let start = raw.get().as_ptr() as usize - line.as_ptr() as usize;
         start..start + raw.get().len()
     }))
+}
+
+/// "malformed JSON at column N: what", with serde_json's column moved by `base` bytes (the
+/// start of the value it read, in the line) and its "at line 1 column N" said once, our way.
+fn malformed_at(base: usize, e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m);
+    format!("malformed JSON at column {}: {message}", base + e.column())
+}
+
+/// The 1-based column (in bytes, as serde_json counts) at which a value of `line` starts: the
+/// values the reader finds are slices of the line.
+fn column_of(line: &str, raw: &RawValue) -> usize {
+    let (start, at) = (line.as_ptr() as usize, raw.get().as_ptr() as usize);
+    if (start..=start + line.len()).contains(&at) {
+        at - start + 1
+    } else {
+        1
+    }
 }
 
 /// Which wanted field a key names: one of them (by its slot in [`Wanted::names`]), the first
@@ -216,8 +241,12 @@ struct Found<'a> {
 }
 
 impl<'a> Found<'a> {
-    /// Fills each field not found by its whole name from its dotted path, if it has one.
-    fn resolve_paths(&mut self, wanted: &Wanted<'_>) -> Result<(), serde_json::Error> {
+    /// Fills each field not found by its whole name from its dotted path, if it has one; an
+    /// error comes with the object it was read from (its columns count from that object).
+    fn resolve_paths(
+        &mut self,
+        wanted: &Wanted<'_>,
+    ) -> Result<(), (&'a RawValue, serde_json::Error)> {
         for (i, slot) in self.values.iter_mut().enumerate() {
             if slot.is_some() {
                 continue;
@@ -234,11 +263,15 @@ impl<'a> Found<'a> {
 /// The value at a dotted `path` inside the JSON value `raw` (a key with the whole remaining
 /// name first, then its first segment and the rest); `None` when it is not there or a step is
 /// not an object.
-fn lookup<'a>(raw: &'a RawValue, path: &str) -> Result<Option<&'a RawValue>, serde_json::Error> {
+fn lookup<'a>(
+    raw: &'a RawValue,
+    path: &str,
+) -> Result<Option<&'a RawValue>, (&'a RawValue, serde_json::Error)> {
     if !raw.get().starts_with('{') {
         return Ok(None);
     }
-    let object: std::collections::BTreeMap<String, &'a RawValue> = serde_json::from_str(raw.get())?;
+    let object: std::collections::BTreeMap<String, &'a RawValue> =
+        serde_json::from_str(raw.get()).map_err(|e| (raw, e))?;
     if let Some(value) = object.get(path) {
         return Ok(Some(value));
     }
@@ -389,5 +422,24 @@ mod tests {
         }
         // Only one mark, and only at the start.
         assert_eq!(record_line(b"{}\xEF\xBB\xBF"), Some(&b"{}\xEF\xBB\xBF"[..]));
+    }
+
+    #[test]
+    fn errors_about_a_value_pointed_at_the_key_not_the_value() {
+        let fields =
+            RecordFields { text: "text", id: "id", tokens: "tokens", rank: Some("meta.score") };
+        let error = |line: &str| parse_json_record(line, &fields).expect_err(line).0;
+        // Keys and values apart (the padding), so that a column says which it points at.
+        for (line, says) in [
+            (r#"{"id": 1,        "text": "a\ud800b"}"#, "malformed JSON at column 34"),
+            (r#"{"id": 1,        "text": 5}"#, "found a number at column 26"),
+            (r#"{"text": "x",    "id": [1]}"#, "found an array at column 24"),
+            (r#"{"tokens": ["a", 7],  "z": 1}"#, "found a number at column 18"),
+            (r#"{"text": "x",  "meta": {"score": true}}"#, "found true at column 34"),
+            (r#"{"text": "x",  "meta": {"\ud800": 1}}"#, "malformed JSON at column 32"),
+        ] {
+            let e = error(line);
+            assert!(e.contains(says), "{line}: {e}");
+        }
     }
 }

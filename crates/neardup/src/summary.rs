@@ -54,6 +54,9 @@ pub struct Summary {
     pub skipped: u64,
     /// Invalid UTF-8 sequences replaced.
     pub replaced: u64,
+    /// Documents without a value of the keep rule's field (missing, `null` or NaN), under
+    /// `max:FIELD` or `min:FIELD`.
+    pub unranked: u64,
     /// Records repeating an earlier record's id.
     pub repeated_ids: u64,
     /// The first repeated ids, each once.
@@ -85,6 +88,7 @@ impl Default for Summary {
             against: 0,
             skipped: 0,
             replaced: 0,
+            unranked: 0,
             repeated_ids: 0,
             repeated_id_examples: Vec::new(),
         }
@@ -120,6 +124,7 @@ impl Summary {
             verified: outcome.edges.len() as u64,
             exact_duplicates: outcome.exact_duplicates as u64,
             against: seen as u64,
+            unranked: dedup.unranked(),
             ..Summary::default()
         }
     }
@@ -206,6 +211,14 @@ impl std::fmt::Display for Summary {
         if self.replaced > 0 {
             let bad = count_of(self.replaced, "invalid UTF-8 sequence", "invalid UTF-8 sequences");
             write!(f, "\n  replaced {bad} (--lossy)")?;
+        }
+        if self.unranked > 0 {
+            write!(
+                f,
+                "\n  {} without a value of the keep rule's field (missing, null or NaN): kept \
+                 only where no member of the cluster has one",
+                count_of(self.unranked, "document", "documents")
+            )?;
         }
         if self.repeated_ids > 0 {
             write!(

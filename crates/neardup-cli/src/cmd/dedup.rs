@@ -39,8 +39,13 @@ meta.url reach into objects), directories (walked in path order, symbolic links 
 detected: files named .jsonl, .ndjson or .json are JSON Lines, .parquet and .arrow tables, any
 other file one plain-text document whose id is its path unless its first bytes say Parquet or
 Arrow; names starting with _ or . and .crc files, which Spark and Hadoop write beside their part
-files, are passed over), or `-` for standard input (JSONL). Parquet and Arrow IPC files give one
+files, are passed over, as are the files of a saved neardup index; key=value folders, as Spark
+writes lang=en/part-0.parquet, are string columns of the records below them), or `-` for
+standard input (JSONL; a named pipe is read once too). Parquet and Arrow IPC files give one
 record per row, their columns named as fields (dotted into struct columns: meta.url).
+A file named on the command line is read by --format if given; else by its name (.jsonl,
+.ndjson, .json: JSON Lines; .parquet; .arrow, .feather, .arrows, .ipc; .txt, .text, .md, .rst:
+one plain-text document); else by its first bytes (Parquet, Arrow); else as JSON Lines.
 --format text reads every file as one document.
 
 Method: minhash (default) finds candidates with LSH bands, then verifies each candidate with the
@@ -372,14 +377,24 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let mut dedup = Dedup::new(&pipeline, config.clone()).map_err(|e| Failure::Usage(e.into()))?;
     let mut input = args.input.read_options_or(Format::Jsonl);
     input.rank_field = config.keep.field().map(str::to_string);
+    // Rows written back are read whole in the first pass, so a value that cannot be written
+    // (a string that is not UTF-8) is a bad row there.
+    input.read_every_column = args.output.is_some() || args.dropped.is_some();
     let progress = Progress::new(args.quiet);
 
     // Every input (sources, the index read, the files the spec names) and every output are
     // known before anything is opened for writing.
     let mut skipped = 0u64;
+    if let Some(dir) = &args.save_index {
+        output::check_index_dir("--save-index", dir, &args.inputs)?;
+    }
     let sources = expand_inputs(&args.inputs, &input, |e| {
-        progress.println(&format!("neardup: skipped: {e}"));
-        skipped += 1;
+        if e.is_notice() {
+            progress.println(&format!("neardup: note: {e}"));
+        } else {
+            progress.println(&format!("neardup: skipped: {e}"));
+            skipped += 1;
+        }
     })?;
     let mut inputs: Vec<Input> = sources
         .iter()
@@ -405,6 +420,11 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let mut all_outputs = file_outputs.clone();
     all_outputs.extend(index_outputs);
     check_conflicts(&non_index_inputs, &all_outputs)?;
+    // A table output holds one schema: every part's is checked before anything is read or
+    // written (a mismatch was found after --clusters - had streamed).
+    if [&args.output, &args.dropped].into_iter().flatten().any(|p| RecordsOutput::is_table(p)) {
+        neardup_corpus::columnar::check_table_inputs(&sources, &input)?;
+    }
     let decisions = args.decisions.as_deref().map(Decisions::read).transpose()?;
 
     // One writer per index directory, from before its documents are read (when it is also
@@ -525,6 +545,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         None => None,
     };
     outputs.finish_records()?;
+    // What the record outputs did not write as given (fields written as text, values without
+    // a JSON form), said with the summary.
+    let notes: Vec<String> = outputs.records.iter().flatten().flat_map(|o| o.notes()).collect();
     output::commit_section(|| -> Result<(), Failure> {
         outputs.commit()?;
         if let Some(prepared) = prepared {
@@ -539,6 +562,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         let _ = writeln!(err, "neardup dedup: {summary}");
         if let Some(n) = pairs_written {
             let _ = writeln!(err, "  {n} pairs written to --pairs (every pair, copies included)");
+        }
+        for note in &notes {
+            let _ = writeln!(err, "  {note}");
         }
         if read.repeated_ids.records() > 0 && args.save_index.is_some() {
             let _ = writeln!(

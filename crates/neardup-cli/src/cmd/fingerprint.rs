@@ -86,7 +86,7 @@ const BATCH_BYTES: usize = 64 << 20;
 pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
     let opts = args.input.read_options();
     let sources = Source::from_args_expanded(&args.files, &args.text, &opts, |e| {
-        eprintln!("neardup: skipped: {e}")
+        eprintln!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" })
     })?;
     if sources.is_empty() {
         return Err(Failure::Usage(anyhow::anyhow!(
@@ -149,7 +149,7 @@ pub fn run(args: FingerprintArgs) -> Result<(), Failure> {
                 }
                 batch_bytes = 0;
                 if args.input.skip_bad && e.skippable() {
-                    eprintln!("neardup: skipped: {e}");
+                    eprintln!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" });
                     skipped += 1;
                     ControlFlow::Continue(())
                 } else {

@@ -57,7 +57,7 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
     let pipeline = build_pipeline(&args.pipeline)?;
     let opts = args.input.read_options();
     let sources = Source::from_args_expanded(&args.corpus, &[], &opts, |e| {
-        eprintln!("neardup: skipped: {e}")
+        eprintln!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" })
     })?;
     let mut builder = IdfBuilder::new();
     let mut scratch = Scratch::default();
@@ -70,7 +70,7 @@ pub fn run(command: IdfCommand) -> Result<(), Failure> {
             ControlFlow::Continue(())
         }
         Err(e) if args.input.skip_bad && e.skippable() => {
-            eprintln!("neardup: skipped: {e}");
+            eprintln!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" });
             ControlFlow::Continue(())
         }
         Err(e) => {

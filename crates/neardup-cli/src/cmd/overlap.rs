@@ -614,7 +614,9 @@ fn is_passage_index(path: &Path) -> bool {
 /// The sources of the given paths: directories walked, `-` spooled.
 fn sources(paths: &[PathBuf], input: &InputArgs) -> Result<Vec<Source>, Failure> {
     let opts = input.read_options();
-    Ok(expand_inputs(paths, &opts, |e| eprintln!("neardup: skipped: {e}"))?)
+    Ok(expand_inputs(paths, &opts, |e| {
+        eprintln!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" })
+    })?)
 }
 
 /// The reading options of one source: JSON Lines when its name says so (or with --format

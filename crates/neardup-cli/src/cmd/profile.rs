@@ -67,8 +67,9 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub utf8: bool,
 
-    /// datasketch: the hashing scheme. legacy is datasketch before 2.0 (most stored data);
-    /// affine32 is the 2.0 default [default: legacy].
+    /// datasketch: the hashing scheme. affine32 is datasketch 2.0's default (and the Python
+    /// drop-in's); legacy is datasketch before 2.0 (signatures stored by older versions);
+    /// affine64 is 2.0's 64-bit scheme [default: affine32].
     #[arg(long, value_enum, value_name = "SCHEME")]
     pub scheme: Option<SchemeArg>,
 }
@@ -228,7 +229,7 @@ impl Profile {
                 profile::Profile::lucene(params, args.shingle_size.unwrap_or(1))
             }
             Some(ProfileArg::Datasketch) => {
-                let scheme = match args.scheme.unwrap_or(SchemeArg::Legacy) {
+                let scheme = match args.scheme.unwrap_or(SchemeArg::Affine32) {
                     SchemeArg::Legacy => Scheme::Legacy,
                     SchemeArg::Affine32 => Scheme::Affine32,
                     SchemeArg::Affine64 => Scheme::Affine64,

@@ -422,7 +422,7 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
 
     let input = args.input.read_options_or(neardup_corpus::read::Format::Jsonl);
     let sources = expand_inputs(&args.inputs, &input, |e| {
-        eprintln!("neardup: skipped: {e}");
+        eprintln!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" });
     })?;
     let mut inputs: Vec<Input> = sources
         .iter()

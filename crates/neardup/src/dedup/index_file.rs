@@ -173,6 +173,31 @@ fn is_docs_name(name: &str) -> bool {
         .is_some_and(|g| !g.is_empty() && g.len() <= 32 && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// The names of the files of a saved neardup index in `dir`, sorted: a dedup index's manifest
+/// and docs files (when `manifest.json` is there with a docs file), a passage index's file,
+/// and the lock either takes. Empty when `dir` holds none. A directory walk that meets them must not read them as
+/// documents (an index saved into a corpus folder was read as documents by the next run).
+pub fn saved_index_files(dir: &Path) -> Vec<std::ffi::OsString> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    let is_docs = |n: &str| n == V2_DOCS || is_docs_name(n);
+    let passages = crate::overlap::PASSAGE_INDEX_FILE;
+    let dedup_index = names.iter().any(|n| n == MANIFEST)
+        && names.iter().any(|n| n.to_str().is_some_and(is_docs));
+    let passage_index = names.iter().any(|n| n == passages);
+    let mut out: Vec<std::ffi::OsString> = names
+        .into_iter()
+        .filter(|n| {
+            let n = n.to_str().unwrap_or("");
+            (dedup_index && (n == MANIFEST || is_docs(n)))
+                || (passage_index && n == passages)
+                || ((dedup_index || passage_index) && n == LOCK)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// The exclusive right to write the saved index in one directory: a lock on its file `lock`
 /// (created with the directory if needed), released when dropped or when the process ends,
 /// however it ends.

@@ -29,6 +29,7 @@ mod distributed;
 mod index_file;
 mod keep;
 mod plan;
+mod rank;
 mod run;
 mod sketch;
 mod store;
@@ -37,11 +38,12 @@ mod union_find;
 pub use distributed::{bucket_candidates, components};
 pub(crate) use index_file::{manifest_for, read_index, write_index};
 pub use index_file::{
-    read_manifest, IndexLock, IndexManifest, PreparedIndex, INDEX_FORMAT_VERSION,
-    OLDEST_INDEX_FORMAT,
+    read_manifest, saved_index_files, IndexLock, IndexManifest, PreparedIndex,
+    INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
-pub use keep::{Keep, Rank, RankKind};
+pub use keep::Keep;
 pub(crate) use plan::Plan;
+pub use rank::{Rank, RankKind};
 pub use run::{AtThreshold, Cluster, Copies, DedupOutcome, Pair, Pairs};
 pub use sketch::DocSketch;
 pub(crate) use sketch::{sketch_with, verify};
@@ -443,6 +445,15 @@ impl<'p> Dedup<'p> {
     pub fn push(&mut self, sketch: DocSketch) -> Result<u32, DedupError> {
         self.docs.push(sketch)?;
         Ok((self.docs.len() - 1) as u32)
+    }
+
+    /// How many of this run's documents (not those of a loaded index) have no value of the
+    /// keep rule's field (missing, `null` or NaN); 0 when the rule reads no field.
+    pub fn unranked(&self) -> u64 {
+        if self.config.keep.field().is_none() {
+            return 0;
+        }
+        self.ranks.missing(self.seen..self.docs.len())
     }
 
     /// Adds a document with its value of the keep rule's field (`max:FIELD`, `min:FIELD`;
