@@ -74,8 +74,16 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
         match e.downcast::<neardup_corpus::CorpusError>() {
             Ok(neardup_corpus::CorpusError::Usage(m)) => Failure::Usage(anyhow::anyhow!(m)),
             Ok(neardup_corpus::CorpusError::StdoutClosed) => Failure::Reported,
+            // A directory named as an index that holds none is the caller's mistake.
+            Ok(neardup_corpus::CorpusError::Dedup(e @ neardup::DedupError::NoIndex { .. })) => {
+                Failure::Usage(e.into())
+            }
             Ok(other) => Failure::Runtime(other.into()),
-            Err(e) => Failure::Runtime(e),
+            Err(e) => match e.downcast::<neardup::DedupError>() {
+                Ok(e @ neardup::DedupError::NoIndex { .. }) => Failure::Usage(e.into()),
+                Ok(e) => Failure::Runtime(e.into()),
+                Err(e) => Failure::Runtime(e),
+            },
         }
     }
 }

@@ -81,7 +81,7 @@ pub(crate) fn dedup_error(e: neardup::DedupError) -> PyErr {
     match e {
         E::Io { .. } | E::Spill { .. } => file(message),
         E::Mismatch { .. } => pipeline_mismatch(message),
-        E::Corrupt { .. } | E::OldFormat { .. } => index_file(message),
+        E::Corrupt { .. } | E::OldFormat { .. } | E::NoIndex { .. } => index_file(message),
         E::InvalidConfig { .. } => option(message),
         _ => input(message),
     }

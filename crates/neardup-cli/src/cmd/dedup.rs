@@ -435,7 +435,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     // Old documents first, so that positions 0..seen are theirs.
     let mut ids = Ids::default();
     if let Some(dir) = &args.against {
-        for id in dedup.load(dir).map_err(|e| Failure::Runtime(e.into()))? {
+        for id in dedup.load(dir).map_err(Failure::from)? {
             ids.push(&id);
         }
     }

@@ -160,7 +160,15 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     .to_spec()
     .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;
 
-    // The collection: at most one saved index, plus documents.
+    // The collection: at most one saved index, plus documents. A directory holding an index of
+    // `neardup dedup` instead is refused by what it is (its files are not documents either).
+    if let Some(p) =
+        args.against.iter().find(|p| !is_passage_index(p) && p.join("manifest.json").is_file())
+    {
+        return Err(overlap_failure(PassageIndex::load(p, None).err().unwrap_or_else(|| {
+            OverlapError::Format { path: p.clone(), message: "not a passage index".into() }
+        })));
+    }
     let (index_dirs, against_files): (Vec<PathBuf>, Vec<PathBuf>) =
         args.against.iter().cloned().partition(|p| is_passage_index(p));
     if index_dirs.len() > 1 {
@@ -177,7 +185,10 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         )));
     }
     let query_sources = sources(&args.inputs, &args.input)?;
-    let against_sources = sources(&against_files, &args.input)?;
+    // A saved index's directory may hold documents too (an index saved beside the library it
+    // was built from): they are read, so that files added since are not passed over silently.
+    let against_paths: Vec<PathBuf> = against_files.iter().chain(&index_dirs).cloned().collect();
+    let against_sources = sources(&against_paths, &args.input)?;
 
     let mut inputs: Vec<Input> = Vec::new();
     for (what, list) in [("input", &query_sources), ("--against", &against_sources)] {
@@ -223,12 +234,30 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         }
     }
     let places: Vec<(usize, u64)> = queries.iter().map(|d| d.place).collect();
-    index
-        .add_documents(
-            collection.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
-            OnExistingId::Refuse,
-        )
-        .map_err(overlap_failure)?;
+    refuse_repeated_ids(&collection, &against_sources, "--against")?;
+    refuse_repeated_ids(&queries, &query_sources, "the queries")?;
+    // Documents the saved index holds already are taken as they are; a document given again
+    // with another text replaces its saved version (a revised paper), and new ones are added.
+    let (mut fresh, mut changed, mut unchanged) = (Vec::new(), Vec::new(), 0usize);
+    for d in collection {
+        let id = d.id.get().to_string();
+        match index.find(&id) {
+            Some(n) if index.text(n) == d.text => unchanged += 1,
+            Some(_) => changed.push((id, d.text)),
+            None => fresh.push((id, d.text)),
+        }
+    }
+    let (added, replaced) = (fresh.len(), changed.len());
+    index.add_documents(fresh, OnExistingId::Refuse).map_err(overlap_failure)?;
+    index.add_documents(changed, OnExistingId::Replace).map_err(overlap_failure)?;
+    if loaded > 0 && added + replaced + unchanged > 0 && !args.quiet {
+        eprintln!(
+            "neardup overlap: {} documents from the saved index; of the {} documents given \
+             besides, {added} new and {replaced} changed were added ({unchanged} already in it)",
+            thousands(loaded as u64),
+            thousands((added + replaced + unchanged) as u64)
+        );
+    }
     let collection_docs = index.len();
 
     let exclude: Vec<u32> = args
@@ -266,14 +295,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             mode,
             &exclude,
         )
-        .map_err(|e| match e {
-            OverlapError::DuplicateId { id } if query_ids.contains(&id) && !within => {
-                Failure::Runtime(anyhow!(
-                    "query id {id} is given twice: each query needs its own id (--id-field)"
-                ))
-            }
-            e => overlap_failure(e),
-        })?;
+        .map_err(overlap_failure)?;
     let check_time = started.elapsed();
 
     // Outputs: passages to stdout when nothing else is asked for.
@@ -619,6 +641,28 @@ fn sources(paths: &[PathBuf], input: &InputArgs) -> Result<Vec<Source>, Failure>
     })?)
 }
 
+/// Refuses two documents of one id among `docs` (read from `sources`), naming both places:
+/// the library's refusal named the id only.
+fn refuse_repeated_ids(docs: &[Doc], sources: &[Source], what: &str) -> Result<(), Failure> {
+    let place = |(si, line): (usize, u64)| match line {
+        0 => sources[si].name(),
+        n => format!("{}:{n}", sources[si].name()),
+    };
+    let mut seen: std::collections::HashMap<&str, (usize, u64)> = Default::default();
+    for d in docs {
+        if let Some(first) = seen.insert(d.id.get(), d.place) {
+            return Err(Failure::Runtime(anyhow!(
+                "{what}: id {} is given to two documents, {} and {}: each needs its own id \
+                 (--id-field chooses the field)",
+                d.id.get(),
+                place(first),
+                place(d.place)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The reading options of one source: JSON Lines when its name says so (or with --format
 /// jsonl), and standard input is JSON Lines unless --format says otherwise.
 fn source_opts(source: &Source, input: &ReadOptions) -> ReadOptions {
@@ -673,6 +717,7 @@ fn overlap_failure(e: OverlapError) -> Failure {
     match e {
         OverlapError::InvalidSpec { .. } => Failure::Usage(anyhow!("{e}")),
         OverlapError::Mismatch { .. } => Failure::Usage(anyhow!("{e}")),
+        OverlapError::Format { ref path, .. } if path.is_dir() => Failure::Usage(anyhow!("{e}")),
         _ => Failure::Runtime(anyhow!("{e}")),
     }
 }

@@ -287,12 +287,14 @@ fn bad_input_is_refused_or_answered_on_purpose() {
         "twice.jsonl",
         &format!("{0}\n{0}\n", serde_json::json!({"id": "a", "text": SOURCE})),
     );
+    // Regression (sweep 3): the message named no file or line.
     let o = run(&["overlap", &q, "--against", &twice]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("\"a\" is given to two documents"), "{}", stderr(&o));
+    let both = "\"a\" is given to two documents, ".to_string() + &twice + ":1 and " + &twice + ":2";
+    assert!(stderr(&o).contains(&both), "{}", stderr(&o));
     let o = run(&["overlap", &twice, "--against", &coll]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("given twice"), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&both), "{}", stderr(&o));
     // A query longer than the bound names the option.
     let o = run(&["overlap", &q, "--against", &coll, "--max-doc-bytes", "10"]);
     assert_eq!(o.status.code(), Some(1));
@@ -408,4 +410,46 @@ fn output_rewrites_only_the_text_of_a_record_every_other_byte_as_written() {
         fs::read_to_string(&kept).expect("test step").lines().map(String::from).collect();
     assert_eq!(lines[0], first);
     assert_eq!(lines[1], copy.replace(&format!("转载：{p}完。"), "转载：完。"));
+}
+
+/// Regression (sweep 3): after `--save-index lib` into the directory also given as `--against
+/// lib`, files added there later were passed over silently (the directory was taken for its
+/// index alone); and an index of the other kind was read as documents or said a file was
+/// missing.
+#[test]
+fn a_library_directory_keeps_its_index_in_step_and_the_wrong_index_is_named() {
+    let dir = tempdir("overlap-lib-dir");
+    let lib = dir.join("lib");
+    fs::create_dir_all(&lib).expect("test step");
+    let text_a = "开源软件的发展离不开社区的贡献。Debian 项目由来自世界各地的志愿者维护，他们打包、测试并发布数以万计的软件包。";
+    let text_b =
+        "城市轨道交通的客流预测需要综合考虑人口分布、就业岗位、票价政策与换乘条件等多方面因素。";
+    fs::write(lib.join("a.txt"), text_a).expect("test step");
+    let q = write(&dir, "q.txt", &format!("前言。{text_a}{text_b}后记。"));
+    let lib_arg = lib.display().to_string();
+    let o = run(&["overlap", &q, "--against", &lib_arg, "--save-index", &lib_arg, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A new file in the library is read beside the saved index, and found as a source.
+    fs::write(lib.join("b.txt"), text_b).expect("test step");
+    let o = run(&["overlap", &q, "--against", &lib_arg, "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 new and 0 changed were added"), "{}", stderr(&o));
+    let sources: Vec<String> = serde_json::from_str::<Value>(stdout(&o).trim()).expect("summary")
+        ["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(sources.len(), 2, "{sources:?}");
+    // An index of `neardup dedup` is not a passage index, nor the other way round.
+    let didx = dir.join("didx").display().to_string();
+    let o = run(&["dedup", &lib.join("a.txt").display().to_string(), "--save-index", &didx, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["overlap", &q, "--against", &didx]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is an index of `neardup dedup`, not a passage index"));
+    let o = run(&["dedup", &q, "--against", &lib_arg]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a passage index"), "{}", stderr(&o));
 }

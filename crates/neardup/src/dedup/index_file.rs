@@ -129,7 +129,28 @@ pub(crate) fn manifest_for(
 /// format with "rebuild it" and a newer one with "use a newer build".
 pub fn read_manifest(dir: &Path) -> Result<IndexManifest, DedupError> {
     let manifest_path = dir.join(MANIFEST);
-    let text = fs::read_to_string(&manifest_path).map_err(io_err(&manifest_path))?;
+    let text = match fs::read_to_string(&manifest_path) {
+        Ok(text) => text,
+        // Say what the directory is, rather than that a file is missing.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let what = if dir.join(crate::overlap::PASSAGE_INDEX_FILE).is_file() {
+                "is a passage index (of `neardup overlap --save-index`), not an index of \
+                 `neardup dedup`"
+            } else if dir.is_dir() {
+                "holds no saved index (no manifest.json)"
+            } else {
+                "does not exist"
+            };
+            return Err(DedupError::NoIndex {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "{what}: make one with `neardup dedup ... --save-index {}`",
+                    dir.display()
+                ),
+            });
+        }
+        Err(e) => return Err(io_err(&manifest_path)(e)),
+    };
     parse_manifest(dir, &manifest_path, &text)
 }
 

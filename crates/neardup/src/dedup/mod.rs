@@ -224,6 +224,14 @@ pub enum DedupError {
         /// What went wrong.
         source: io::Error,
     },
+    /// The directory given as a saved index holds none: another kind of index (a passage
+    /// index), nothing, or it does not exist.
+    NoIndex {
+        /// The directory.
+        path: PathBuf,
+        /// What it is instead, and how to make an index there.
+        message: String,
+    },
     /// A saved index is damaged or not an index.
     Corrupt {
         /// The file.
@@ -282,6 +290,7 @@ impl fmt::Display for DedupError {
             DedupError::Corrupt { path, message } => {
                 write!(f, "{}: not a valid neardup index: {message}", path.display())
             }
+            DedupError::NoIndex { path, message } => write!(f, "{} {message}", path.display()),
             DedupError::OldFormat { path, found, current } if *found > u64::from(*current) => {
                 write!(
                     f,

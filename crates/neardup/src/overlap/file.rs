@@ -203,8 +203,13 @@ impl PassageIndex {
             )));
         }
         let spec_len = r.u32()? as usize;
-        let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?)
-            .map_err(|e| bad(format!("settings: {e}")))?;
+        // A format this version reads whose settings do not parse was changed after it was
+        // written (the checksum at the end would say so too, but is read last).
+        let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?).map_err(|e| {
+            bad(format!(
+                "damaged: its settings block is unreadable ({e}); build the index again"
+            ))
+        })?;
         let spec = match spec {
             Some(asked) => {
                 for ((field, have), (_, want)) in
@@ -468,6 +473,14 @@ mod tests {
         fs::write(&path, cut).expect("test setup");
         let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
         assert!(e.contains("damaged"), "{e}");
+
+        // Regression (sweep 3): a changed byte in the settings was "unknown field `windo7`".
+        let mut settings = fs::read(&path).expect("test setup");
+        let at = settings.windows(6).position(|w| w == b"window").expect("settings");
+        settings[at + 5] = b'7';
+        fs::write(&path, &settings).expect("test setup");
+        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        assert!(e.contains("damaged: its settings block is unreadable"), "{e}");
 
         bytes[16] = 9;
         fs::write(&path, &bytes).expect("test setup");
