@@ -8,8 +8,9 @@ use neardup::{Dedup, DedupConfig, DedupOutcome, Document, Scratch, SearchSpec, S
 use pyo3::types::PyDict;
 
 use crate::interrupt::{interruptible, wants_progress};
-use crate::pipeline::{to_json, PyPipeline};
+use crate::pipeline::PyPipeline;
 use crate::texts::Source;
+use crate::values::to_json;
 use crate::{dedup_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -40,7 +41,7 @@ fn search_spec(
     let mut spec = SearchSpec::default();
     for (name, value) in options {
         if let Some(value) = value {
-            spec.set(name, &to_json(value)?, usage).map_err(crate::errors::search_error)?;
+            spec.set(name, &to_json(value, name)?, usage).map_err(crate::errors::search_error)?;
         }
     }
     Ok(spec)

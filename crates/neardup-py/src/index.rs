@@ -228,16 +228,18 @@ impl PyIndex {
         })
     }
 
-    /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`.
-    #[pyo3(signature = (text, top_k = 10, threshold = None))]
+    /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`, at
+    /// most `top_k` (10 by default).
+    #[pyo3(signature = (text, top_k = None, threshold = None))]
     fn search(
         &self,
         py: Python<'_>,
         text: &Bound<'_, PyAny>,
-        top_k: usize,
+        top_k: Option<&Bound<'_, PyAny>>,
         threshold: Option<f64>,
     ) -> PyResult<Vec<(String, f64)>> {
         guard(|| {
+            let top_k = top_k.map_or(Ok(10), |k| crate::values::count("top_k", k))?;
             check_threshold(threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
@@ -248,7 +250,7 @@ impl PyIndex {
 
     /// Is `text` a near-duplicate of anything stored? If not (and `insert`), store it under
     /// `id`, atomically. Returns `{"duplicate", "matches": [(id, similarity)], "inserted"}`.
-    #[pyo3(signature = (id, text, insert = true, threshold = None, top_k = 10))]
+    #[pyo3(signature = (id, text, insert = true, threshold = None, top_k = None))]
     fn check<'py>(
         &self,
         py: Python<'py>,
@@ -256,10 +258,11 @@ impl PyIndex {
         text: &Bound<'py, PyAny>,
         insert: bool,
         threshold: Option<f64>,
-        top_k: usize,
+        top_k: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
             let id = &doc_id(id, "id")?;
+            let top_k = top_k.map_or(Ok(10), |k| crate::values::count("top_k", k))?;
             check_threshold(threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
@@ -420,7 +423,7 @@ impl PyIndex {
 /// decimal text (`7` and `"7"` are one id), within the length a collection stores.
 fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     let id = if let Ok(s) = obj.cast::<pyo3::types::PyString>() {
-        s.to_str()?.to_string()
+        crate::values::utf8(s, || what.to_string())?.to_string()
     } else if obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<PyBool>() {
         obj.str()?.to_str()?.to_string()
     } else {
@@ -439,10 +442,11 @@ fn plain_id(id: &str) -> String {
     neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
 }
 
+/// A call's own threshold: a finite number in (0, 1], else an `OptionError` naming it.
 fn check_threshold(t: Option<f64>) -> PyResult<()> {
-    match t {
+    match crate::values::finite("threshold", t)? {
         Some(t) if !(t > 0.0 && t <= 1.0) => {
-            Err(crate::errors::input(format!("threshold {t} is not in (0, 1]")))
+            Err(crate::errors::option(format!("threshold: expected a number in (0, 1], found {t}")))
         }
         _ => Ok(()),
     }

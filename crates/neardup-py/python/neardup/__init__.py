@@ -40,7 +40,7 @@ from ._neardup import (
     compare,
     presets,
 )
-from ._input import as_texts, keep_field, rank_json, table_columns
+from ._input import as_texts, check_utf8, keep_field, rank_json, table_columns
 from . import errors
 from .errors import (
     Error,
@@ -323,6 +323,8 @@ def _documents(docs: Any, what: str) -> tuple[list[Any], Any]:
     for key in ids:
         if isinstance(key, bool) or not isinstance(key, (str, int)):
             raise InputTypeError(f"{what}: id {key!r} is {type(key).__name__}: ids are str or int")
+        if isinstance(key, str):
+            check_utf8(key, f"{what}: the id {key!r}")
     return ids, texts
 
 
@@ -408,6 +410,9 @@ def overlap(
     }
     if keep_quotes:
         options["keep_quotes"] = True
+    for i, key in enumerate(exclude_source):
+        if isinstance(key, str):
+            check_utf8(key, f"exclude_source[{i}]: the id {key!r}")
     if save_index is not None and not own_ids:
         raise InputError(
             "save_index: the queries join the saved index under their ids: give them as a "

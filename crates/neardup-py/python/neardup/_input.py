@@ -78,6 +78,23 @@ def table_columns(
     )
 
 
+def check_utf8(text: str, what: str) -> None:
+    """An InputError naming ``what`` (an argument and its place) when ``text`` holds a lone
+    surrogate, which UTF-8 cannot encode (the extension's message for texts, said here for ids
+    before they reach it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        from .errors import InputError
+
+        excerpt = text[max(0, e.start - 20): e.start + 21]
+        raise InputError(
+            f"{what} is not valid Unicode: a lone surrogate U+{ord(text[e.start]):04X} at "
+            f"character {e.start} ({excerpt!r}), which UTF-8 cannot encode (decode the bytes "
+            f'with errors="replace", or clean the text: text.encode("utf-8", "replace").decode())'
+        ) from None
+
+
 def keep_field(keep: Optional[str]) -> Optional[str]:
     """The field a keep rule reads (``max:FIELD``, ``min:FIELD``), or None."""
     if isinstance(keep, str):
