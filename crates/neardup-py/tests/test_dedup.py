@@ -263,3 +263,54 @@ def test_keep_by_a_date_column_keeps_what_the_cli_keeps(binary, tmp_path, rule):
     mixed = [3] + dates[1:]
     with pytest.raises(neardup.InputError, match="holds a date here and a number"):
         neardup.dedup(pd.DataFrame({"text": texts, "fetched_at": mixed}), keep=rule)
+
+
+
+def test_dotted_names_reach_into_struct_columns_as_the_cli_reads_parquet(binary, tmp_path):
+    """id_col="meta.url" (and text and keep columns) read the field of a struct column, as
+    `neardup dedup --id-field meta.url` reads a Parquet file; a column of the whole name wins."""
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = corpus()[:300]
+    urls = [f"https://x.example/{i}" for i in range(len(texts))]
+    dates = crawl_dates(len(texts))
+    table = pa.table({
+        "meta": pa.array([{"url": u, "fetched_at": d} for u, d in zip(urls, dates)]),
+        "body": pa.array([{"content": {"text": t}} for t in texts]),
+    })
+    path = tmp_path / "nested.parquet"
+    pq.write_table(table, path)
+
+    def cli(source, *args):
+        out = run_cli(binary, "dedup", str(source), "--clusters", str(tmp_path / "cl.jsonl"),
+                      "-o", "/dev/null", "-q", *args)
+        assert out.returncode == 0, out.stderr
+        return sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "cl.jsonl"))
+
+    want = cli(path, "--id-field", "meta.url", "--text-field", "body.content.text",
+               "--keep", "max:meta.fetched_at")
+    assert len(want) > 10
+    for given in (
+        table,
+        table.to_pandas(),  # columns of dicts
+        table.to_pandas(types_mapper=pd.ArrowDtype),  # Arrow struct columns
+        pl.from_arrow(table),
+    ):
+        result = neardup.dedup(given, text_col="body.content.text", id_col="meta.url",
+                               keep="max:meta.fetched_at")
+        assert sorted(sorted(c.members) for c in result.clusters) == want, type(given)
+
+    # A column named with the whole dotted name is read before the struct's field.
+    whole = table.append_column("meta.url", pa.array([f"w{i}" for i in range(len(texts))]))
+    pq.write_table(whole, path)
+    want = cli(path, "--id-field", "meta.url", "--text-field", "body.content.text")
+    assert all(m.startswith("w") for c in want for m in c)
+    for given in (whole, whole.to_pandas()):
+        result = neardup.dedup(given, text_col="body.content.text", id_col="meta.url")
+        assert sorted(sorted(c.members) for c in result.clusters) == want, type(given)
+
+    with pytest.raises(neardup.InputError, match=r"no column 'meta.uri' \(id_col\) .*dotted name"):
+        neardup.dedup(table, text_col="body.content.text", id_col="meta.uri")

@@ -135,3 +135,20 @@ def test_wrong_kinds_of_values_are_type_errors_naming_the_option():
         neardup.Index(passages={"keep_quotes": "yes"})
     with pytest.raises(neardup.InputTypeError, match='min_units: expected a whole number .*, found "5"'):
         neardup.Index(passages={"min_units": "5"})
+
+
+def test_table_columns_are_found_by_label_and_a_shared_name_is_refused():
+    """A pandas column labelled 0 is named by "0" as by 0 (a KeyError before), and a name two
+    columns share is an InputError naming it (pyarrow raised KeyError)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    texts = [BASE, BASE + " again", "something else entirely"]
+    by_label = pd.DataFrame({0: ["a", "b", "c"], 1: texts})
+    for text_col, id_col in (("1", "0"), (1, 0)):
+        assert neardup.dedup(by_label, text_col=text_col, id_col=id_col).clusters[0].members == ["a", "b"]
+    twice = pa.Table.from_arrays([pa.array(texts), pa.array(texts)], names=["text", "text"])
+    with pytest.raises(neardup.InputError, match=r"text_col: 2 columns of the pyarrow Table are named 'text'"):
+        neardup.dedup(twice)
+    with pytest.raises(neardup.InputError, match=r"text_col: 2 columns of the pandas DataFrame are named 'text'"):
+        neardup.dedup(pd.DataFrame([[t, t] for t in texts], columns=["text", "text"]))

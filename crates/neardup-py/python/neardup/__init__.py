@@ -255,7 +255,10 @@ def dedup(
         max_bucket, star_width: the skew guard: a candidate bucket of more than ``max_bucket``
             documents (default 2,000) pairs only its first ``star_width`` (2) with the others.
         text_col, id_col: a table's columns of texts and ids (default: ``"text"``, and ``"id"``
-            when the table has one, else the positions).
+            when the table has one, else the positions). A dotted name (``"meta.url"``) reaches
+            into a struct column (or, in pandas, a column of dicts) when no column has the
+            whole name, as ``neardup dedup --id-field meta.url`` reads Parquet; so does the
+            column of ``keep="max:meta.fetched_at"``.
         progress: draw a progress line on stderr (default: when stderr is a terminal).
 
     Ctrl-C interrupts it (``KeyboardInterrupt``) within a fraction of a second.
