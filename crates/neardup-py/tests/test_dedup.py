@@ -2,6 +2,7 @@
 
 import json
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -264,6 +265,32 @@ def test_keep_by_a_date_column_keeps_what_the_cli_keeps(binary, tmp_path, rule):
     with pytest.raises(neardup.InputError, match="holds a date here and a number"):
         neardup.dedup(pd.DataFrame({"text": texts, "fetched_at": mixed}), keep=rule)
 
+
+def test_repeated_ids_stay_separate_documents_and_are_said_as_the_cli_says(binary, tmp_path):
+    """Records that repeat an id ("7" and 7 are one id) are kept apart as two documents and
+    reported, with the CLI's count, examples and words: they passed silently."""
+    import pandas as pd
+
+    texts = corpus()[:40]
+    ids = ["7", 7] + [f"d{i}" for i in range(2, 38)] + ["u", "u"]
+    ids[20] = "u"
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts)))
+    out = run_cli(binary, "dedup", str(path), "-o", "/dev/null")
+    assert out.returncode == 0, out.stderr
+    [cli_line] = [l.strip() for l in out.stderr.decode().splitlines() if "duplicate id" in l]
+
+    for given in (dict(docs=pd.DataFrame({"id": ids, "text": texts})), dict(docs=texts, ids=ids)):
+        with pytest.warns(neardup.RepeatedIdWarning) as caught:
+            result = neardup.dedup(**given)
+        assert str(caught[0].message) == f"neardup.dedup: {cli_line}"
+        assert result.documents == len(texts) and result.kept_ids().count("u") >= 1
+        s = result.summary()
+        assert s["repeated_ids"] == 3 and s["repeated_id_examples"] == ["7", "u"]
+        assert cli_line in result.summary_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert neardup.dedup(texts).summary()["repeated_ids"] == 0  # positions repeat nothing
 
 
 def test_dotted_names_reach_into_struct_columns_as_the_cli_reads_parquet(binary, tmp_path):

@@ -247,6 +247,38 @@ def _column_values(column: Any) -> list:
     return column.tolist()
 
 
+def id_texts(ids: list) -> list[Optional[str]]:
+    """Each id's text by the library's rule (``neardup::id``: a str stands for its value, a
+    number for its text, so ``"7"`` and ``7`` are one id), for the library to note repeats;
+    None for a value that is no id (None, NaN, a bool, another type), which repeats nothing."""
+    import json
+    import math
+
+    import numpy as np
+
+    out: list[Optional[str]] = []
+    for v in ids:
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, str):
+            out.append(v if _encodes(v) else json.dumps(v))  # a lone surrogate, escaped
+        elif isinstance(v, int) and not isinstance(v, bool):
+            out.append(str(v))
+        elif isinstance(v, float) and math.isfinite(v):
+            out.append(json.dumps(v))
+        else:
+            out.append(None)
+    return out
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_utf8(text: str, what: str) -> None:
     """An InputError naming ``what`` (an argument and its place) when ``text`` holds a lone
     surrogate, which UTF-8 cannot encode (the extension's message for texts, said here for ids

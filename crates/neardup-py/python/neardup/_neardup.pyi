@@ -140,6 +140,8 @@ def dedup_texts(
     options: Optional[Mapping[str, Any]] = None,
     pipeline: Union[Pipeline, str, None] = None,
     progress: Optional[bool] = None,
+    ranks: Optional[list[str]] = None,
+    ids: Optional[list[Optional[str]]] = None,
 ) -> DedupResult: ...
 def job_spec(
     pipeline: Union[Pipeline, str, None] = None, options: Optional[Mapping[str, Any]] = None
