@@ -13,7 +13,7 @@ use neardup::overlap::{Batch, Overlap, OverlapOptions, OverlapSpec, Passage, Pas
 use rayon::prelude::*;
 
 use crate::guard;
-use crate::interrupt::interruptible;
+use crate::interrupt::{interruptible, Stop};
 use crate::texts::Source;
 use crate::values::to_json;
 
@@ -226,6 +226,11 @@ fn overlap_texts<'py>(
         let ids: Vec<String> = queries.iter().map(|(id, _)| id.clone()).collect();
         // Ctrl-C stops the work between documents (the index's stop flag).
         let (index, found) = interruptible(py, None, |stop| -> PyResult<_> {
+            // The whole read-modify-write of the saved index holds its lock, from before the
+            // load (when `index_dir` is the same directory) to after the save, as `neardup
+            // overlap --save-index` holds it: two writers that each loaded, added and saved
+            // would lose the documents of the one that saved first.
+            let lock = save_index.as_deref().map(|dir| lock_index(dir, stop)).transpose()?;
             let mut index = match &index_dir {
                 Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_error)?,
                 None => PassageIndex::new(spec).map_err(overlap_error)?,
@@ -254,8 +259,8 @@ fn overlap_texts<'py>(
                     .collect::<Result<_, _>>()
                     .map_err(overlap_error)?
             };
-            if let Some(dir) = &save_index {
-                index.save(dir).map_err(overlap_error)?;
+            if let Some(lock) = &lock {
+                index.save(lock.dir()).map_err(overlap_error)?;
             }
             index.set_stop(None);
             Ok((index, found))
@@ -270,4 +275,17 @@ fn overlap_texts<'py>(
             })
             .collect()
     })
+}
+
+/// The lock of the saved index in `dir` (made if need be), waiting while another writer holds
+/// it (another process's `neardup overlap --save-index`, or another call); Ctrl-C stops the
+/// wait.
+fn lock_index(dir: &std::path::Path, stop: &Stop) -> PyResult<neardup::IndexLock> {
+    loop {
+        if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(crate::dedup_error)? {
+            return Ok(lock);
+        }
+        stop.check()?;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
