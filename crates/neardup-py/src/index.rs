@@ -3,8 +3,10 @@
 //! GIL released).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList};
 use rayon::prelude::*;
@@ -13,7 +15,7 @@ use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
 use crate::dedup::search_config;
-use crate::interrupt::{interruptible, wants_progress};
+use crate::interrupt::{interruptible, interruptible_with, wants_progress, Stop};
 use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
 use crate::pipeline::{doc_from_py, Doc, PyPipeline};
 use crate::texts::Source;
@@ -34,6 +36,10 @@ type State = NamedEngine;
 pub(crate) struct PyIndex {
     pipeline: Arc<Pipeline>,
     state: RwLock<State>,
+    /// The stop flag of the passage index (`set_stop`), raised by Ctrl-C during
+    /// `Index.overlap`. One for the index, as the library keeps it: an interrupt also stops
+    /// the passage checks other threads run on it at that moment.
+    passage_stop: Arc<AtomicBool>,
 }
 
 fn poisoned<T>(_: T) -> PyErr {
@@ -48,10 +54,13 @@ impl PyIndex {
     ) -> PyResult<PyIndex> {
         let engine = Engine::new(pipeline.clone(), config).map_err(dedup_error)?;
         let mut named = NamedEngine::new(engine);
+        let passage_stop = Arc::new(AtomicBool::new(false));
         if let Some(spec) = passages {
-            named = named.with_passages(spec).map_err(overlap_error)?;
+            let mut passages = PassageIndex::new(spec).map_err(overlap_error)?;
+            passages.set_stop(Some(passage_stop.clone()));
+            named.set_passages(passages);
         }
-        Ok(PyIndex { pipeline, state: RwLock::new(named) })
+        Ok(PyIndex { pipeline, state: RwLock::new(named), passage_stop })
     }
 
     /// Sketches one document. Like every use of the lock, with the GIL released: a thread that
@@ -70,7 +79,13 @@ impl PyIndex {
         py: Python<'_>,
         f: impl FnOnce(&mut State) -> T + Send,
     ) -> PyResult<T> {
-        py.detach(|| Ok(f(&mut *self.state.write().map_err(poisoned)?)))
+        py.detach(|| {
+            let mut state = self.state.write().map_err(poisoned)?;
+            // A stop flag an interrupted `overlap` left raised is lowered: no check runs now
+            // (each holds the read lock), and a raised flag would stop this write's passages.
+            self.passage_stop.store(false, Ordering::Relaxed);
+            Ok(f(&mut state))
+        })
     }
 
     /// Runs `f` under the read lock, with the GIL released.
@@ -308,14 +323,24 @@ impl PyIndex {
                 .map(|(i, id)| doc_id(id, &format!("exclude_source[{i}]")))
                 .collect::<PyResult<Vec<String>>>()?;
             let text = doc_from_py(text, "text")?.into_display_text();
-            let (found, ids) = self.read(py, |state| -> PyResult<_> {
+            // Off the calling thread, so that Ctrl-C stops it (the passage index's flag).
+            let stop = Stop::on(self.passage_stop.clone());
+            let answer = interruptible_with(py, None, stop, |_| -> PyResult<_> {
+                let state = self.state.read().map_err(poisoned)?;
                 let Some(index) = state.passages() else {
                     return Err(crate::errors::input(
                         "this index keeps no passages: make it with Index(..., passages=True)",
                     ));
                 };
                 let exclude = excluded(index, &exclude_source)?;
-                let found = index.check(id.as_deref(), &text, &exclude).map_err(overlap_error)?;
+                let found = index.check(id.as_deref(), &text, &exclude).map_err(|e| match e {
+                    // Our own interrupt is raised as KeyboardInterrupt instead.
+                    neardup::overlap::OverlapError::Stopped => PyRuntimeError::new_err(
+                        "the passage check was stopped: a call on the same Index was \
+                         interrupted (Ctrl-C)",
+                    ),
+                    e => overlap_error(e),
+                })?;
                 // The ids of the sources, taken under the lock.
                 let ids: std::collections::HashMap<u32, String> = found
                     .passages
@@ -325,7 +350,11 @@ impl PyIndex {
                     .map(|n| (n, index.id(n).to_string()))
                     .collect();
                 Ok((found, ids))
-            })??;
+            });
+            if answer.is_err() {
+                self.passage_stop.store(false, Ordering::Relaxed);
+            }
+            let (found, ids) = answer?;
             let name = |n: u32| -> PyResult<Bound<'py, PyAny>> {
                 Ok(ids[&n].as_str().into_pyobject(py)?.into_any())
             };
@@ -384,6 +413,7 @@ impl PyIndex {
                 .resolve()
                 .map_err(|e| crate::errors::input(format!("{}: {e}", path.display())))?;
             let index = PyIndex::with_config(pipeline, config, None)?;
+            let passage_stop = index.passage_stop.clone();
             index.write(py, |state| -> PyResult<()> {
                 let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
                 for (i, (id, sketch)) in docs.into_iter().enumerate() {
@@ -406,6 +436,7 @@ impl PyIndex {
                 if path.join(PASSAGE_INDEX_FILE).is_file() {
                     let mut passages = PassageIndex::load(&path, None).map_err(overlap_error)?;
                     passages.rename_ids(plain_id).map_err(overlap_error)?;
+                    passages.set_stop(Some(passage_stop));
                     state.set_passages(passages);
                 }
                 Ok(())
