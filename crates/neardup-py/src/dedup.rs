@@ -8,8 +8,9 @@ use neardup::{Dedup, DedupConfig, DedupOutcome, Document, Scratch, SearchSpec, S
 use pyo3::types::PyDict;
 
 use crate::interrupt::{interruptible, wants_progress};
-use crate::pipeline::{to_json, PyPipeline};
+use crate::pipeline::PyPipeline;
 use crate::texts::Source;
+use crate::values::to_json;
 use crate::{dedup_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -40,7 +41,7 @@ fn search_spec(
     let mut spec = SearchSpec::default();
     for (name, value) in options {
         if let Some(value) = value {
-            spec.set(name, &to_json(value)?, usage).map_err(crate::errors::search_error)?;
+            spec.set(name, &to_json(value, name)?, usage).map_err(crate::errors::search_error)?;
         }
     }
     Ok(spec)
@@ -120,8 +121,12 @@ fn option_table() -> Vec<(&'static str, &'static str, bool, &'static str)> {
 /// `options`: the search options by name (`neardup.dedup`'s keywords).
 /// `ranks`: under `keep="max:FIELD"` or `"min:FIELD"`, each document's value of the field as
 /// JSON text (`null` for none), read by the library's rule ([`neardup::Rank::from_json`]).
+/// `ids`: each document's id as the library's id text (`None`: no id), whose repeats the
+/// summary counts as `neardup dedup`'s does ([`neardup::RepeatedIds`]); the records stay
+/// separate documents.
 #[pyfunction]
-#[pyo3(signature = (texts, options = None, pipeline = None, progress = None, ranks = None))]
+#[pyo3(signature = (texts, options = None, pipeline = None, progress = None, ranks = None,
+                    ids = None))]
 fn dedup_texts(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
@@ -129,6 +134,7 @@ fn dedup_texts(
     pipeline: Option<&Bound<'_, PyAny>>,
     progress: Option<bool>,
     ranks: Option<Vec<String>>,
+    ids: Option<Vec<Option<String>>>,
 ) -> PyResult<PyDedupResult> {
     guard(|| {
         let config = search_config_from_dict(options, SearchUse::Batch)?;
@@ -162,6 +168,12 @@ fn dedup_texts(
             let outcome = dedup.run().map_err(dedup_error)?;
             let mut summary = neardup::Summary::of(&dedup, &outcome);
             summary.bytes = Some(texts.iter().map(|t| t.len() as u64).sum());
+            let mut repeated = neardup::RepeatedIds::default();
+            for id in ids.iter().flatten().flatten() {
+                repeated.note(id);
+            }
+            summary.repeated_ids = repeated.records() as u64;
+            summary.repeated_id_examples = repeated.examples().to_vec();
             Ok(PyDedupResult {
                 summary,
                 banding: dedup.banding(),

@@ -3,6 +3,7 @@
 //! GIL released).
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 use pyo3::prelude::*;
@@ -13,7 +14,7 @@ use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
 use crate::dedup::search_config;
-use crate::interrupt::{interruptible, wants_progress};
+use crate::interrupt::{interruptible, interruptible_with, wants_progress, Stop};
 use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
 use crate::pipeline::{doc_from_py, Doc, PyPipeline};
 use crate::texts::Source;
@@ -49,7 +50,7 @@ impl PyIndex {
         let engine = Engine::new(pipeline.clone(), config).map_err(dedup_error)?;
         let mut named = NamedEngine::new(engine);
         if let Some(spec) = passages {
-            named = named.with_passages(spec).map_err(overlap_error)?;
+            named.set_passages(PassageIndex::new(spec).map_err(overlap_error)?);
         }
         Ok(PyIndex { pipeline, state: RwLock::new(named) })
     }
@@ -70,7 +71,10 @@ impl PyIndex {
         py: Python<'_>,
         f: impl FnOnce(&mut State) -> T + Send,
     ) -> PyResult<T> {
-        py.detach(|| Ok(f(&mut *self.state.write().map_err(poisoned)?)))
+        py.detach(|| {
+            let mut state = self.state.write().map_err(poisoned)?;
+            Ok(f(&mut state))
+        })
     }
 
     /// Runs `f` under the read lock, with the GIL released.
@@ -228,16 +232,18 @@ impl PyIndex {
         })
     }
 
-    /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`.
-    #[pyo3(signature = (text, top_k = 10, threshold = None))]
+    /// The stored documents similar to `text`, most similar first: `[(id, similarity)]`, at
+    /// most `top_k` (10 by default).
+    #[pyo3(signature = (text, top_k = None, threshold = None))]
     fn search(
         &self,
         py: Python<'_>,
         text: &Bound<'_, PyAny>,
-        top_k: usize,
+        top_k: Option<&Bound<'_, PyAny>>,
         threshold: Option<f64>,
     ) -> PyResult<Vec<(String, f64)>> {
         guard(|| {
+            let top_k = top_k.map_or(Ok(10), |k| crate::values::count("top_k", k))?;
             check_threshold(threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
@@ -248,7 +254,7 @@ impl PyIndex {
 
     /// Is `text` a near-duplicate of anything stored? If not (and `insert`), store it under
     /// `id`, atomically. Returns `{"duplicate", "matches": [(id, similarity)], "inserted"}`.
-    #[pyo3(signature = (id, text, insert = true, threshold = None, top_k = 10))]
+    #[pyo3(signature = (id, text, insert = true, threshold = None, top_k = None))]
     fn check<'py>(
         &self,
         py: Python<'py>,
@@ -256,10 +262,11 @@ impl PyIndex {
         text: &Bound<'py, PyAny>,
         insert: bool,
         threshold: Option<f64>,
-        top_k: usize,
+        top_k: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
             let id = &doc_id(id, "id")?;
+            let top_k = top_k.map_or(Ok(10), |k| crate::values::count("top_k", k))?;
             check_threshold(threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
@@ -305,14 +312,21 @@ impl PyIndex {
                 .map(|(i, id)| doc_id(id, &format!("exclude_source[{i}]")))
                 .collect::<PyResult<Vec<String>>>()?;
             let text = doc_from_py(text, "text")?.into_display_text();
-            let (found, ids) = self.read(py, |state| -> PyResult<_> {
-                let Some(index) = state.passages() else {
+            // Off the calling thread, so that Ctrl-C stops it (a flag of this call's own), and on
+            // a snapshot of the passage index, so that writers on other threads do not wait.
+            let flag = Arc::new(AtomicBool::new(false));
+            let stop = Stop::on(flag.clone());
+            let answer = interruptible_with(py, None, stop, |_| -> PyResult<_> {
+                let snapshot = self.state.read().map_err(poisoned)?.passages_snapshot();
+                let Some(index) = snapshot.as_deref() else {
                     return Err(crate::errors::input(
                         "this index keeps no passages: make it with Index(..., passages=True)",
                     ));
                 };
                 let exclude = excluded(index, &exclude_source)?;
-                let found = index.check(id.as_deref(), &text, &exclude).map_err(overlap_error)?;
+                let found = index
+                    .check_until(id.as_deref(), &text, &exclude, Some(&flag))
+                    .map_err(overlap_error)?;
                 // The ids of the sources, taken under the lock.
                 let ids: std::collections::HashMap<u32, String> = found
                     .passages
@@ -322,7 +336,8 @@ impl PyIndex {
                     .map(|n| (n, index.id(n).to_string()))
                     .collect();
                 Ok((found, ids))
-            })??;
+            });
+            let (found, ids) = answer?;
             let name = |n: u32| -> PyResult<Bound<'py, PyAny>> {
                 Ok(ids[&n].as_str().into_pyobject(py)?.into_any())
             };
@@ -420,7 +435,7 @@ impl PyIndex {
 /// decimal text (`7` and `"7"` are one id), within the length a collection stores.
 fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     let id = if let Ok(s) = obj.cast::<pyo3::types::PyString>() {
-        s.to_str()?.to_string()
+        crate::values::utf8(s, || what.to_string())?.to_string()
     } else if obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<PyBool>() {
         obj.str()?.to_str()?.to_string()
     } else {
@@ -439,10 +454,11 @@ fn plain_id(id: &str) -> String {
     neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
 }
 
+/// A call's own threshold: a finite number in (0, 1], else an `OptionError` naming it.
 fn check_threshold(t: Option<f64>) -> PyResult<()> {
-    match t {
+    match crate::values::finite("threshold", t)? {
         Some(t) if !(t > 0.0 && t <= 1.0) => {
-            Err(crate::errors::input(format!("threshold {t} is not in (0, 1]")))
+            Err(crate::errors::option(format!("threshold: expected a number in (0, 1], found {t}")))
         }
         _ => Ok(()),
     }

@@ -41,6 +41,12 @@ impl Stop {
         }
     }
 
+    /// A stop that raises `flag`: the one a long-lived library object keeps (an `Index`'s
+    /// passage index, shared by the threads that use it).
+    pub(crate) fn on(flag: Arc<AtomicBool>) -> Stop {
+        Stop { stopped: flag, done: AtomicU64::new(0) }
+    }
+
     /// The flag itself, for library calls that take one (`PassageIndex::set_stop`).
     pub(crate) fn flag(&self) -> Arc<AtomicBool> {
         self.stopped.clone()
@@ -80,7 +86,17 @@ pub(crate) fn interruptible<T: Send>(
     progress: Option<(&str, u64)>,
     work: impl FnOnce(&Stop) -> PyResult<T> + Send,
 ) -> PyResult<T> {
-    let stop = Stop::default();
+    interruptible_with(py, progress, Stop::default(), work)
+}
+
+/// [`interruptible`] with the work's [`Stop`] given: Ctrl-C raises its flag (`Stop::on`: one a
+/// library object keeps), which stays raised for the caller to lower.
+pub(crate) fn interruptible_with<T: Send>(
+    py: Python<'_>,
+    progress: Option<(&str, u64)>,
+    stop: Stop,
+    work: impl FnOnce(&Stop) -> PyResult<T> + Send,
+) -> PyResult<T> {
     let started = Instant::now();
     let mut shown = false;
     // Set (and notified) when the work ends, so the caller wakes at once, not at its next tick.

@@ -19,6 +19,7 @@ mod pipeline;
 mod profiles;
 mod spark;
 mod texts;
+mod values;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -6,15 +6,16 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use neardup::overlap::{Batch, Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex};
 
 use rayon::prelude::*;
 
 use crate::guard;
-use crate::interrupt::interruptible;
+use crate::interrupt::{interruptible, Stop};
 use crate::texts::Source;
+use crate::values::to_json;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(overlap_texts, m)?)?;
@@ -25,22 +26,59 @@ pub(crate) use crate::errors::overlap_error;
 
 /// The settings of the passage check by their keyword names (those of `neardup overlap`'s
 /// options): `min_units`, `max_gap`, `min_similarity`, `seed_units`, `window`, `max_sources`,
-/// `keep_quotes`. An unknown name, a wrong type or a value out of range is a `ValueError` or
-/// `TypeError` that names it.
+/// `keep_quotes`. Each value goes through the one conversion of options ([`to_json`]: NaN,
+/// infinities and ints past 64 bits refused by name); a value of the wrong kind is an
+/// `InputTypeError`, a number out of the option's range an `OptionError`, each naming the
+/// option and the value.
 pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapSpec> {
+    use serde_json::Value;
+    /// The option's value, if given (`null`: not given); `number`: the option takes a number
+    /// (else true or false).
+    fn parse<T>(
+        key: &str,
+        value: &Value,
+        takes: &str,
+        number: bool,
+        read: impl Fn(&Value) -> Option<T>,
+    ) -> PyResult<Option<T>> {
+        if value.is_null() {
+            return Ok(None);
+        }
+        read(value).map(Some).ok_or_else(|| {
+            let message = format!("{key}: expected {takes}, found {value}");
+            let right_kind = if number { value.is_number() } else { value.is_boolean() };
+            if right_kind {
+                crate::errors::option(message)
+            } else {
+                crate::errors::input_type(message)
+            }
+        })
+    }
+    const COUNT: &str = "a whole number from 0 to 4294967295";
+    let count = |v: &Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
     let mut o = OverlapOptions::default();
     if let Some(options) = options {
         for (key, value) in options.iter() {
-            let key: String = key.extract()?;
-            let named = |e: PyErr| crate::errors::input_type(format!("{key}: {e}"));
-            match key.as_str() {
-                "min_units" => o.min_units = value.extract().map_err(named)?,
-                "max_gap" => o.max_gap = value.extract().map_err(named)?,
-                "min_similarity" => o.min_similarity = value.extract().map_err(named)?,
-                "seed_units" => o.seed_units = value.extract().map_err(named)?,
-                "window" => o.window = value.extract().map_err(named)?,
-                "max_sources" => o.max_sources = value.extract().map_err(named)?,
-                "keep_quotes" => o.keep_quotes = value.extract().map_err(named)?,
+            let Ok(key) = key.cast::<PyString>() else {
+                return Err(crate::errors::input_type(format!(
+                    "passage options: keys must be str, found {}",
+                    key.get_type().name()?
+                )));
+            };
+            let key = crate::values::utf8(key, || "a passage option's name".into())?;
+            let v = to_json(&value, key)?;
+            match key {
+                "min_units" => o.min_units = parse(key, &v, COUNT, true, count)?,
+                "max_gap" => o.max_gap = parse(key, &v, COUNT, true, count)?,
+                "min_similarity" => {
+                    o.min_similarity = parse(key, &v, "a number", true, Value::as_f64)?
+                }
+                "seed_units" => o.seed_units = parse(key, &v, COUNT, true, count)?,
+                "window" => o.window = parse(key, &v, COUNT, true, count)?,
+                "max_sources" => o.max_sources = parse(key, &v, COUNT, true, count)?,
+                "keep_quotes" => {
+                    o.keep_quotes = parse(key, &v, "true or false", false, Value::as_bool)?
+                }
                 _ => {
                     return Err(crate::errors::input_type(format!(
                         "unknown passage option {key:?}: expected one of {}",
@@ -166,7 +204,10 @@ fn overlap_texts<'py>(
         let spec = spec_from_options(options)?;
         let texts = |source: &Bound<'_, PyAny>, ids: Vec<String>, what: &str| {
             let source = Source::from_py(source)?;
-            let texts = source.texts()?;
+            let texts = source.texts_named(|i| match ids.get(i) {
+                Some(id) => format!("{what}: document {id}"),
+                None => format!("{what}: document {i}"),
+            })?;
             if ids.len() != texts.len() {
                 return Err(crate::errors::input(format!(
                     "{what}: {} ids for {} texts",
@@ -185,6 +226,11 @@ fn overlap_texts<'py>(
         let ids: Vec<String> = queries.iter().map(|(id, _)| id.clone()).collect();
         // Ctrl-C stops the work between documents (the index's stop flag).
         let (index, found) = interruptible(py, None, |stop| -> PyResult<_> {
+            // The whole read-modify-write of the saved index holds its lock, from before the
+            // load (when `index_dir` is the same directory) to after the save, as `neardup
+            // overlap --save-index` holds it: two writers that each loaded, added and saved
+            // would lose the documents of the one that saved first.
+            let lock = save_index.as_deref().map(|dir| lock_index(dir, stop)).transpose()?;
             let mut index = match &index_dir {
                 Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_error)?,
                 None => PassageIndex::new(spec).map_err(overlap_error)?,
@@ -213,9 +259,8 @@ fn overlap_texts<'py>(
                     .collect::<Result<_, _>>()
                     .map_err(overlap_error)?
             };
-            if let Some(dir) = &save_index {
-                let lock = neardup::IndexLock::acquire(dir).map_err(crate::errors::dedup_error)?;
-                index.save(&lock).map_err(overlap_error)?;
+            if let Some(lock) = &lock {
+                index.save(lock).map_err(overlap_error)?;
             }
             index.set_stop(None);
             Ok((index, found))
@@ -230,4 +275,17 @@ fn overlap_texts<'py>(
             })
             .collect()
     })
+}
+
+/// The lock of the saved index in `dir` (made if need be), waiting while another writer holds
+/// it (another process's `neardup overlap --save-index`, or another call); Ctrl-C stops the
+/// wait.
+fn lock_index(dir: &std::path::Path, stop: &Stop) -> PyResult<neardup::IndexLock> {
+    loop {
+        if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(crate::dedup_error)? {
+            return Ok(lock);
+        }
+        stop.check()?;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

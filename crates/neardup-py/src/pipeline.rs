@@ -5,13 +5,14 @@ use std::sync::Arc;
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 
 use neardup::{Document, Pipeline, PipelineOptions, PipelineSpec, Scratch, Sketches};
 
 use crate::interrupt::{interruptible, wants_progress};
 use crate::texts::Source;
+use crate::values::{to_json, utf8};
 use crate::{build_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -42,46 +43,6 @@ fn lsh_params(
         .map_err(|e| crate::errors::option(e.to_string()))?;
         Ok((p.bands, p.rows))
     })
-}
-
-/// A Python value (`str`, `int`, `float`, `bool`, `None`, list, tuple, dict) as JSON.
-pub(crate) fn to_json(obj: &Bound<'_, PyAny>) -> PyResult<serde_json::Value> {
-    use serde_json::Value;
-    if obj.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if obj.is_instance_of::<PyInt>() {
-        if let Ok(n) = obj.extract::<u64>() {
-            return Ok(Value::from(n));
-        }
-        return Ok(Value::from(obj.extract::<i64>()?));
-    }
-    if let Ok(f) = obj.cast::<PyFloat>() {
-        return Ok(serde_json::json!(f.value()));
-    }
-    if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_str()?.to_string()));
-    }
-    if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = serde_json::Map::new();
-        for (k, v) in d.iter() {
-            let key: String =
-                k.extract().map_err(|_| crate::errors::input_type("dict keys must be str"))?;
-            map.insert(key, to_json(&v)?);
-        }
-        return Ok(Value::Object(map));
-    }
-    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        let items: Vec<Value> = obj.try_iter()?.map(|x| to_json(&x?)).collect::<PyResult<_>>()?;
-        return Ok(Value::Array(items));
-    }
-    Err(crate::errors::input_type(format!(
-        "cannot use a {} here (expected str, int, float, bool, None, list or dict)",
-        obj.get_type().name()?
-    )))
 }
 
 /// JSON as a Python value.
@@ -135,7 +96,7 @@ impl PyPipeline {
                 if v.is_none() {
                     continue;
                 }
-                o.set(&name, &to_json(&v)?).map_err(build_error)?;
+                o.set(&name, &to_json(&v, &name)?).map_err(build_error)?;
             }
         }
         let spec = o.to_spec("default").map_err(build_error)?;
@@ -173,12 +134,20 @@ pub(crate) type Doc = neardup::OwnedDocument;
 /// The document a Python argument holds; `what` names the argument in errors.
 pub(crate) fn doc_from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Doc> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Doc::Text(s.to_str()?.to_string()));
+        return Ok(Doc::Text(utf8(s, || what.to_string())?.to_string()));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        let tokens: Vec<String> = obj
-            .extract()
-            .map_err(|_| crate::errors::input_type(format!("{what}: tokens must all be str")))?;
+        let mut tokens = Vec::new();
+        for (i, token) in obj.try_iter()?.enumerate() {
+            let token = token?;
+            let Ok(token) = token.cast::<PyString>() else {
+                return Err(crate::errors::input_type(format!(
+                    "{what}: tokens must all be str, token {i} is {}",
+                    token.get_type().name()?
+                )));
+            };
+            tokens.push(utf8(token, || format!("{what}: token {i}"))?.to_string());
+        }
         return Ok(Doc::Tokens(tokens));
     }
     let name = if obj.is_none() { "None".to_string() } else { obj.get_type().name()?.to_string() };
@@ -200,9 +169,9 @@ impl PyPipeline {
     fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
         guard(|| {
             let spec = if let Ok(text) = spec.cast::<PyString>() {
-                PipelineSpec::from_json(text.to_str()?).map_err(build_error)?
+                PipelineSpec::from_json(utf8(text, || "spec".into())?).map_err(build_error)?
             } else {
-                PipelineSpec::from_value(to_json(spec)?).map_err(build_error)?
+                PipelineSpec::from_value(to_json(spec, "spec")?).map_err(build_error)?
             };
             PyPipeline::from_spec_value(spec)
         })

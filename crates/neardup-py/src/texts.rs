@@ -94,8 +94,16 @@ impl<'py> Source<'py> {
 
     /// The texts, in order.
     pub(crate) fn texts(&self) -> PyResult<Vec<&str>> {
+        self.texts_named(|i| format!("document {i}"))
+    }
+
+    /// The texts, in order; `name` names a document in errors by its position (`document 3`,
+    /// or its argument and id).
+    pub(crate) fn texts_named(&self, name: impl Fn(usize) -> String) -> PyResult<Vec<&str>> {
         match self {
-            Source::Strings(items) => items.iter().map(|s| s.to_str()).collect(),
+            Source::Strings(items) => {
+                items.iter().enumerate().map(|(i, s)| crate::values::utf8(s, || name(i))).collect()
+            }
             Source::Arrow { data, offsets, valid } => {
                 let data = data.as_slice()?;
                 let bounds: Vec<(i64, i64)> = match offsets {

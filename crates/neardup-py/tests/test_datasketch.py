@@ -602,3 +602,27 @@ def test_hash_values_numpy_broadcasts_keep_answering_as_datasketch(values, permu
     assert _sequence_outcome(nd, scheme, values, permutations) == _sequence_outcome(
         ds, scheme, values, permutations
     )
+
+
+@pytest.mark.parametrize(
+    "name", sorted(set(ds.__all__) - set(nd.__all__))
+)
+def test_a_datasketch_name_the_drop_in_lacks_says_where_it_is(name):
+    """`from neardup.datasketch import MinHashLSHForest` (and every other public datasketch name
+    the drop-in lacks) was a bare ImportError: it says what the drop-in has and where the rest
+    is."""
+    with pytest.raises(ImportError) as e:
+        exec(f"from neardup.datasketch import {name}", {})
+    said = str(e.value)
+    assert f"not {name}" in said and "pip install datasketch" in said, said
+    assert f"from datasketch import {name}" in said and "MinHash, LeanMinHash, MinHashLSH" in said
+    for provided in nd.__all__:
+        assert provided in said
+
+
+def test_other_names_are_attribute_errors_and_every_provided_name_imports():
+    with pytest.raises(AttributeError, match="NoSuchSketch"):
+        nd.NoSuchSketch  # noqa: B018
+    assert not hasattr(nd, "__path__")
+    for name in nd.__all__:
+        exec(f"from neardup.datasketch import {name}", {})

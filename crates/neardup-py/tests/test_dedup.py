@@ -2,6 +2,7 @@
 
 import json
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -263,3 +264,80 @@ def test_keep_by_a_date_column_keeps_what_the_cli_keeps(binary, tmp_path, rule):
     mixed = [3] + dates[1:]
     with pytest.raises(neardup.InputError, match="holds a date here and a number"):
         neardup.dedup(pd.DataFrame({"text": texts, "fetched_at": mixed}), keep=rule)
+
+
+def test_repeated_ids_stay_separate_documents_and_are_said_as_the_cli_says(binary, tmp_path):
+    """Records that repeat an id ("7" and 7 are one id) are kept apart as two documents and
+    reported, with the CLI's count, examples and words: they passed silently."""
+    import pandas as pd
+
+    texts = corpus()[:40]
+    ids = ["7", 7] + [f"d{i}" for i in range(2, 38)] + ["u", "u"]
+    ids[20] = "u"
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts)))
+    out = run_cli(binary, "dedup", str(path), "-o", "/dev/null")
+    assert out.returncode == 0, out.stderr
+    [cli_line] = [l.strip() for l in out.stderr.decode().splitlines() if "duplicate id" in l]
+
+    for given in (dict(docs=pd.DataFrame({"id": ids, "text": texts})), dict(docs=texts, ids=ids)):
+        with pytest.warns(neardup.RepeatedIdWarning) as caught:
+            result = neardup.dedup(**given)
+        assert str(caught[0].message) == f"neardup.dedup: {cli_line}"
+        assert result.documents == len(texts) and result.kept_ids().count("u") >= 1
+        s = result.summary()
+        assert s["repeated_ids"] == 3 and s["repeated_id_examples"] == ["7", "u"]
+        assert cli_line in result.summary_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert neardup.dedup(texts).summary()["repeated_ids"] == 0  # positions repeat nothing
+
+
+def test_dotted_names_reach_into_struct_columns_as_the_cli_reads_parquet(binary, tmp_path):
+    """id_col="meta.url" (and text and keep columns) read the field of a struct column, as
+    `neardup dedup --id-field meta.url` reads a Parquet file; a column of the whole name wins."""
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = corpus()[:300]
+    urls = [f"https://x.example/{i}" for i in range(len(texts))]
+    dates = crawl_dates(len(texts))
+    table = pa.table({
+        "meta": pa.array([{"url": u, "fetched_at": d} for u, d in zip(urls, dates)]),
+        "body": pa.array([{"content": {"text": t}} for t in texts]),
+    })
+    path = tmp_path / "nested.parquet"
+    pq.write_table(table, path)
+
+    def cli(source, *args):
+        out = run_cli(binary, "dedup", str(source), "--clusters", str(tmp_path / "cl.jsonl"),
+                      "-o", "/dev/null", "-q", *args)
+        assert out.returncode == 0, out.stderr
+        return sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "cl.jsonl"))
+
+    want = cli(path, "--id-field", "meta.url", "--text-field", "body.content.text",
+               "--keep", "max:meta.fetched_at")
+    assert len(want) > 10
+    for given in (
+        table,
+        table.to_pandas(),  # columns of dicts
+        table.to_pandas(types_mapper=pd.ArrowDtype),  # Arrow struct columns
+        pl.from_arrow(table),
+    ):
+        result = neardup.dedup(given, text_col="body.content.text", id_col="meta.url",
+                               keep="max:meta.fetched_at")
+        assert sorted(sorted(c.members) for c in result.clusters) == want, type(given)
+
+    # A column named with the whole dotted name is read before the struct's field.
+    whole = table.append_column("meta.url", pa.array([f"w{i}" for i in range(len(texts))]))
+    pq.write_table(whole, path)
+    want = cli(path, "--id-field", "meta.url", "--text-field", "body.content.text")
+    assert all(m.startswith("w") for c in want for m in c)
+    for given in (whole, whole.to_pandas()):
+        result = neardup.dedup(given, text_col="body.content.text", id_col="meta.url")
+        assert sorted(sorted(c.members) for c in result.clusters) == want, type(given)
+
+    with pytest.raises(neardup.InputError, match=r"no column 'meta.uri' \(id_col\) .*dotted name"):
+        neardup.dedup(table, text_col="body.content.text", id_col="meta.uri")

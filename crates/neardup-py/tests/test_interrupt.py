@@ -69,6 +69,70 @@ def test_ctrl_c_interrupts_a_long_call_within_a_second(call):
             child.wait()
 
 
+# One long passage check: a thesis of varied repeats of a few paragraphs against many near-copies
+# (each k-gram hits every copy, in many places; some 200 sources are aligned in turn, seconds of
+# work in one query), from a saved passage index (loaded in a moment, so that the signal comes
+# during the check) or an Index.
+CHILD_PASSAGES = """
+import pathlib, random, sys, neardup
+rng = random.Random(1)
+vocab = [f"w{i}" for i in range(2000)]
+base = [" ".join(rng.choice(vocab) for _ in range(60)) for _ in range(5)]
+def varied(r):
+    return "\\n".join(
+        " ".join(w if r.random() > 0.03 else r.choice(vocab) for w in rng.choice(base).split()) + "."
+        for _ in range(1000)
+    )
+thesis = varied(random.Random(0))
+collection = {f"c{i}": varied(random.Random(i + 1)) for i in range(200)}
+call = sys.argv[1]
+index = neardup.Index(passages=True)
+index.insert_many(list(collection), list(collection.values()))
+if call == "overlap":
+    saved = pathlib.Path(sys.argv[2])
+    index.save(saved)  # with its passage index, which neardup.overlap reads
+print("ready", flush=True)
+try:
+    print("working", file=sys.stderr, flush=True)
+    if call == "overlap":
+        neardup.overlap(thesis, saved)
+    else:
+        index.overlap(thesis)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(42)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("call", ["overlap", "Index.overlap"])
+def test_ctrl_c_interrupts_one_long_passage_check(call, tmp_path):
+    """One query's passage check runs off the calling thread, the passage index's stop flag
+    set: Ctrl-C stops it between candidate sources, not at its end seconds later."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD_PASSAGES, call, str(tmp_path / "saved")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()[-2000:]
+        seen = ""
+        deadline = time.monotonic() + 60
+        while "working" not in seen and time.monotonic() < deadline:
+            seen += os.read(child.stderr.fileno(), 4096).decode(errors="replace")
+        time.sleep(1.0)  # deep in the check: it takes seconds
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+        took = time.monotonic() - sent
+        assert child.returncode == 42, (out, err[-2000:])
+        assert "interrupted" in out and "finished" not in out
+        assert took < 1.0, f"{call}: KeyboardInterrupt {took:.2f} s after SIGINT"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
 def test_progress_is_off_when_stderr_is_not_a_terminal():
     child = subprocess.run(
         [sys.executable, "-c", "import neardup; neardup.dedup(['a b c'] * 10)"],

@@ -198,3 +198,76 @@ def test_bad_input_is_refused_by_name():
     # An empty query has nothing copied; an empty collection holds nothing.
     assert neardup.overlap("", [SOURCE])["chars"] == 0
     assert neardup.overlap(QUERY, [])["passages"] == []
+
+
+def paragraph(tag: str, n: int = 80) -> str:
+    """A text of `n` words no other paragraph shares."""
+    return " ".join(f"{tag}{i}w{(i * 7919) % 1000}" for i in range(n)) + "."
+
+
+def test_save_index_beside_a_cli_run_keeps_both_documents(binary, tmp_path):
+    """`neardup.overlap(..., save_index=D)` while `neardup overlap ... --save-index D` runs: each
+    loads D, adds its document and saves, so without the CLI's lock on D the later save lost
+    the earlier one's document (a lost update). The CLI holds the lock while it reads its
+    queries from a FIFO; the Python call waits for the lock instead of failing, then adds to
+    what the CLI saved."""
+    import fcntl
+    import os
+    import subprocess
+    import threading
+    import time
+
+    saved = tmp_path / "lib"
+    neardup.overlap({"src": paragraph("src")}, save_index=saved)
+    fifo = tmp_path / "cli.jsonl"
+    os.mkfifo(fifo)
+    cli = subprocess.Popen(
+        [str(binary), "overlap", str(fifo), "--against", str(saved), "--save-index", str(saved),
+         "--summary", str(tmp_path / "s.jsonl")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    outcome: dict = {}
+
+    def python_run():
+        try:
+            outcome["found"] = neardup.overlap({"py": paragraph("py")}, saved, save_index=saved)
+        except BaseException as e:  # noqa: BLE001 - reported by the assertions below
+            outcome["error"] = e
+
+    thread = threading.Thread(target=python_run, daemon=True)
+    try:
+        # The CLI takes D's lock before it loads D and reads its input.
+        deadline = time.monotonic() + 30
+        while True:
+            assert time.monotonic() < deadline, "the CLI did not take the lock"
+            if (saved / "lock").exists():
+                with open(saved / "lock", "a") as f:
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        fcntl.flock(f, fcntl.LOCK_UN)
+                    except BlockingIOError:
+                        break
+            time.sleep(0.02)
+        thread.start()
+        time.sleep(1.0)
+        assert thread.is_alive() and not outcome, f"the Python call did not wait: {outcome}"
+        while True:  # the CLI opens the FIFO once it has loaded D
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:
+                assert cli.poll() is None and time.monotonic() < deadline + 30, cli.stderr.read()
+                time.sleep(0.02)
+        os.write(fd, (json.dumps({"id": "cli", "text": paragraph("cli")}) + "\n").encode())
+        os.close(fd)
+        _, err = cli.communicate(timeout=60)
+        assert cli.returncode == 0, err.decode()
+        thread.join(60)
+        assert not thread.is_alive() and "error" not in outcome, outcome
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+
+    found = neardup.overlap({f"probe-{k}": paragraph(k) for k in ("src", "cli", "py")}, saved)
+    assert [sorted(sources(q)) for q in found] == [["src"], ["cli"], ["py"]]

@@ -449,3 +449,53 @@ def test_a_corpus_without_duplicates_and_negative_order_positions(spark):
     result = dedup(df, order_col="o", threshold=0.7)
     assert clusters_of(result.assignments) == [["d0", "d10"], ["d11", "d3"]]
     assert {r.id for r in result.assignments.collect() if not r.kept} == {"d10", "d11"}
+
+
+def test_the_command_reads_a_spark_parquet_folder_as_the_cli_and_says_little(binary, tmp_path):
+    """`python -m neardup.spark dedup crawl/ out/` on a Spark job's output (Parquet parts, one
+    named by its first bytes only, beside _SUCCESS and its hidden .crc): read as Parquet, as `neardup
+    dedup crawl/` reads it (it was read as JSON Lines, and failed advising --lossy), with the
+    CLI's clusters; stderr holds the summary and no Spark INFO line. A folder mixing the
+    formats is one line naming a file of each and the way out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = big_corpus()[:600]
+    ids = [f"d{i:05d}" for i in range(len(docs))]
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    half = len(docs) // 2
+    pq.write_table(pa.table({"id": ids[:half], "text": docs[:half]}), crawl / "part-00000-1a2b-c000.snappy.parquet")
+    pq.write_table(pa.table({"id": ids[half:], "text": docs[half:]}), crawl / "part-00001-1a2b-c000")
+    (crawl / "_SUCCESS").write_text("")
+    (crawl / "._SUCCESS.crc").write_bytes(b"crc\x00")
+
+    out = run_cli(binary, "dedup", str(crawl), "--clusters", str(tmp_path / "cl.jsonl"), "-o", "/dev/null", "-q")
+    assert out.returncode == 0, out.stderr
+    cli = sorted(sorted(json.loads(l)["cluster"]) for l in open(tmp_path / "cl.jsonl"))
+    assert len(cli) > 10
+
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    cmd = [sys.executable, "-m", "neardup.spark", "dedup", str(crawl), str(tmp_path / "out"),
+           "--master", "local[2]", "--assignments", str(tmp_path / "a")]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "neardup dedup (spark): 600 documents" in run.stderr, run.stderr[-3000:]
+    assert not [l for l in run.stderr.splitlines() if " INFO " in l], run.stderr[:3000]
+    groups: dict = {}
+    for p in sorted((tmp_path / "a").glob("part-*")):
+        for row in map(json.loads, p.read_text().splitlines()):
+            if row.get("cluster") is not None:
+                groups.setdefault(row["cluster"], []).append(row["id"])
+    assert sorted(sorted(g) for g in groups.values()) == cli
+    # The kept rows, as Parquet (the input's format): one per cluster and every lone document.
+    assert pq.read_table(tmp_path / "out").num_rows == len(docs) - sum(len(c) - 1 for c in cli)
+
+    # Mixed formats: one line naming a file of each and the way out, no Java trace.
+    (crawl / "notes.jsonl").write_text(json.dumps({"id": "x", "text": "a b c"}) + "\n")
+    mixed = subprocess.run(cmd[:5] + [str(tmp_path / "out2"), "--master", "local[2]"],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert mixed.returncode == 1, mixed.stderr[-3000:]
+    said = [l for l in mixed.stderr.splitlines() if l.startswith("neardup: error:")]
+    assert len(said) == 1 and "mixes Parquet" in said[0] and "notes.jsonl" in said[0], mixed.stderr[-3000:]
+    assert "--format" in said[0] and "at org.apache" not in mixed.stderr

@@ -22,6 +22,7 @@ import functools
 import inspect
 import json
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any, Iterable, NamedTuple, Optional, Sequence, Union
 
@@ -40,7 +41,7 @@ from ._neardup import (
     compare,
     presets,
 )
-from ._input import as_texts, keep_field, rank_json, table_columns
+from ._input import as_texts, check_utf8, id_texts, keep_field, rank_json, table_columns
 from . import errors
 from .errors import (
     Error,
@@ -50,6 +51,7 @@ from .errors import (
     InputTypeError,
     OptionError,
     PipelineMismatchError,
+    RepeatedIdWarning,
     UnknownOptionError,
 )
 
@@ -245,7 +247,10 @@ def dedup(
             or by a column of a table: ``"max:fetched_at"`` (the largest number, the newest
             date; numbers, ISO 8601 strings or datetimes) or ``"min:COLUMN"``. Ties, and rows
             with no value, go to the first.
-        ids: the documents' ids (default: their positions, or the keys of a mapping).
+        ids: the documents' ids (default: their positions, or the keys of a mapping). Ids
+            that repeat (``"7"`` and ``7`` are one id) stay separate documents, as in ``neardup
+            dedup``: the summary counts them (``repeated_ids``) and a ``RepeatedIdWarning``
+            says so.
         pipeline: the :class:`Pipeline` (default: the ``default`` preset).
         recall: the probability that a pair exactly at the threshold becomes a candidate (the
             bands are the cheapest that reach it; default 0.99).
@@ -255,7 +260,10 @@ def dedup(
         max_bucket, star_width: the skew guard: a candidate bucket of more than ``max_bucket``
             documents (default 2,000) pairs only its first ``star_width`` (2) with the others.
         text_col, id_col: a table's columns of texts and ids (default: ``"text"``, and ``"id"``
-            when the table has one, else the positions).
+            when the table has one, else the positions). A dotted name (``"meta.url"``) reaches
+            into a struct column (or, in pandas, a column of dicts) when no column has the
+            whole name, as ``neardup dedup --id-field meta.url`` reads Parquet; so does the
+            column of ``keep="max:meta.fetched_at"``.
         progress: draw a progress line on stderr (default: when stderr is a terminal).
 
     Ctrl-C interrupts it (``KeyboardInterrupt``) within a fraction of a second.
@@ -297,9 +305,15 @@ def dedup(
         "max_bucket": max_bucket, "star_width": star_width,
     }
     native = _neardup.dedup_texts(
-        texts, {k: v for k, v in options.items() if v is not None}, pipeline, progress, ranks
+        texts, {k: v for k, v in options.items() if v is not None}, pipeline, progress, ranks,
+        None if ids is None else id_texts(ids),
     )
-    return DedupResult(native, ids)
+    result = DedupResult(native, ids)
+    if result.summary()["repeated_ids"]:
+        # What `neardup dedup` says of the same records: kept apart, and said.
+        said = [line.strip() for line in native.summary_text().splitlines() if "duplicate id" in line]
+        warnings.warn(f"neardup.dedup: {said[0]}", RepeatedIdWarning, stacklevel=2)
+    return result
 
 
 def _mapping_texts(docs: Mapping[Any, Any], what: str) -> tuple[list[Any], list[str]]:
@@ -323,6 +337,8 @@ def _documents(docs: Any, what: str) -> tuple[list[Any], Any]:
     for key in ids:
         if isinstance(key, bool) or not isinstance(key, (str, int)):
             raise InputTypeError(f"{what}: id {key!r} is {type(key).__name__}: ids are str or int")
+        if isinstance(key, str):
+            check_utf8(key, f"{what}: the id {key!r}")
     return ids, texts
 
 
@@ -408,6 +424,9 @@ def overlap(
     }
     if keep_quotes:
         options["keep_quotes"] = True
+    for i, key in enumerate(exclude_source):
+        if isinstance(key, str):
+            check_utf8(key, f"exclude_source[{i}]: the id {key!r}")
     if save_index is not None and not own_ids:
         raise InputError(
             "save_index: the queries join the saved index under their ids: give them as a "

@@ -99,8 +99,9 @@ class Index:
         self, ids: Sequence[DocId], texts: Texts, progress: Optional[bool] = None
     ) -> None: ...
     def remove(self, id: DocId) -> bool: ...
+    # top_k: None is 10.
     def search(
-        self, text: Doc, top_k: int = 10, threshold: Optional[float] = None
+        self, text: Doc, top_k: Optional[int] = None, threshold: Optional[float] = None
     ) -> list[tuple[str, float]]: ...
     def check(
         self,
@@ -108,7 +109,7 @@ class Index:
         text: Doc,
         insert: bool = True,
         threshold: Optional[float] = None,
-        top_k: int = 10,
+        top_k: Optional[int] = None,
     ) -> dict: ...
     def overlap(
         self, text: Doc, id: Optional[DocId] = None, exclude_source: Sequence[DocId] = ()
@@ -139,6 +140,8 @@ def dedup_texts(
     options: Optional[Mapping[str, Any]] = None,
     pipeline: Union[Pipeline, str, None] = None,
     progress: Optional[bool] = None,
+    ranks: Optional[list[str]] = None,
+    ids: Optional[list[Optional[str]]] = None,
 ) -> DedupResult: ...
 def job_spec(
     pipeline: Union[Pipeline, str, None] = None, options: Optional[Mapping[str, Any]] = None

@@ -1064,3 +1064,34 @@ class MinHashLSHDeletionSession:
     def remove(self, key: Hashable) -> None:
         """Removes a key, as :meth:`MinHashLSH.remove`."""
         self.lsh.remove(key)
+
+
+# datasketch 2.0's public names that this drop-in does not provide (its ``__all__``, less the
+# ones above). Importing one is an ImportError that says what the drop-in has and where the
+# rest is, instead of Python's bare "cannot import name".
+_NOT_PROVIDED = (
+    "AsyncMinHashLSH",
+    "HNSW",
+    "HyperLogLog",
+    "HyperLogLogPlusPlus",
+    "MinHashLSHBloom",
+    "MinHashLSHEnsemble",
+    "MinHashLSHForest",
+    "WeightedMinHash",
+    "WeightedMinHashGenerator",
+    "WeightedMinHashLSH",
+    "WeightedMinHashLSHForest",
+    "bBitMinHash",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NOT_PROVIDED:
+        provided = ", ".join(__all__[:-1]) + " and " + __all__[-1]
+        raise ImportError(
+            f"neardup.datasketch is a drop-in for datasketch's MinHash, LeanMinHash and "
+            f"MinHashLSH only: it provides {provided}, not {name}. The rest of datasketch lives "
+            f"in datasketch itself: pip install datasketch, then: from datasketch import {name}",
+            name=__name__,
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,8 @@ Each is also the built-in exception it was before the tree existed (``ValueError
     └── FileError (OSError)              a file that cannot be read or written
 
 Errors inside neardup itself (a bug) are ``RuntimeError``, and the datasketch drop-in
-(:mod:`neardup.datasketch`) raises what datasketch raises.
+(:mod:`neardup.datasketch`) raises what datasketch raises. One warning: ``RepeatedIdWarning``
+(a ``UserWarning``), when the records of a batch run repeat ids.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "IndexFileError",
     "PipelineMismatchError",
     "FileError",
+    "RepeatedIdWarning",
 ]
 
 
@@ -78,3 +80,9 @@ class PipelineMismatchError(IndexFileError):
 
 class FileError(Error, OSError):
     """A file that cannot be read or written."""
+
+
+class RepeatedIdWarning(UserWarning):
+    """A batch run's records repeat ids (``"7"`` and ``7`` are one id): they stay separate
+    documents, as ``neardup dedup`` keeps them, and the run's summary counts them
+    (``repeated_ids``, ``repeated_id_examples``)."""

@@ -2,11 +2,20 @@
 
 Reads JSON Lines (each line kept byte for byte, as ``neardup dedup`` keeps it) or Parquet with
 Spark's readers (any filesystem Spark supports), writes the kept records as JSON Lines or
-Parquet, and prints the summary ``neardup dedup`` prints. spark-submit runs a file, not a
-module: ``python -m neardup.spark --script`` prints the file to give it.
+Parquet, and prints the summary ``neardup dedup`` prints. The input's format is decided as
+``neardup dedup`` decides it: by the files' names, else their first bytes, a folder (a Spark
+job's output, with its ``_SUCCESS``) by its files; ``--format`` forces it. spark-submit runs a
+file, not a module: ``python -m neardup.spark --script`` prints the file to give it.
 
     spark-submit --master local[2] "$(python -m neardup.spark --script)" dedup corpus.jsonl kept/ --threshold 0.8
-    python -m neardup.spark dedup s3a://bucket/crawl/*.jsonl.gz s3a://bucket/kept --format parquet
+    python -m neardup.spark dedup s3a://bucket/crawl/*.jsonl.gz s3a://bucket/kept --output-format parquet
+
+Spark's own log is kept to its warnings, and a failure is one line; ``--verbose`` shows Spark's
+log and the Java trace. Under spark-submit, which starts Spark before this command runs, the
+first lines of Spark's start are still said unless the driver is given the package's log4j2
+configuration:
+
+    spark-submit --driver-java-options "-Dlog4j2.configurationFile=$(python -m neardup.spark --log-config)" ...
 """
 
 from __future__ import annotations
@@ -44,13 +53,24 @@ def parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--script", action="store_true",
                     help="print the path of the file spark-submit runs for this command, and exit")
+    ap.add_argument("--log-config", action="store_true",
+                    help="print the URI of the package's log4j2 configuration (Spark's warnings "
+                         "only), for spark-submit --driver-java-options "
+                         "-Dlog4j2.configurationFile=URI, and exit")
     sub = ap.add_subparsers(dest="command")
     d = sub.add_parser("dedup", help="near-duplicate clusters and the kept records")
     d.add_argument("input", nargs="+", help="JSONL (plain, .gz, .bz2) or Parquet paths or globs")
     d.add_argument("output", help="the directory of the kept records")
-    d.add_argument("--input-format", choices=["auto", "jsonl", "parquet"], default="auto")
-    d.add_argument("--format", choices=["jsonl", "parquet"], default=None,
-                   help="output format (default: the input's)")
+    d.add_argument("--format", choices=["auto", "jsonl", "parquet"], default="auto",
+                   help="the input's format, as `neardup dedup --format` (default: by the files' "
+                        "names, else their first bytes; a folder by its files)")
+    # The earlier spelling of --format.
+    d.add_argument("--input-format", dest="format", choices=["auto", "jsonl", "parquet"],
+                   default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    d.add_argument("--output-format", choices=["jsonl", "parquet"], default=None,
+                   help="the output's format (default: the input's)")
+    d.add_argument("--verbose", action="store_true",
+                   help="show Spark's log (INFO) and, on a failure, the Java trace")
     d.add_argument("--text-field", default="text")
     d.add_argument("--id-field", default=None,
                    help="the id field (default: id; a named field that no record has is an error)")
@@ -86,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(Path(__file__).with_name("submit.py"))
         return 0
+    if args.log_config:
+        from neardup.spark._input import LOG4J_CONFIG
+
+        print(LOG4J_CONFIG.resolve().as_uri())
+        return 0
     if args.command is None:
         ap.error("a command is required: dedup")
     import neardup
@@ -95,27 +120,88 @@ def main(argv: list[str] | None = None) -> int:
     except neardup.InputError as e:
         print(f"neardup: error: {e}\n(no output was written)", file=sys.stderr)
         return 1
+    except Exception as e:  # noqa: BLE001 - Spark's own failures, said in one line
+        line = spark_failure(e)
+        if line is None or args.verbose:
+            raise
+        print(f"neardup: error: {line} (--verbose shows Spark's log and trace)", file=sys.stderr)
+        return 1
     print(result.print_summary(), file=sys.stderr)
     return 0
+
+
+def spark_failure(e: BaseException) -> str | None:
+    """A failure Spark reported, in one line without its trace: a Python worker's exception
+    (the last line of its traceback), else the first line of the Java exception or of Spark's
+    error; None for anything else (a bug, raised as it is)."""
+    try:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return None
+    java = None
+    if isinstance(e, Py4JJavaError):
+        java = e.java_exception
+        message = str(java.getMessage() or java.toString())
+    elif isinstance(e, PySparkException):
+        java = getattr(e, "_origin", None)
+        message = str(e)
+    else:
+        return None
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    cause = _root_cause(java)
+    if "exception was thrown from the Python worker" in lines[0]:
+        raised = lines[-1]
+        if "No module named 'neardup'" in raised:
+            return (f"Spark's Python workers cannot import neardup ({raised}): install it in the "
+                    "Python the executors run (PYSPARK_PYTHON; on a cluster, ship the environment "
+                    "with --archives)")
+        return f"a Python worker failed: {raised}"
+    return f"{lines[0]}: {cause}" if cause and cause not in lines[0] else lines[0]
+
+
+def _root_cause(java: object) -> str | None:
+    """The first line of the innermost cause of a Java exception (what went wrong under
+    Spark's "error while reading file ..."), as ``Class: message``."""
+    try:
+        root, seen = java, 0
+        while root is not None and root.getCause() is not None and seen < 20:
+            root, seen = root.getCause(), seen + 1
+        if root is None or seen == 0:
+            return None
+        text = str(root.getMessage() or "").strip().splitlines()
+        name = str(root.getClass().getSimpleName())
+        return f"{name}: {text[0].strip()}" if text else name
+    except Exception:  # noqa: BLE001 - a detail of the message; the line stands without it
+        return None
 
 
 def run(args: argparse.Namespace):
     """Runs ``dedup`` as parsed by :func:`parser` (the outputs written) and returns its
     :class:`~neardup.spark.SparkDedupResult`; a bad input raises ``neardup.InputError``."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     import neardup
     from neardup.spark import dedup, dedup_jsonl
+    from neardup.spark._input import input_format, quiet_running_jvm, quiet_start
 
     builder = SparkSession.builder.appName("neardup dedup")
     if args.master:
         builder = builder.master(args.master)
+    # Spark's log: quiet unless --verbose, in this command's own session only (a session made
+    # before, in this process, keeps its levels).
+    quiet = not args.verbose and SparkContext._active_spark_context is None
+    if quiet:
+        builder = quiet_start(builder)
     spark = builder.getOrCreate()
-    fmt = args.input_format
-    if fmt == "auto":
-        fmt = "parquet" if all(p.rstrip("/").endswith(".parquet") for p in args.input) else "jsonl"
-    out_fmt = args.format or fmt
+    if quiet:
+        quiet_running_jvm(SparkContext)
+    fmt = args.format if args.format != "auto" else input_format(spark, args.input)
+    out_fmt = args.output_format or fmt
 
     if args.spec:
         with open(args.spec, encoding="utf-8") as f:
