@@ -241,7 +241,8 @@ impl Record {
         let n = len(take(4)?);
         // Checked as JSON and kept as written (records of older builds hold re-serialized
         // values, JSON too).
-        let metadata: Box<RawValue> = serde_json::from_slice(take(n)?).map_err(|e| e.to_string())?;
+        let metadata: Box<RawValue> =
+            serde_json::from_slice(take(n)?).map_err(|e| e.to_string())?;
         let text = match take(1)?[0] {
             0 => None,
             _ => {

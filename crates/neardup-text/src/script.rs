@@ -47,7 +47,7 @@ pub fn is_unspaced_alphabetic(c: char) -> bool {
         | '\u{1950}'..='\u{19FF}'   // Tai Le, New Tai Lue, Khmer symbols
         | '\u{1A20}'..='\u{1AAF}'   // Tai Tham
         | '\u{A9E0}'..='\u{A9FF}'   // Myanmar Extended-B
-        | '\u{AA60}'..='\u{AADF}')  // Myanmar Extended-A, Tai Viet
+        | '\u{AA60}'..='\u{AADF}') // Myanmar Extended-A, Tai Viet
 }
 
 /// `c.is_alphanumeric()`, with the answer given without a table search for the characters

@@ -55,8 +55,8 @@ pub use pipeline::{
     Document, Fingerprint, OwnedDocument, Pipeline, Scratch, Sketches, WeightedFeature,
 };
 pub use record::{
-    parse_json_record, record_line, text_span, JsonRecord, RecordError, RecordFields, DEFAULT_MAX_DOC_BYTES,
-    MAX_DOC_BYTES,
+    parse_json_record, record_line, text_span, JsonRecord, RecordError, RecordFields,
+    DEFAULT_MAX_DOC_BYTES, MAX_DOC_BYTES,
 };
 pub use search::{
     SearchOption, SearchSpec, SearchSpecError, SearchUse, DEFAULT_HAMMING, DEFAULT_THRESHOLD,

@@ -54,10 +54,9 @@ impl Need {
             largest = largest.max(len);
             n += 1;
         }
-        total
-            .saturating_mul(2)
-            .saturating_add(n.saturating_mul(BYTES_PER_DOC))
-            .saturating_add(n.min(threads).saturating_mul(largest).saturating_mul(SKETCH_BYTES_PER_BYTE))
+        total.saturating_mul(2).saturating_add(n.saturating_mul(BYTES_PER_DOC)).saturating_add(
+            n.min(threads).saturating_mul(largest).saturating_mul(SKETCH_BYTES_PER_BYTE),
+        )
     }
 
     /// An answer of `queries` lists of up to `top_k` matches of collection `c`.
@@ -133,16 +132,13 @@ pub(super) async fn admit(state: &AppState, need: Need) -> Result<(Turn, Reserve
     // Memory first, then the turn, in every request: no two can hold one each and wait for
     // the other's.
     let deadline = tokio::time::Instant::now() + crate::HEAVY_WAIT;
-    let memory = match tokio::time::timeout_at(
-        deadline,
-        state.memory.clone().acquire_many_owned(kib),
-    )
-    .await
-    {
-        Ok(Ok(m)) => m,
-        Ok(Err(_)) => return Err(closed()),
-        Err(_) => {
-            return Err(busy(format!(
+    let memory =
+        match tokio::time::timeout_at(deadline, state.memory.clone().acquire_many_owned(kib)).await
+        {
+            Ok(Ok(m)) => m,
+            Ok(Err(_)) => return Err(closed()),
+            Err(_) => {
+                return Err(busy(format!(
                 "{} needs {} MiB, and not that much of the {} MiB for requests (--max-memory-mb) \
                  came free in {} s",
                 need.what,
@@ -150,8 +146,8 @@ pub(super) async fn admit(state: &AppState, need: Need) -> Result<(Turn, Reserve
                 limits.max_memory_bytes >> 20,
                 crate::HEAVY_WAIT.as_secs()
             )))
-        }
-    };
+            }
+        };
     match tokio::time::timeout_at(deadline, state.turns.clone().acquire_owned()).await {
         Ok(Ok(turn)) => Ok((turn, Reserved { _permit: memory })),
         Ok(Err(_)) => Err(closed()),

@@ -29,12 +29,12 @@ pub(super) async fn insert_docs(
         check_metadata(d.metadata.as_deref(), limits.max_metadata_bytes, &what, &id)?;
         docs.push((id, body, d.metadata));
     }
-    let need = Need::sketching(docs.iter().map(|(_, b, m)| b.len() + m.as_ref().map_or(0, |m| m.get().len())));
-    let (turn, _memory) = admit(
-        &state,
-        Need::new(need, "this batch", "send fewer or shorter documents per request"),
-    )
-    .await?;
+    let need = Need::sketching(
+        docs.iter().map(|(_, b, m)| b.len() + m.as_ref().map_or(0, |m| m.get().len())),
+    );
+    let (turn, _memory) =
+        admit(&state, Need::new(need, "this batch", "send fewer or shorter documents per request"))
+            .await?;
     // Sketch outside every lock.
     let c2 = c.clone();
     type Sketched = Vec<(String, Option<Box<RawValue>>, Record)>;

@@ -240,8 +240,8 @@ pub(super) async fn check(
     }
     // What the check may hold: its documents while they are sketched, and its answer (each
     // document's matches with their metadata), reserved until the answer is sent.
-    let need = Need::sketching(docs.iter().map(|d| d.body.len()))
-        + Need::matches(&c, docs.len(), top_k);
+    let need =
+        Need::sketching(docs.iter().map(|d| d.body.len())) + Need::matches(&c, docs.len(), top_k);
     let advice = "send fewer documents per request, or ask for a lower top_k";
     let (turn, _memory) = admit(&state, Need::new(need, "this check", advice)).await?;
     // The turn covers the sketches only: waiting for the group commit is cheap, and holding it
@@ -387,15 +387,15 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 // An upsert of a stored id (or of one accepted earlier in the group) replaced
                 // that document: say so, `inserted` alone read as a new one. Sent without
                 // metadata, it keeps the stored document's.
-                let (was_stored, metadata) =
-                    match t.get(p.id.as_str()).map_err(|e| err(e.into()))? {
-                        Some(v) if p.metadata.is_none() => {
-                            (true, read_record(state, name, &p.id, v.value())?.metadata)
-                        }
-                        stored => {
-                            (stored.is_some(), p.metadata.clone().unwrap_or_else(no_metadata))
-                        }
-                    };
+                let (was_stored, metadata) = match t
+                    .get(p.id.as_str())
+                    .map_err(|e| err(e.into()))?
+                {
+                    Some(v) if p.metadata.is_none() => {
+                        (true, read_record(state, name, &p.id, v.value())?.metadata)
+                    }
+                    stored => (stored.is_some(), p.metadata.clone().unwrap_or_else(no_metadata)),
+                };
                 replaced[i] = was_stored;
                 c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
                 let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());

@@ -206,9 +206,7 @@ impl PassageIndex {
         // A format this version reads whose settings do not parse was changed after it was
         // written (the checksum at the end would say so too, but is read last).
         let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?).map_err(|e| {
-            bad(format!(
-                "damaged: its settings block is unreadable ({e}); build the index again"
-            ))
+            bad(format!("damaged: its settings block is unreadable ({e}); build the index again"))
         })?;
         let spec = match spec {
             Some(asked) => {
