@@ -453,3 +453,22 @@ fn a_library_directory_keeps_its_index_in_step_and_the_wrong_index_is_named() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is a passage index"), "{}", stderr(&o));
 }
+
+/// Regression (sweep 3): a SIGKILLed `overlap --save-index` left its 18-30 MB temporary file in
+/// the index directory, and nothing removed it. The next save (under the directory's lock, so
+/// no other writer's) removes what a killed one left.
+#[test]
+fn a_save_removes_the_temporary_file_a_killed_save_left() {
+    let dir = tempdir("overlap-stale-temp");
+    let idx = dir.join("idx");
+    fs::create_dir_all(&idx).expect("test step");
+    let stale = idx.join(".passages-k1LLed");
+    fs::write(&stale, vec![0u8; 1 << 20]).expect("test step");
+    let coll = write(&dir, "coll.txt", SOURCE);
+    let q = write(&dir, "q.txt", &format!("Intro. {SOURCE}"));
+    let idx_arg = idx.display().to_string();
+    let o = run(&["overlap", &q, "--against", &coll, "--save-index", &idx_arg, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stale.exists(), "the killed save's file is removed");
+    assert!(idx.join("passages.ndpi").is_file());
+}
