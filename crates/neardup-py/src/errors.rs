@@ -81,6 +81,9 @@ pub(crate) fn dedup_error(e: neardup::DedupError) -> PyErr {
     match e {
         E::Io { .. } | E::Spill { .. } => file(message),
         E::Mismatch { .. } => pipeline_mismatch(message),
+        // A directory that does not exist is a file error (OSError), as it was; one that holds
+        // another kind of index, or none, is an index-file error.
+        E::NoIndex { ref path, .. } if !path.exists() => file(message),
         E::Corrupt { .. } | E::OldFormat { .. } | E::NoIndex { .. } => index_file(message),
         E::InvalidConfig { .. } => option(message),
         _ => input(message),

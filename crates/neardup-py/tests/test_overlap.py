@@ -206,26 +206,20 @@ def paragraph(tag: str, n: int = 80) -> str:
 
 
 def test_save_index_beside_a_cli_run_keeps_both_documents(binary, tmp_path):
-    """`neardup.overlap(..., save_index=D)` while `neardup overlap ... --save-index D` runs: each
-    loads D, adds its document and saves, so without the CLI's lock on D the later save lost
-    the earlier one's document (a lost update). The CLI holds the lock while it reads its
-    queries from a FIFO; the Python call waits for the lock instead of failing, then adds to
-    what the CLI saved."""
+    """`neardup.overlap(..., save_index=D)` beside `neardup overlap ... --save-index D`: each
+    loads D, adds its document and saves, so without the lock on D held from the load to the
+    save, the later save lost the earlier one's document (a lost update). Here the test holds
+    D's lock (flock, as the library takes it) while both start, so both wait for it; once it is
+    released they take turns, each adding to what the other saved."""
     import fcntl
-    import os
     import subprocess
     import threading
     import time
 
     saved = tmp_path / "lib"
     neardup.overlap({"src": paragraph("src")}, save_index=saved)
-    fifo = tmp_path / "cli.jsonl"
-    os.mkfifo(fifo)
-    cli = subprocess.Popen(
-        [str(binary), "overlap", str(fifo), "--against", str(saved), "--save-index", str(saved),
-         "--summary", str(tmp_path / "s.jsonl")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
+    query = tmp_path / "cli.jsonl"
+    query.write_text(json.dumps({"id": "cli", "text": paragraph("cli")}) + "\n", encoding="utf-8")
     outcome: dict = {}
 
     def python_run():
@@ -235,37 +229,28 @@ def test_save_index_beside_a_cli_run_keeps_both_documents(binary, tmp_path):
             outcome["error"] = e
 
     thread = threading.Thread(target=python_run, daemon=True)
+    held = open(saved / "lock", "a")
+    cli = None
     try:
-        # The CLI takes D's lock before it loads D and reads its input.
-        deadline = time.monotonic() + 30
-        while True:
-            assert time.monotonic() < deadline, "the CLI did not take the lock"
-            if (saved / "lock").exists():
-                with open(saved / "lock", "a") as f:
-                    try:
-                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        fcntl.flock(f, fcntl.LOCK_UN)
-                    except BlockingIOError:
-                        break
-            time.sleep(0.02)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        cli = subprocess.Popen(
+            [str(binary), "overlap", str(query), "--against", str(saved), "--save-index",
+             str(saved), "--summary", str(tmp_path / "s.jsonl")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
         thread.start()
-        time.sleep(1.0)
+        time.sleep(1.5)
         assert thread.is_alive() and not outcome, f"the Python call did not wait: {outcome}"
-        while True:  # the CLI opens the FIFO once it has loaded D
-            try:
-                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-                break
-            except OSError:
-                assert cli.poll() is None and time.monotonic() < deadline + 30, cli.stderr.read()
-                time.sleep(0.02)
-        os.write(fd, (json.dumps({"id": "cli", "text": paragraph("cli")}) + "\n").encode())
-        os.close(fd)
+        assert cli.poll() is None, f"the CLI did not wait: {cli.stderr.read()}"
+        fcntl.flock(held, fcntl.LOCK_UN)
         _, err = cli.communicate(timeout=60)
         assert cli.returncode == 0, err.decode()
+        assert "waiting for another run" in err.decode(), err.decode()
         thread.join(60)
         assert not thread.is_alive() and "error" not in outcome, outcome
     finally:
-        if cli.poll() is None:
+        held.close()
+        if cli is not None and cli.poll() is None:
             cli.kill()
             cli.wait()
 
