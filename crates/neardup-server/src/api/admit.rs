@@ -32,9 +32,10 @@ const SKETCH_BYTES_PER_BYTE: usize = 24;
 const BYTES_PER_DOC: usize = 2048;
 /// Bytes of one match of an answer besides its metadata (the id, at most 512 bytes, and keys).
 const BYTES_PER_MATCH: usize = 640;
-/// Bytes the passage check of a text may take, per byte of it (its units, k-grams, hits and
-/// alignments; measured 26-28 on texts of a small vocabulary, the worst kind).
-const OVERLAP_BYTES_PER_BYTE: usize = 32;
+/// Bytes the passage check of a text may take, per byte of it: the request's body, the text
+/// parsed and its copy (3), its units, k-grams, hits and alignments (the library's peak, 26 on
+/// texts of a small vocabulary, the worst kind), and the answer.
+const OVERLAP_BYTES_PER_BYTE: usize = 36;
 
 /// What a request may need at most, and what to tell its client if that is too much.
 pub(super) struct Need {

@@ -302,14 +302,24 @@ pub(super) async fn check(
             Err(_) => return Err(ApiError::internal("the check's group failed")),
         }
     }
+    let json = [(header::CONTENT_TYPE, "application/json")];
     if batch {
-        #[derive(serde::Serialize)]
-        struct Results {
-            results: Vec<Box<RawValue>>,
-        }
-        ok_raw(StatusCode::OK, &Results { results })
+        // `{"results": [...]}` streamed from the answers as they are: the reply never copies
+        // them (they may be most of the request's memory, and a copy would hold them twice).
+        let head = std::iter::once(Bytes::from_static(b"{\"results\":["));
+        let parts = results.into_iter().enumerate().flat_map(|(i, r)| {
+            let answer: Box<str> = r.into();
+            let sep = Bytes::from_static(if i == 0 { b"" } else { b"," });
+            [sep, Bytes::from(answer.into_string())]
+        });
+        let tail = std::iter::once(Bytes::from_static(b"]}"));
+        let chunks: Vec<Result<Bytes, std::convert::Infallible>> =
+            head.chain(parts).chain(tail).map(Ok).collect();
+        let chunks = futures_util::stream::iter(chunks);
+        Ok((StatusCode::OK, json, axum::body::Body::from_stream(chunks)).into_response())
     } else {
-        ok_raw(StatusCode::OK, &results.pop().expect("one check, one answer"))
+        let answer: Box<str> = results.pop().expect("one check, one answer").into();
+        Ok((StatusCode::OK, json, answer.into_string()).into_response())
     }
 }
 
