@@ -206,9 +206,15 @@ fn parse_ranks(
 fn parse_rank(row: usize, json: &str, field: &str) -> PyResult<Option<neardup::Rank>> {
     let bad =
         |e: String| crate::errors::input(format!("row {row}: column {field:?} (of keep): {e}"));
-    let value: serde_json::Value = serde_json::from_str(json)
-        .map_err(|_| bad(format!("{json} is neither a number nor an ISO 8601 date")))?;
-    neardup::Rank::from_json(&value).map_err(bad)
+    // From the text, as the CLI reads a record's field: an integer past 2^53 (Python's ints
+    // have every digit) or a time to the nanosecond keeps its order. Python's json writes
+    // non-finite floats bare: NaN is no value, the infinities are values at the ends, as in
+    // the CLI.
+    let rank = match json.trim() {
+        t @ ("NaN" | "Infinity" | "-Infinity") => neardup::Rank::parse_value(t),
+        t => neardup::Rank::from_json_text(t),
+    };
+    rank.map_err(bad)
 }
 
 /// Ranks as two numpy arrays: the values (`NaN` for none) and their kinds.

@@ -341,3 +341,17 @@ def test_dotted_names_reach_into_struct_columns_as_the_cli_reads_parquet(binary,
 
     with pytest.raises(neardup.InputError, match=r"no column 'meta.uri' \(id_col\) .*dotted name"):
         neardup.dedup(table, text_col="body.content.text", id_col="meta.uri")
+
+
+def test_keep_compares_integers_past_2_53_and_times_1_ns_apart_exactly():
+    """Regression (sweep 3): keep values went through doubles, so 2**53 and 2**53 + 1, or two
+    crawl times 1 ns apart, tied and the first copy was kept, as in the CLI before."""
+    import pandas as pd
+
+    text = "the same page crawled twice, word for word, with nothing at all changed in it"
+    for values in ([2**53, 2**53 + 1], [2**70, 2**70 + 1],
+                   [pd.Timestamp("2024-05-01T00:00:00.000000001Z"),
+                    pd.Timestamp("2024-05-01T00:00:00.000000002Z")]):
+        table = pd.DataFrame({"id": ["first", "second"], "text": [text, text], "v": values})
+        assert neardup.dedup(table, keep="max:v").kept_ids() == ["second"], values
+        assert neardup.dedup(table, keep="min:v").kept_ids() == ["first"], values
