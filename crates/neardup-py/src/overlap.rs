@@ -106,6 +106,7 @@ fn passage_dict<'py>(
     d.set_item("source_start", p.source_start)?;
     d.set_item("source_end", p.source_end)?;
     d.set_item("similarity", p.similarity)?;
+    d.set_item("evidence", p.evidence)?;
     d.set_item("start_byte", p.start_byte)?;
     d.set_item("end_byte", p.end_byte)?;
     d.set_item("source_start_byte", p.source_start_byte)?;

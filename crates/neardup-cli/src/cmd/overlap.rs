@@ -727,14 +727,15 @@ fn write_passage(out: &mut Vec<u8>, query: &str, p: &Passage, index: &PassageInd
     let _ = write!(
         out,
         "{{\"query\":{query},\"start\":{},\"end\":{},\"source\":{},\"source_start\":{},\
-         \"source_end\":{},\"similarity\":{},\"start_byte\":{},\"end_byte\":{},\
-         \"source_start_byte\":{},\"source_end_byte\":{}",
+         \"source_end\":{},\"similarity\":{},\"evidence\":{},\"start_byte\":{},\
+         \"end_byte\":{},\"source_start_byte\":{},\"source_end_byte\":{}",
         p.start,
         p.end,
         index.id(p.source),
         p.source_start,
         p.source_end,
         p.similarity,
+        p.evidence,
         p.start_byte,
         p.end_byte,
         p.source_start_byte,

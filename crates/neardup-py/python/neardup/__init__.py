@@ -387,7 +387,7 @@ def overlap(
         For one text, a dict: ``chars``, ``copied_chars``, ``copied`` (the copied share, each
         character counted once), ``excluded_chars``, ``sources`` (``[{"id", "chars",
         "copied"}]``, most copied first), ``passages`` (``[{"start", "end", "source",
-        "source_start", "source_end", "similarity", "start_byte", "end_byte",
+        "source_start", "source_end", "similarity", "evidence", "start_byte", "end_byte",
         "source_start_byte", "source_end_byte", "also"}]``: code point offsets are Python
         string indices, end exclusive) and ``excluded`` (quotations and references, each with
         its ``exclusion``). For a batch, a list of those dicts, each with its ``query`` id.
@@ -460,6 +460,7 @@ _PASSAGE_COLUMNS = [
     "source_start",
     "source_end",
     "similarity",
+    "evidence",
     "start_byte",
     "end_byte",
     "source_start_byte",
@@ -494,7 +495,10 @@ def _overlap_tables(found: list[dict]) -> Any:
         k: (
             ids([p[k] for p in passages], query_type if k == "query" else source_type)
             if k in ("query", "source")
-            else pa.array([p[k] for p in passages], pa.float64() if k == "similarity" else pa.int64())
+            else pa.array(
+                [p[k] for p in passages],
+                pa.float64() if k in ("similarity", "evidence") else pa.int64(),
+            )
         )
         for k in _PASSAGE_COLUMNS
     }

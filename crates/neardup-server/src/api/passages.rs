@@ -110,7 +110,7 @@ pub(super) fn overlap_json(o: &Overlap, index: &PassageIndex) -> Value {
         let mut v = json!({
             "start": p.start, "end": p.end, "source": index.id(p.source),
             "source_start": p.source_start, "source_end": p.source_end,
-            "similarity": p.similarity,
+            "similarity": p.similarity, "evidence": p.evidence,
             "start_byte": p.start_byte, "end_byte": p.end_byte,
             "source_start_byte": p.source_start_byte, "source_end_byte": p.source_end_byte,
             "also": p.also.iter().map(|&a| index.id(a)).collect::<Vec<_>>(),

@@ -47,6 +47,8 @@ pub(crate) struct Region {
     /// Query units inside some fragment.
     pub matched: u32,
     pub fragments: Vec<Fragment>,
+    /// How strongly the region says "copied" rather than "shared by chance" ([`evidence`]).
+    pub evidence: f32,
 }
 
 impl Region {
@@ -134,6 +136,27 @@ pub(crate) struct AlignParams {
     pub max_gap: u32,
     pub min_units: u32,
     pub min_similarity: f64,
+    /// The least [`evidence`] of a reported region.
+    pub min_evidence: f32,
+}
+
+/// The evidence that a region is copied rather than shared by what a field's writing has in
+/// common: every k-gram of the query it matches exactly counts `1 / df`, `df` being how many
+/// documents of the collection hold it (`df[position]`, from the index's postings; 0 when the
+/// k-gram is not in the index, which then says nothing). A phrase a thousand documents share
+/// (a dateline, a stock clause, a template's sentence) adds almost nothing however long the
+/// match; text only the source holds adds one a k-gram (as IDF weighs words, on k-grams).
+pub(crate) fn evidence(r: &Region, df: &[u32], k: u32) -> f32 {
+    let mut starts: Vec<u32> =
+        r.fragments.iter().filter(|f| f.q1 - f.q0 >= k).flat_map(|f| f.q0..=f.q1 - k).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+        .iter()
+        .filter_map(|&p| df.get(p as usize).copied())
+        .filter(|&d| d > 0)
+        .map(|d| 1.0 / d as f32)
+        .sum()
 }
 
 /// The query's k-grams by hash, built once per query and reused for every candidate source.
@@ -246,6 +269,7 @@ pub(crate) fn align(
                 s1: f.s1,
                 matched: f.q1 - f.q0,
                 fragments: vec![f],
+                evidence: 0.0,
             }),
         }
     }
@@ -561,7 +585,7 @@ mod tests {
     use super::*;
 
     fn params() -> AlignParams {
-        AlignParams { seed: 3, max_gap: 4, min_units: 6, min_similarity: 0.5 }
+        AlignParams { seed: 3, max_gap: 4, min_units: 6, min_similarity: 0.5, min_evidence: 0.0 }
     }
 
     /// k-gram hashes of a sequence of small integers standing for units.
@@ -629,6 +653,7 @@ mod tests {
             s1: q1 - q0,
             matched,
             fragments: vec![Fragment { q0, q1, s0: 0, s1: q1 - q0 }],
+            evidence: 0.0,
         };
         let settled = settle(
             vec![r(1, 0, 20, 20), r(2, 0, 20, 18), r(3, 15, 40, 25)],

@@ -34,19 +34,18 @@ pub(crate) struct Excluded {
     pub why: Exclusion,
 }
 
-/// The longest quotation looked for, in code points: an opening mark with no closing one this
-/// close is a stray mark, not a quotation.
-const MAX_QUOTE_CHARS: usize = 5000;
-
 /// Quotation mark pairs: Chinese and English curly quotes, corner brackets, guillemets and
 /// straight double quotes. Single quotes are left alone: `'` is far more often an apostrophe.
 const QUOTE_PAIRS: [(char, char); 5] =
     [('\u{201C}', '\u{201D}'), ('「', '」'), ('『', '』'), ('«', '»'), ('"', '"')];
 
-/// The quotations of `text`: each opening mark with its closing mark later in the same paragraph
-/// (a blank line ends a paragraph) and at most [`MAX_QUOTE_CHARS`] away, marks included.
-/// Quotations do not nest: the text of one is not searched for others.
-pub(crate) fn quotations(text: &str) -> Vec<Excluded> {
+/// The quotations of `text`: each opening mark with its closing mark later in the same
+/// paragraph (a line break ends one: Chinese theses separate paragraphs by a single newline)
+/// and at most `max_chars` code points away, marks included. An opening mark without such a
+/// closing mark is a stray mark, and what follows it is no quotation: a quotation cannot hide a
+/// copy longer than `max_chars` or running past its paragraph. Quotations do not nest: the text
+/// of one is not searched for others.
+pub(crate) fn quotations(text: &str, max_chars: usize) -> Vec<Excluded> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -55,7 +54,7 @@ pub(crate) fn quotations(text: &str) -> Vec<Excluded> {
             i += 1;
             continue;
         };
-        let limit = chars.len().min(i + 1 + MAX_QUOTE_CHARS);
+        let limit = chars.len().min(i + max_chars.max(2));
         let mut j = i + 1;
         let mut found = None;
         while j < limit {
@@ -63,7 +62,7 @@ pub(crate) fn quotations(text: &str) -> Vec<Excluded> {
                 found = Some(j);
                 break;
             }
-            if chars[j] == '\n' && blank_line_follows(&chars, j) {
+            if chars[j] == '\n' || chars[j] == '\u{2029}' {
                 break;
             }
             j += 1;
@@ -77,19 +76,6 @@ pub(crate) fn quotations(text: &str) -> Vec<Excluded> {
         }
     }
     out
-}
-
-/// True when the line after the line break at `at` holds only whitespace.
-fn blank_line_follows(chars: &[char], at: usize) -> bool {
-    for &c in &chars[at + 1..] {
-        if c == '\n' {
-            return true;
-        }
-        if !c.is_whitespace() {
-            return false;
-        }
-    }
-    true
 }
 
 /// Headings that open a reference list, lowercase.
@@ -170,7 +156,7 @@ mod tests {
 
     fn quoted(text: &str) -> Vec<String> {
         let chars: Vec<char> = text.chars().collect();
-        quotations(text)
+        quotations(text, 300)
             .iter()
             .map(|q| chars[q.start as usize..q.end as usize].iter().collect())
             .collect()
@@ -183,9 +169,15 @@ mod tests {
             ["“学而时习之”", "「温故知新」"]
         );
         assert_eq!(quoted(r#"As "they say" and "so on"#), [r#""they say""#]);
-        // A blank line ends the search for the closing mark.
+        // A line break ends the paragraph, and the search for the closing mark: a stray
+        // opening mark hides nothing after it (Chinese paragraphs end with one newline).
         assert!(quoted("“开头\n\n下一段”").is_empty());
-        assert_eq!(quoted("“一行\n下一行”"), ["“一行\n下一行”"]);
+        assert!(quoted("“一行\n下一行”").is_empty());
+        assert_eq!(quoted("他说“没有闭合\n“真正的引文”。"), ["“真正的引文”"]);
+        // Longer than the bound: no quotation, so no hiding place for a long copy.
+        let long = format!("“{}”", "抄".repeat(400));
+        assert!(quoted(&long).is_empty());
+        assert_eq!(quotations(&long, 500).len(), 1);
     }
 
     #[test]

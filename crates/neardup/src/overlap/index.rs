@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::align::{align, settle, AlignParams, Attribution, QueryGrams, Region};
+use super::align::{align, evidence, settle, AlignParams, Attribution, QueryGrams, Region};
 use super::exclude::{quotations, reference_lists, Excluded};
 use super::units::{kgram_hashes, units, Unit};
 use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare};
@@ -371,7 +371,7 @@ impl PassageIndex {
     /// `usable` ones; when the query's k-grams would make more than [`MAX_HITS`] hits, each
     /// keeps fewer holders (as many as the budget allows per position, at least
     /// [`MIN_HOLDERS`]), so a check's memory follows its query's length.
-    fn hits(&self, qgrams: &[u64], usable: impl Fn(u32) -> bool) -> Vec<u64> {
+    fn hits(&self, qgrams: &[u64], usable: impl Fn(u32) -> bool) -> (Vec<u64>, Vec<u32>) {
         let cap = self.spec.max_postings as usize;
         let recent = |h: u64| self.recent.get(&key(h)).map_or(&[][..], Vec::as_slice);
         // The range of each k-gram's key in the built postings (8 bytes a position).
@@ -393,20 +393,23 @@ impl PassageIndex {
             (MAX_HITS / qgrams.len().max(1)).max(MIN_HOLDERS).min(cap)
         };
         let mut hits: Vec<u64> = Vec::with_capacity(total.min(MAX_HITS.max(per_position)));
+        // How many usable documents hold each k-gram (up to `max_postings`): how common it is
+        // in the collection, the weight of a match on it (see `align::evidence`).
+        let mut df: Vec<u32> = Vec::with_capacity(qgrams.len());
         for (i, (&(a, b), &h)) in ranges.iter().zip(qgrams).enumerate() {
-            hits.extend(
+            let holders = || {
                 self.postings[a as usize..b as usize]
                     .iter()
                     .chain(recent(h))
                     .filter(|&&d| self.docs[d as usize].live)
                     .take(cap)
                     .filter(|&&d| usable(d))
-                    .take(per_position)
-                    .map(|&d| (u64::from(d) << 32) | i as u64),
-            );
+            };
+            hits.extend(holders().take(per_position).map(|&d| (u64::from(d) << 32) | i as u64));
+            df.push(holders().count() as u32);
         }
         hits.sort_unstable();
-        hits
+        (hits, df)
     }
 
     /// The next candidate sources to align, best first: for every stretch of the query (two
@@ -475,6 +478,7 @@ impl PassageIndex {
             max_gap: self.spec.max_gap,
             min_units: self.spec.min_units,
             min_similarity: self.spec.min_similarity,
+            min_evidence: self.spec.min_evidence as f32,
         }
     }
 
@@ -587,7 +591,7 @@ impl PassageIndex {
             return Ok(overlap);
         }
 
-        let hits = self.hits(&qgrams, |d| Some(d) != own && !exclude.contains(&d));
+        let (hits, df) = self.hits(&qgrams, |d| Some(d) != own && !exclude.contains(&d));
 
         // Alignment in rounds: the best candidates for what is not yet explained, until
         // nothing is left with two hits or `max_sources` were aligned. A k-gram position is
@@ -629,7 +633,11 @@ impl PassageIndex {
                 kgram_hashes(&s.units, seed, &mut s.grams);
                 s.hashes.clear();
                 s.hashes.extend(s.units.iter().map(|u| u.hash));
-                let found = align(&query, d, &s.grams, (&qhashes, &s.hashes), &p);
+                let mut found = align(&query, d, &s.grams, (&qhashes, &s.hashes), &p);
+                for r in &mut found {
+                    r.evidence = evidence(r, &df, p.seed);
+                }
+                found.retain(|r| r.evidence >= p.min_evidence);
                 for r in &found {
                     let end = (r.q1 as usize).min(covered.len());
                     for c in &mut covered[r.q0 as usize..end] {
@@ -672,13 +680,23 @@ impl PassageIndex {
             .chain(overlap.excluded.iter().map(|p| (p.start, p.end)))
             .collect();
         overlap.excluded_chars = union_len(all) - overlap.copied_chars;
-        let mut by_source: FxHashMap<u32, Vec<(u64, u64)>> = FxHashMap::default();
+        // Per source: its counted characters, and the quoted ones that no counted passage
+        // covers (each character once across sources, as in the copied share).
+        let mut by_source: FxHashMap<u32, (Vec<(u64, u64)>, Vec<(u64, u64)>)> =
+            FxHashMap::default();
         for p in &overlap.passages {
-            by_source.entry(p.source).or_default().push((p.start, p.end));
+            by_source.entry(p.source).or_default().0.push((p.start, p.end));
+        }
+        for p in &overlap.excluded {
+            by_source.entry(p.source).or_default().1.push((p.start, p.end));
         }
         overlap.sources = by_source
             .into_iter()
-            .map(|(source, ranges)| SourceShare { source, chars: union_len(ranges) })
+            .map(|(source, (counted, quoted))| {
+                let chars = union_len(counted.clone());
+                let quoted_chars = union_len(counted.into_iter().chain(quoted).collect()) - chars;
+                SourceShare { source, chars, quoted_chars }
+            })
             .collect();
         overlap
             .sources
@@ -692,7 +710,7 @@ impl PassageIndex {
     fn exclusions(&self, text: &str, qunits: &[Unit]) -> Vec<(u32, u32, Exclusion)> {
         let mut found: Vec<Excluded> = Vec::new();
         if self.spec.exclude_quotes {
-            found.extend(quotations(text));
+            found.extend(quotations(text, self.spec.max_quote_chars as usize));
         }
         if self.spec.exclude_references {
             found.extend(reference_lists(text));
@@ -769,6 +787,7 @@ impl PassageIndex {
                 source_start_byte: u64::from(sa.start_byte) - s_head.1,
                 source_end_byte: u64::from(sb.end_byte) + s_tail.1,
                 similarity: (r.similarity() * 1e4).round() / 1e4,
+                evidence: (f64::from(r.evidence) * 100.0).round() / 100.0,
                 exclusion: *why,
             });
         }

@@ -87,6 +87,14 @@ pub struct OverlapSpec {
     pub exclude_references: bool,
     /// The most candidate sources aligned with one query, best first (400).
     pub max_sources: u32,
+    /// The longest quotation, in characters (300): an opening mark whose closing mark is
+    /// farther, or past the end of its paragraph, quotes nothing, so a quotation cannot hide a
+    /// long copy.
+    pub max_quote_chars: u32,
+    /// The least evidence of a reported passage: the k-grams it matches exactly, each counted
+    /// `1 / df` (how many documents of the collection hold it), so that what a field's writing
+    /// shares (datelines, stock phrases, templates) does not count as copied.
+    pub min_evidence: f64,
 }
 
 impl Default for OverlapSpec {
@@ -101,6 +109,8 @@ impl Default for OverlapSpec {
             exclude_quotes: true,
             exclude_references: true,
             max_sources: 400,
+            max_quote_chars: 300,
+            min_evidence: 0.0,
         }
     }
 }
@@ -139,6 +149,18 @@ impl OverlapSpec {
             return bad(
                 "min_similarity",
                 format!("must be in (0, 1], got {}", self.min_similarity),
+            );
+        }
+        if self.max_quote_chars == 0 || self.max_quote_chars > 100_000 {
+            return bad(
+                "max_quote_chars",
+                format!("must be in 1..=100000, got {}", self.max_quote_chars),
+            );
+        }
+        if !(self.min_evidence >= 0.0 && self.min_evidence <= 1e6) {
+            return bad(
+                "min_evidence",
+                format!("must be in [0, 1000000], got {}", self.min_evidence),
             );
         }
         if self.min_units < self.seed {
@@ -257,6 +279,9 @@ pub struct Passage {
     pub source_end_byte: u64,
     /// Share of the passage's units inside k-grams its source shares (1 for a verbatim copy).
     pub similarity: f64,
+    /// How strongly the passage says "copied" rather than "shared by chance": the k-grams it
+    /// matches exactly, each counted `1 / df` (`df`: documents of the collection holding it).
+    pub evidence: f64,
     /// Set when the passage is left out of the copied share (a quotation, the references).
     pub exclusion: Option<Exclusion>,
 }
@@ -273,8 +298,11 @@ impl Passage {
 pub struct SourceShare {
     /// The source's number in the index.
     pub source: u32,
-    /// Code points of the query inside passages of this source (each counted once).
+    /// Code points of the query inside counted passages of this source (each counted once).
     pub chars: u64,
+    /// Code points of the query inside quotations (and reference lists) that this source holds
+    /// and no counted passage covers: cited, reported apart (a CNKI report's 引用).
+    pub quoted_chars: u64,
 }
 
 /// The passage check of one query.
