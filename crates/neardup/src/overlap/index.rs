@@ -12,6 +12,9 @@ use super::exclude::{quotations, reference_lists, Excluded};
 use super::units::{kgram_hashes, units, Unit};
 use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare};
 
+/// One source's character ranges: those its counted passages cover, and its quoted ones.
+type CountedAndQuoted = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+
 /// A document of the collection. Its id and text are shared, so that a clone of the index (a
 /// snapshot a long check reads while writers go on) copies pointers, not texts.
 #[derive(Debug, Clone)]
@@ -682,8 +685,7 @@ impl PassageIndex {
         overlap.excluded_chars = union_len(all) - overlap.copied_chars;
         // Per source: its counted characters, and the quoted ones that no counted passage
         // covers (each character once across sources, as in the copied share).
-        let mut by_source: FxHashMap<u32, (Vec<(u64, u64)>, Vec<(u64, u64)>)> =
-            FxHashMap::default();
+        let mut by_source: FxHashMap<u32, CountedAndQuoted> = FxHashMap::default();
         for p in &overlap.passages {
             by_source.entry(p.source).or_default().0.push((p.start, p.end));
         }
