@@ -148,6 +148,18 @@ pub enum ZhScriptArg {
     Mainland,
 }
 
+impl ZhScriptArg {
+    /// The library's value.
+    pub fn script(self) -> neardup::text::ZhScript {
+        match self {
+            ZhScriptArg::Keep => neardup::text::ZhScript::Keep,
+            ZhScriptArg::Simplified => neardup::text::ZhScript::Simplified,
+            ZhScriptArg::Traditional => neardup::text::ZhScript::Traditional,
+            ZhScriptArg::Mainland => neardup::text::ZhScript::Mainland,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SegmenterArg {
     Auto,
@@ -337,12 +349,7 @@ impl PipelineArgs {
             nfkc: self.no_nfkc.then_some(false),
             case_fold: self.no_case_fold.then_some(false),
             collapse_whitespace: self.no_collapse_whitespace.then_some(false),
-            zh_script: self.zh_script.map(|z| match z {
-                ZhScriptArg::Keep => neardup::text::ZhScript::Keep,
-                ZhScriptArg::Simplified => neardup::text::ZhScript::Simplified,
-                ZhScriptArg::Traditional => neardup::text::ZhScript::Traditional,
-                ZhScriptArg::Mainland => neardup::text::ZhScript::Mainland,
-            }),
+            zh_script: self.zh_script.map(ZhScriptArg::script),
         }
     }
 }

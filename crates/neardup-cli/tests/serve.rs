@@ -2283,3 +2283,34 @@ fn errors_name_the_field_and_asking_needs_no_id() {
     let (_, v) = s.call("GET", "/v1/collections/c", None);
     assert_eq!((&v["method"], &v["hamming"]), (&json!("minhash"), &Value::Null), "{v}");
 }
+
+#[test]
+fn the_service_credits_a_copy_converted_to_traditional_script() {
+    let dir = tempdir("overlap-zh-script");
+    let s = Server::start(&dir, &[]);
+    let source = "开源软件的发展离不开社区的贡献。他们打包、测试并发布数以万计的软件包。\
+                  每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。";
+    let copied = "他們打包、測試並發佈數以萬計的軟件包。每個軟件包都有維護者負責跟進上游版本、\
+                  修復缺陷並回應用戶的報告。";
+    for (name, passages) in [("folded", json!(true)), ("kept", json!({"zh_script": "keep"}))] {
+        let (st, v) =
+            s.json("PUT", &format!("/v1/collections/{name}"), json!({"passages": passages}));
+        assert_eq!(st, 201, "{v}");
+        let (st, v) = s.json(
+            "POST",
+            &format!("/v1/collections/{name}/docs"),
+            json!({"docs": [{"id": "src", "text": source}]}),
+        );
+        assert_eq!(st, 200, "{v}");
+    }
+    let query = format!("本文先说自己的想法。{copied}以上是我的总结。");
+    let copied_chars = |name: &str| {
+        let (st, v) =
+            s.json("POST", &format!("/v1/collections/{name}/overlap"), json!({"text": query}));
+        assert_eq!(st, 200, "{v}");
+        v["copied_chars"].as_u64().expect("copied_chars") as f64
+    };
+    let n = copied.chars().count() as f64;
+    assert!(copied_chars("folded") >= 0.9 * n);
+    assert!(copied_chars("kept") < 0.9 * n);
+}

@@ -26,7 +26,7 @@ pub(crate) use crate::errors::overlap_error;
 
 /// The settings of the passage check by their keyword names (those of `neardup overlap`'s
 /// options): `min_units`, `max_gap`, `min_similarity`, `seed_units`, `window`, `max_sources`,
-/// `keep_quotes`. Each value goes through the one conversion of options ([`to_json`]: NaN,
+/// `keep_quotes`, `zh_script`. Each value goes through the one conversion of options ([`to_json`]: NaN,
 /// infinities and ints past 64 bits refused by name); a value of the wrong kind is an
 /// `InputTypeError`, a number out of the option's range an `OptionError`, each naming the
 /// option and the value.
@@ -78,6 +78,24 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
                 "max_sources" => o.max_sources = parse(key, &v, COUNT, true, count)?,
                 "keep_quotes" => {
                     o.keep_quotes = parse(key, &v, "true or false", false, Value::as_bool)?
+                }
+                "zh_script" => {
+                    o.zh_script = match &v {
+                        Value::Null => None,
+                        Value::String(_) => {
+                            Some(serde_json::from_value(v.clone()).map_err(|_| {
+                                crate::errors::option(format!(
+                                "zh_script: expected keep, simplified, traditional or mainland, \
+                                 found {v}"
+                            ))
+                            })?)
+                        }
+                        _ => {
+                            return Err(crate::errors::input_type(format!(
+                                "zh_script: expected a str, found {v}"
+                            )))
+                        }
+                    }
                 }
                 _ => {
                     return Err(crate::errors::input_type(format!(

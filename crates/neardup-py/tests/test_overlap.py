@@ -119,6 +119,20 @@ def test_one_text_returns_its_passages_with_offsets_into_both_texts():
     assert neardup.overlap(quoted, [SOURCE], keep_quotes=True)["copied_chars"] >= len(COPIED)
 
 
+def test_a_copy_converted_to_traditional_script_is_credited_to_its_source():
+    source = "开源软件的发展离不开社区的贡献。他们打包、测试并发布数以万计的软件包。每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。"
+    copied = "他們打包、測試並發佈數以萬計的軟件包。每個軟件包都有維護者負責跟進上游版本、修復缺陷並回應用戶的報告。"
+    query = f"本文先说自己的想法，再讨论问题。{copied}以上是我的总结。"
+    folded = neardup.overlap(query, {"src": source})
+    assert folded["copied_chars"] >= 0.9 * len(copied), folded
+    assert neardup.overlap(query, {"src": source}, zh_script="keep")["copied_chars"] < 0.9 * len(copied)
+    with pytest.raises(neardup.OptionError, match="zh_script"):
+        neardup.overlap(query, {"src": source}, zh_script="klingon")
+    index = neardup.Index(passages={"zh_script": "simplified"})
+    index.insert("src", source)
+    assert index.overlap(query)["copied_chars"] >= 0.9 * len(copied)
+
+
 def test_a_saved_index_is_reused_and_grows(tmp_path):
     saved = tmp_path / "lib"
     neardup.overlap({"thesis-1": QUERY}, {"src": SOURCE}, save_index=saved)

@@ -46,3 +46,4 @@ pub use segment::{
 #[cfg(feature = "zh")]
 pub use segment::{AutoSegmenter, ChineseSegmenter};
 pub use stopwords::{BuiltinStopWords, StopWords};
+pub use zh_script::zh_script_chars;

@@ -12,6 +12,60 @@ use std::borrow::Cow;
 
 use crate::normalize::ZhScript;
 
+/// The characters of `text` that `script` writes otherwise, one for one: `(byte offset in
+/// text, character)`, in text order; empty when nothing changes. This is the pipeline's
+/// conversion (OpenCC's phrases, then characters) read character by character, for callers
+/// that must keep each character's place (the passage check's units): each run of Han
+/// characters is converted as one, and a run whose conversion changes its length (a phrase
+/// written with more or fewer characters, as Taiwan's 隨身碟 and the mainland's U盘) is converted
+/// character by character instead.
+pub fn zh_script_chars(text: &str, script: ZhScript) -> Vec<(usize, char)> {
+    let mut out = Vec::new();
+    if script.is_keep() || text.is_ascii() {
+        return out;
+    }
+    let mut run_start: Option<usize> = None;
+    let flush = |start: usize, end: usize, out: &mut Vec<(usize, char)>| {
+        let run = &text[start..end];
+        let converted = convert(Cow::Borrowed(run), script);
+        if let Cow::Borrowed(_) = converted {
+            return;
+        }
+        if converted.chars().count() == run.chars().count() {
+            for ((at, c), d) in run.char_indices().zip(converted.chars()) {
+                if c != d {
+                    out.push((start + at, d));
+                }
+            }
+            return;
+        }
+        let mut buf = [0u8; 4];
+        for (at, c) in run.char_indices() {
+            let one = convert(Cow::Borrowed(c.encode_utf8(&mut buf)), script);
+            let mut chars = one.chars();
+            if let (Some(d), None) = (chars.next(), chars.next()) {
+                if d != c {
+                    out.push((start + at, d));
+                }
+            }
+        }
+    };
+    for (at, c) in text.char_indices() {
+        match (crate::is_han(c), run_start) {
+            (true, None) => run_start = Some(at),
+            (false, Some(s)) => {
+                flush(s, at, &mut out);
+                run_start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = run_start {
+        flush(s, text.len(), &mut out);
+    }
+    out
+}
+
 /// `text` written in `script` (borrowed when nothing changes).
 pub(crate) fn convert(text: Cow<'_, str>, script: ZhScript) -> Cow<'_, str> {
     if text.is_ascii() {
@@ -100,6 +154,29 @@ mod tests {
         let back = convert(Cow::Borrowed("软件和头发"), ZhScript::Traditional);
         assert_eq!(back, "軟件和頭髮");
         assert_eq!(convert(Cow::Borrowed(hk), ZhScript::Keep), hk);
+    }
+
+    /// Read character by character, the conversion keeps every character's place, and agrees
+    /// with the whole text's conversion where that keeps the length.
+    #[test]
+    fn characters_in_place_agree_with_the_conversion() {
+        let hk = "香港特別行政區政府今日公佈，今年夏季防汛工作的總體安排已經確定。abc";
+        let mut chars: Vec<char> = hk.chars().collect();
+        let byte_to_index: std::collections::HashMap<usize, usize> =
+            hk.char_indices().enumerate().map(|(i, (b, _))| (b, i)).collect();
+        for (at, c) in zh_script_chars(hk, ZhScript::Simplified) {
+            chars[byte_to_index[&at]] = c;
+        }
+        let folded: String = chars.into_iter().collect();
+        assert_eq!(folded, convert(Cow::Borrowed(hk), ZhScript::Simplified));
+        assert!(zh_script_chars("香港特别行政区", ZhScript::Simplified).is_empty());
+        assert!(zh_script_chars(hk, ZhScript::Keep).is_empty());
+        // A phrase of another length (隨身碟, U盘 in the mainland's words) falls back to its
+        // characters, each in its place.
+        let tw = "把檔案存進隨身碟。";
+        let got = zh_script_chars(tw, ZhScript::Mainland);
+        assert!(got.iter().all(|&(at, _)| tw.is_char_boundary(at)));
+        assert!(got.iter().any(|&(_, c)| c == '随'));
     }
 
     /// `mainland` writes Taiwan's vocabulary as the mainland's, where `simplified` converts

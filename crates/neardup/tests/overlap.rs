@@ -291,3 +291,38 @@ proptest! {
         prop_assert_eq!(found.copied_chars, 0);
     }
 }
+
+/// A passage copied and converted to traditional characters is credited to its source whole
+/// (units are compared in simplified script by default); compared as written it is not.
+#[cfg(feature = "zh")]
+#[test]
+fn a_copy_converted_to_traditional_script_is_found_whole() {
+    let copied = "他們打包、測試並發佈數以萬計的軟件包。每個軟件包都有維護者負責跟進上游版本、\
+                  修復缺陷並回應用戶的報告。";
+    let source_part =
+        "他们打包、测试并发布数以万计的软件包。每个软件包都有维护者负责跟进上游版本、\
+                       修复缺陷并回应用户的报告。";
+    let query = format!("我今天写论文，先说自己的想法。{copied}以下都是我自己的话，没有抄袭。");
+    let found = assert_found(ZH_SOURCE, &query, copied, source_part);
+    assert_eq!(found.passages[0].similarity, 1.0);
+
+    let spec = OverlapSpec { zh_script: neardup::text::ZhScript::Keep, ..OverlapSpec::default() };
+    let mut as_written = PassageIndex::new(spec).expect("test step");
+    as_written
+        .add_documents(vec![("src".into(), ZH_SOURCE.into())], OnExistingId::Refuse)
+        .expect("test step");
+    let found = as_written.check(None, &query, &[]).expect("test step");
+    assert!(found.copied_chars < chars(copied) * 9 / 10, "{found:#?}");
+}
+
+/// Settings saved before units were written in one script compared them as written, and the
+/// ids of their indexes stay what they were.
+#[test]
+fn settings_saved_before_the_script_setting_compare_as_written() {
+    let old: OverlapSpec = serde_json::from_str(r#"{"seed":3,"window":4}"#).expect("test step");
+    assert_eq!(old.zh_script, neardup::text::ZhScript::Keep);
+    let before = xxhash_rust::xxh3::xxh3_64(b"passages/v1/seed=3,window=4,max_postings=256");
+    assert_eq!(old.index_id(), format!("{before:016x}"));
+    let folded = OverlapSpec::default();
+    assert_ne!(old.index_id(), folded.index_id());
+}

@@ -18,7 +18,7 @@ use neardup_web::thousands;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use crate::args::{thread_pool, InputArgs};
+use crate::args::{thread_pool, InputArgs, ZhScriptArg};
 use crate::cmd::dedup::peak_memory;
 use crate::Failure;
 use neardup_corpus::read::{
@@ -123,6 +123,13 @@ pub struct OverlapArgs {
     #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().max_sources)]
     pub max_sources: u32,
 
+    /// The Chinese script passages are compared in (an index's own setting): simplified
+    /// (default: a copy converted to traditional characters still matches its source, OpenCC's
+    /// t2s), traditional (s2t), mainland (Taiwan's vocabulary too, tw2sp), or keep (as written).
+    /// Against a saved index, the index's own unless given. [default: simplified]
+    #[arg(long, value_enum, value_name = "SCRIPT")]
+    pub zh_script: Option<ZhScriptArg>,
+
     #[command(flatten)]
     pub input: InputArgs,
 
@@ -156,6 +163,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         window: Some(args.window),
         max_sources: Some(args.max_sources),
         keep_quotes: Some(args.keep_quotes),
+        zh_script: args.zh_script.map(ZhScriptArg::script),
     }
     .to_spec()
     .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;
@@ -216,7 +224,19 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         args.save_index.as_deref().map(|dir| super::lock_index("overlap", dir)).transpose()?;
 
     let mut index = match index_dirs.first() {
-        Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_failure)?,
+        Some(dir) => match PassageIndex::load(dir, Some(&spec)) {
+            // The script is the index's own unless asked for (an index made before units were
+            // written in one script compared them as written).
+            Err(OverlapError::Mismatch { field: "zh_script", index, .. })
+                if args.zh_script.is_none() =>
+            {
+                let zh_script = serde_json::from_value(serde_json::Value::String(index))
+                    .map_err(|e| Failure::Runtime(anyhow!("{}: {e}", dir.display())))?;
+                PassageIndex::load(dir, Some(&OverlapSpec { zh_script, ..spec.clone() }))
+                    .map_err(overlap_failure)?
+            }
+            loaded => loaded.map_err(overlap_failure)?,
+        },
         None => PassageIndex::new(spec.clone()).map_err(overlap_failure)?,
     };
     let loaded = index.len();

@@ -472,3 +472,44 @@ fn a_save_removes_the_temporary_file_a_killed_save_left() {
     assert!(!stale.exists(), "the killed save's file is removed");
     assert!(idx.join("passages.ndpi").is_file());
 }
+
+#[test]
+fn a_copy_converted_to_traditional_script_is_credited_to_its_source() {
+    let dir = tempdir("overlap-zh-script");
+    let source = "开源软件的发展离不开社区的贡献。项目由来自世界各地的志愿者维护，他们打包、测试并发布\
+                  数以万计的软件包。每个软件包都有维护者负责跟进上游版本、修复缺陷并回应用户的报告。";
+    let copied = "他們打包、測試並發佈數以萬計的軟件包。每個軟件包都有維護者負責跟進上游版本、\
+                  修復缺陷並回應用戶的報告。";
+    let coll = write(
+        &dir,
+        "coll.jsonl",
+        &format!("{}\n", serde_json::json!({"id": "src", "text": source})),
+    );
+    let q =
+        write(&dir, "q.txt", &format!("本文先说自己的想法，再讨论问题。{copied}以上是我的总结。"));
+    let copied_share = |extra: &[&str]| {
+        let mut args = vec!["overlap", q.as_str(), "--against", coll.as_str(), "--summary", "-"];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: Value = serde_json::from_str(stdout(&o).trim()).expect("test step");
+        s["copied_chars"].as_u64().expect("test step") as f64 / copied.chars().count() as f64
+    };
+    assert!(copied_share(&[]) >= 0.9, "{}", copied_share(&[]));
+    assert!(copied_share(&["--zh-script", "keep"]) < 0.9);
+    // A saved index keeps its script: without the option a check takes the index's own.
+    let idx = dir.join("idx");
+    let idx = idx.to_str().expect("test step");
+    let o = run(&["overlap", &q, "--against", &coll, "--save-index", idx, "--zh-script", "keep"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["overlap", &q, "--against", idx, "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: Value = serde_json::from_str(stdout(&o).trim()).expect("test step");
+    assert!(
+        (s["copied_chars"].as_u64().expect("test step") as f64)
+            < copied.chars().count() as f64 * 0.9
+    );
+    let o = run(&["overlap", &q, "--against", idx, "--zh-script", "simplified"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("zh_script keep"), "{}", stderr(&o));
+}

@@ -362,6 +362,7 @@ def overlap(
     window: Optional[int] = None,
     max_sources: Optional[int] = None,
     keep_quotes: bool = False,
+    zh_script: Optional[str] = None,
 ) -> Any:
     """Which passages of each query are copied from which documents, and how much of each query
     that is: ``neardup overlap`` (the thesis check, 论文查重) on texts in memory.
@@ -380,8 +381,10 @@ def overlap(
             ``against=pathlib.Path(...)`` or ``neardup overlap --against``.
         as_table: for a batch, return ``(passages, summary)`` as two ``pyarrow.Table`` with the
             columns of ``neardup overlap --passages`` and ``--summary``.
-        min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes: the
-            options of ``neardup overlap`` of the same names (``neardup overlap --help``).
+        min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes,
+            zh_script: the options of ``neardup overlap`` of the same names (``neardup overlap
+            --help``); ``zh_script`` is ``"simplified"`` (default), ``"traditional"``,
+            ``"mainland"`` or ``"keep"``.
 
     Returns:
         For one text, a dict: ``chars``, ``copied_chars``, ``copied`` (the copied share, each
@@ -419,6 +422,7 @@ def overlap(
             ("seed_units", seed_units),
             ("window", window),
             ("max_sources", max_sources),
+            ("zh_script", zh_script),
         ]
         if value is not None
     }

@@ -277,6 +277,7 @@ impl PassageIndex {
             });
         }
         let (seed, window) = (self.spec.seed as usize, self.spec.window as usize);
+        let spec_script = self.spec.zh_script;
         let keys: Vec<Vec<u32>> = docs
             .par_iter()
             .map(|(_, text)| {
@@ -284,7 +285,7 @@ impl PassageIndex {
                     return None;
                 }
                 Some(SCRATCH.with_borrow_mut(|s| {
-                    units(text, &mut s.units);
+                    units(text, spec_script, &mut s.units);
                     kgram_hashes(&s.units, seed, &mut s.grams);
                     let mut out = Vec::new();
                     winnow(&s.grams, window, &mut out);
@@ -587,7 +588,7 @@ impl PassageIndex {
         let seed = self.spec.seed as usize;
         let mut overlap = Overlap { chars: text.chars().count() as u64, ..Overlap::default() };
         let mut qunits = Vec::new();
-        units(text, &mut qunits);
+        units(text, self.spec.zh_script, &mut qunits);
         let mut qgrams = Vec::new();
         kgram_hashes(&qunits, seed, &mut qgrams);
         if qgrams.is_empty() || (self.keys.is_empty() && self.recent.is_empty()) {
@@ -632,7 +633,7 @@ impl PassageIndex {
                     return Err(OverlapError::Stopped);
                 }
                 aligned.insert(d);
-                units(self.text(d), &mut s.units);
+                units(self.text(d), self.spec.zh_script, &mut s.units);
                 kgram_hashes(&s.units, seed, &mut s.grams);
                 s.hashes.clear();
                 s.hashes.extend(s.units.iter().map(|u| u.hash));
@@ -753,7 +754,7 @@ impl PassageIndex {
         for i in by_source {
             let (r, also, why) = &regions[i];
             if loaded != r.source {
-                units(self.text(r.source), &mut s.units);
+                units(self.text(r.source), self.spec.zh_script, &mut s.units);
                 loaded = r.source;
             }
             let (qa, qb) = (&qunits[r.q0 as usize], &qunits[r.q1 as usize - 1]);

@@ -52,6 +52,7 @@ mod units;
 use std::fmt;
 use std::path::PathBuf;
 
+use neardup_text::ZhScript;
 use serde::{Deserialize, Serialize};
 
 pub use exclude::Exclusion;
@@ -95,6 +96,17 @@ pub struct OverlapSpec {
     /// `1 / df` (how many documents of the collection hold it), so that what a field's writing
     /// shares (datelines, stock phrases, templates) does not count as copied.
     pub min_evidence: f64,
+    /// The Chinese script units are compared in (simplified): a passage copied and converted
+    /// to traditional characters matches its source. The pipeline's `zh_script` (OpenCC), read
+    /// in place; it defines the index's fingerprints. Settings saved before it existed were
+    /// compared as written (`keep`).
+    #[serde(default = "zh_script_before_folding")]
+    pub zh_script: ZhScript,
+}
+
+/// How settings saved before units were written in one script compared them: as written.
+fn zh_script_before_folding() -> ZhScript {
+    ZhScript::Keep
 }
 
 impl Default for OverlapSpec {
@@ -111,8 +123,18 @@ impl Default for OverlapSpec {
             max_sources: 400,
             max_quote_chars: 300,
             min_evidence: 0.0,
+            // Without the Chinese data there is no conversion: the units are as written.
+            zh_script: if cfg!(feature = "zh") { ZhScript::Simplified } else { ZhScript::Keep },
         }
     }
+}
+
+/// The name a `zh_script` value has in settings (its serde name).
+pub(crate) fn zh_script_name(script: ZhScript) -> String {
+    serde_json::to_value(script)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{script:?}"))
 }
 
 /// The largest `seed`, `window`, `max_gap` and `min_units`: beyond these nothing is a copy
@@ -177,16 +199,27 @@ impl OverlapSpec {
 
     /// The settings that define an index's fingerprints, which a saved index keeps and a check
     /// against it must share.
-    pub(crate) fn index_fields(&self) -> [(&'static str, u32); 3] {
-        [("seed", self.seed), ("window", self.window), ("max_postings", self.max_postings)]
+    pub(crate) fn index_fields(&self) -> [(&'static str, String); 4] {
+        [
+            ("seed", self.seed.to_string()),
+            ("window", self.window.to_string()),
+            ("max_postings", self.max_postings.to_string()),
+            ("zh_script", zh_script_name(self.zh_script).to_string()),
+        ]
     }
 
     /// An id of the fingerprint settings: 16 hex digits of a hash of their canonical form and
-    /// the index format. Two indexes with one id were fingerprinted alike.
+    /// the index format. Two indexes with one id were fingerprinted alike. (`zh_script` joins
+    /// the canonical form when it is not `keep`, so the ids of indexes made before it stay.)
     pub fn index_id(&self) -> String {
         let canonical = format!(
             "passages/v{PASSAGE_INDEX_FORMAT}/{}",
-            self.index_fields().map(|(k, v)| format!("{k}={v}")).join(",")
+            self.index_fields()
+                .into_iter()
+                .filter(|(k, v)| !(*k == "zh_script" && v == "keep"))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
         );
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(canonical.as_bytes()))
     }
@@ -214,11 +247,13 @@ pub struct OverlapOptions {
     /// Count quotations and reference lists as copied text (false: [`OverlapSpec::exclude_quotes`]
     /// and [`OverlapSpec::exclude_references`]).
     pub keep_quotes: Option<bool>,
+    /// [`OverlapSpec::zh_script`].
+    pub zh_script: Option<ZhScript>,
 }
 
 impl OverlapOptions {
     /// The option names, in the order surfaces list them.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "min_units",
         "max_gap",
         "min_similarity",
@@ -226,6 +261,7 @@ impl OverlapOptions {
         "window",
         "max_sources",
         "keep_quotes",
+        "zh_script",
     ];
 
     /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
@@ -241,6 +277,7 @@ impl OverlapOptions {
             exclude_quotes: !keep,
             exclude_references: !keep,
             max_sources: self.max_sources.unwrap_or(d.max_sources),
+            zh_script: self.zh_script.unwrap_or(d.zh_script),
             ..d
         };
         spec.validate().map_err(|e| match e {
@@ -398,9 +435,9 @@ pub enum OverlapError {
         /// The setting.
         field: &'static str,
         /// The index's value.
-        index: u32,
+        index: String,
         /// The value asked for.
-        asked: u32,
+        asked: String,
     },
 }
 

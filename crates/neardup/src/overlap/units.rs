@@ -9,9 +9,11 @@
 //! breaks) separates units and is never compared, so a swapped comma, a line break inside a
 //! sentence or a doubled space changes nothing. Each character is folded as the pipeline's
 //! normalizer folds text (NFKC, so full-width `ＶＬＣ` is `vlc`; then lowercase), one character at
-//! a time so that every unit keeps the exact code point and byte span it came from.
+//! a time so that every unit keeps the exact code point and byte span it came from, and Chinese
+//! is written in one script first (`zh_script`, simplified by default: a copy converted to
+//! traditional characters is still a copy).
 
-use neardup_text::{is_unspaced, is_unspaced_alphabetic};
+use neardup_text::{is_unspaced, is_unspaced_alphabetic, zh_script_chars, ZhScript};
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::xxh3_64;
@@ -42,17 +44,28 @@ impl Word {
     }
 }
 
-/// The units of `text`, appended to `out` (cleared first). The caller bounds the text's length
-/// below 4 GiB, so every offset fits a `u32`.
-pub(crate) fn units(text: &str, out: &mut Vec<Unit>) {
+/// The units of `text`, appended to `out` (cleared first), with Chinese characters written in
+/// `script` first (the pipeline's OpenCC conversion, read in place: a unit keeps the span of
+/// the characters as given). The caller bounds the text's length below 4 GiB, so every offset
+/// fits a `u32`.
+pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
     out.clear();
+    let converted = zh_script_chars(text, script);
+    let mut converted = converted.iter().peekable();
     let mut word: Option<Word> = None;
     let mut chars = 0u32;
-    for (byte, c) in text.char_indices() {
+    for (byte, given) in text.char_indices() {
+        let c = match converted.peek() {
+            Some(&&(at, d)) if at == byte => {
+                converted.next();
+                d
+            }
+            _ => given,
+        };
         let byte = byte as u32;
         let start = chars;
         chars += 1;
-        let end_byte = byte + c.len_utf8() as u32;
+        let end_byte = byte + given.len_utf8() as u32;
         if c.is_ascii() {
             if c.is_ascii_alphanumeric() {
                 if word.as_ref().is_some_and(|w| w.letter) {
@@ -157,7 +170,7 @@ mod tests {
 
     fn spans(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
-        units(text, &mut out);
+        units(text, ZhScript::Keep, &mut out);
         out.iter().map(|u| &text[u.start_byte as usize..u.end_byte as usize]).collect()
     }
 
@@ -181,7 +194,7 @@ mod tests {
     fn full_width_case_and_line_breaks_do_not_change_the_hashes() {
         let hashes = |t: &str| {
             let mut out = Vec::new();
-            units(t, &mut out);
+            units(t, ZhScript::Keep, &mut out);
             out.iter().map(|u| u.hash).collect::<Vec<_>>()
         };
         assert_eq!(hashes("此软件包提供了 ＶＬＣ 模块"), hashes("此\n软件包提供了 vlc 模块"));
@@ -189,11 +202,27 @@ mod tests {
         assert_ne!(hashes("hello world"), hashes("hello word"));
     }
 
+    #[cfg(feature = "zh")]
+    #[test]
+    fn traditional_and_simplified_writings_are_one_in_place() {
+        let hashes = |t: &str, script| {
+            let mut out = Vec::new();
+            units(t, script, &mut out);
+            out.iter()
+                .map(|u| (u.hash, u.start, u.end, u.start_byte, u.end_byte))
+                .collect::<Vec<_>>()
+        };
+        let hk = "總體安排已經確定，軟體 OK";
+        let cn = "总体安排已经确定，软体 OK";
+        assert_eq!(hashes(hk, ZhScript::Simplified), hashes(cn, ZhScript::Simplified));
+        assert_ne!(hashes(hk, ZhScript::Keep), hashes(cn, ZhScript::Keep));
+    }
+
     #[test]
     fn offsets_are_code_points_and_bytes_of_the_text_as_given() {
         let text = "ａ中b\u{301}c";
         let mut out = Vec::new();
-        units(text, &mut out);
+        units(text, ZhScript::Keep, &mut out);
         let got: Vec<_> = out.iter().map(|u| (u.start, u.end, u.start_byte, u.end_byte)).collect();
         // `ａ` is a word, `中` a unit, `b` + combining acute + `c` one word.
         assert_eq!(got, [(0, 1, 0, 3), (1, 2, 3, 6), (2, 5, 6, 10)]);
