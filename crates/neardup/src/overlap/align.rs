@@ -510,8 +510,9 @@ pub(crate) struct Settled {
 /// Settles regions of different sources over the same query text: each stretch of the query
 /// goes to one source, the one whose region matches most of it (ties: the longer region, then
 /// the lower source number, so the answer does not depend on the order of the search). A region
-/// mostly inside one already taken names its source as also holding that text; one that overlaps
-/// taken text partly keeps its longest free stretch if that is a passage by itself.
+/// mostly inside taken ones names its source as also holding each taken passage it covers at
+/// least half of; one that overlaps taken text partly keeps its longest free stretch if that is
+/// a passage by itself.
 pub(crate) fn settle(mut regions: Vec<Region>, p: &AlignParams, by: Attribution) -> Vec<Settled> {
     let best = |a: &Region, b: &Region| {
         b.matched
@@ -542,12 +543,15 @@ pub(crate) fn settle(mut regions: Vec<Region>, p: &AlignParams, by: Attribution)
             continue;
         }
         if overlap * 2 >= r.len() {
-            // Another source holds this text too: name it on the region that took the most.
-            if let Some(s) = taken
-                .iter_mut()
-                .max_by_key(|s| s.region.q1.min(r.q1).saturating_sub(s.region.q0.max(r.q0)))
-            {
-                if !s.also.contains(&r.source) && s.region.source != r.source {
+            // Another source holds this text too: it is named on each taken passage it holds
+            // most of (an alignment over at least half of the passage), not on one it shares a
+            // byline or a stock phrase with.
+            for s in &mut taken {
+                let shared = s.region.q1.min(r.q1).saturating_sub(s.region.q0.max(r.q0));
+                if shared * 2 >= s.region.len()
+                    && !s.also.contains(&r.source)
+                    && s.region.source != r.source
+                {
                     s.also.push(r.source);
                 }
             }
@@ -667,5 +671,24 @@ mod tests {
         // Region 3 matches most and takes 15..40; region 1 keeps its free stretch 0..15; region 2
         // lies inside taken text and is named as holding it too.
         assert_eq!(got, [(1, 0, 15, vec![2]), (3, 15, 40, vec![])]);
+    }
+
+    #[test]
+    fn a_source_sharing_a_byline_with_a_passage_is_not_named_as_holding_it() {
+        let r = |source, q0, q1| Region {
+            source,
+            q0,
+            q1,
+            s0: 0,
+            s1: q1 - q0,
+            matched: q1 - q0,
+            fragments: vec![Fragment { q0, q1, s0: 0, s1: q1 - q0 }],
+            evidence: 0.0,
+        };
+        // Source 1 holds the whole 100-unit passage, 2 most of it, 3 its first 15 units only.
+        let settled =
+            settle(vec![r(1, 0, 100), r(2, 10, 90), r(3, 0, 15)], &params(), Attribution::BestMatch);
+        let got: Vec<_> = settled.iter().map(|s| (s.region.source, s.also.clone())).collect();
+        assert_eq!(got, [(1, vec![2])]);
     }
 }
