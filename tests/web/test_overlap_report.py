@@ -1,12 +1,13 @@
 """The report of `neardup overlap --report` in headless Chromium: the table of queries with their
 copied shares as `--summary` gives them, the most copied query opened to its text with each
-passage marked in its source's colour, each passage beside its source with the differences
-marked, quotations apart, a query holding markup shown as text, and the table readable without
-JavaScript."""
+passage marked in its source's colour and label, each passage beside its source with the
+differences marked, a query holding markup shown as text, and the table readable without
+JavaScript. Sources past eight keep a label and a colour each."""
 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 
 import pyarrow as pa
@@ -90,6 +91,44 @@ def test_the_table_reads_without_javascript(run):
     try:
         driver.get((run / "report.html").as_uri())
         assert len(driver.find_elements(By.CSS_SELECTOR, "#query-table tbody tr")) == 61
-        assert "Copied passages" in driver.find_element(By.TAG_NAME, "h1").text
+        assert "Passage check report" in driver.find_element(By.TAG_NAME, "h1").text
+        # The figures of the opened query are there too.
+        assert driver.find_element(By.CSS_SELECTOR, "#q0 .fig-copied dd").text.endswith("%")
     finally:
         driver.quit()
+
+
+def overlap(*args, cwd=None):
+    r = subprocess.run([str(binary()), "overlap", *map(str, args), "-q"], capture_output=True, cwd=cwd)
+    assert r.returncode == 0, r.stderr.decode()
+    return r
+
+
+def pct(part, whole):
+    return f"{part / whole * 100:.1f}%"
+
+
+def cells(row):
+    return [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+
+
+def test_sources_past_eight_keep_a_label_and_a_colour_each(tmp_path, browser):
+    """Twelve sources: twelve labels and twelve colours (the page cycled eight colours)."""
+    rng = random.Random(7)
+    pool = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研质"
+    docs = ["".join(rng.choice(pool) for _ in range(60)) for _ in range(12)]
+    (tmp_path / "lib.jsonl").write_text(
+        "".join(json.dumps({"id": f"p{i:02}", "text": d}, ensure_ascii=False) + "\n" for i, d in enumerate(docs)),
+        encoding="utf-8")
+    # Each source's copy a little shorter than the one before: S1 is p00, S12 is p11.
+    (tmp_path / "q.txt").write_text(
+        "\n".join(f"第{i + 1}段。{d[:60 - 2 * i]}" for i, d in enumerate(docs)), encoding="utf-8")
+    overlap(tmp_path / "q.txt", "--against", tmp_path / "lib.jsonl", "--report", tmp_path / "r.html")
+    browser.get((tmp_path / "r.html").as_uri())
+    q = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#q0 .ov-text"), what="text")[0]
+    marks = q.find_elements(By.CSS_SELECTOR, "mark.src")
+    assert [m.get_attribute("data-label") for m in marks] == [f"S{i + 1}" for i in range(12)]
+    assert len({m.value_of_css_property("background-color") for m in marks}) == 12
+    ids = [r.get_attribute("data-id") for r in browser.find_elements(By.CSS_SELECTOR, "#q0 .ov-source-table tbody tr")]
+    assert ids == [f"p{i:02}" for i in range(12)]
+    assert page_errors(browser) == []
