@@ -1,18 +1,46 @@
-// The passage check drawn: the copied share (with and without quotations), the sources (one
-// colour each), the text with every copied passage marked in its source's colour, and each
-// passage side by side with its source, what differs marked. Used by the service's page and
-// by the report of `neardup overlap`. A result has the shape the service answers and Python
-// returns: chars, copied_chars, excluded_chars, sources [{id, chars}], passages and excluded
-// [{start, end, source, source_start, source_end, similarity, source_text}], with offsets in
-// code points. Texts are only ever inserted as text nodes.
+// The passage check drawn: the copied share (with and without quotations), the sources (a label
+// and a colour each), the text with every copied passage marked in its source's colour and
+// label, and each passage side by side with its source, what differs marked. Used by the
+// service's page and by the report of `neardup overlap`. A result has the shape the service
+// answers and Python returns: chars, copied_chars, excluded_chars, sources [{id, chars}],
+// passages and excluded [{start, end, source, source_start, source_end, similarity,
+// source_text}], with offsets in code points. Texts are only ever inserted as text nodes.
 "use strict";
 
 const OverlapView = (() => {
   const { element, compare, t } = Shared;
-  const COLOURS = 8;
 
   function pct(part, whole) {
     return whole ? `${((part / whole) * 100).toFixed(1)}%` : "0%";
+  }
+
+  // The colour of the i-th source (most copied first), for any number of sources: hues a golden
+  // angle apart (each new hue falls in the widest gap left by the others), on three lightness
+  // rings so that sources eight apart, whose hues come close again, still differ. Past a dozen
+  // no colours stay apart at a glance, so every mark also carries its source's label.
+  function colour(i) {
+    const hue = (i * 137.508) % 360;
+    const light = [80, 68, 89][Math.floor(i / 8) % 3];
+    return `hsl(${hue.toFixed(1)}, 75%, ${light}%)`;
+  }
+
+  // The i-th source's label: S1 is the most copied (the report's tables say the same).
+  function label(i) {
+    return `S${i + 1}`;
+  }
+
+  // Gives el the i-th source's colour (through the CSSOM, which the page's policy allows; a
+  // style attribute it would refuse).
+  function paint(el, i) {
+    el.classList.add("src", `src-${i}`);
+    el.style.backgroundColor = colour(i);
+  }
+
+  // Source id -> its position in result.sources.
+  function sourceIndex(result) {
+    const at = new Map();
+    result.sources.forEach((s, i) => at.set(String(s.id), i));
+    return at;
   }
 
   // Code point ranges of `text` as UTF-16 positions: [start, end) -> [s16, e16).
@@ -26,8 +54,9 @@ const OverlapView = (() => {
     return (cp) => at[Math.min(cp, at.length - 1)];
   }
 
-  // Replaces el's content by text with the ranges {start, end, cls, title} (code points,
-  // sorted, disjoint) in <mark> elements.
+  // Replaces el's content by text with the ranges {start, end, cls, src, label, title} (code
+  // points, sorted, disjoint) in <mark> elements: a source's colour when src is given, its label
+  // shown before the mark (data-label, drawn by CSS: not part of the text when copied).
   function markRanges(el, text, ranges) {
     el.replaceChildren();
     const at = utf16(text);
@@ -38,6 +67,8 @@ const OverlapView = (() => {
       if (e <= s) continue;
       if (s > pos) el.append(text.slice(pos, s));
       const m = element("mark", r.cls, text.slice(s, e));
+      if (r.src !== undefined) paint(m, r.src);
+      if (r.label) m.dataset.label = r.label;
       if (r.title) m.title = r.title;
       el.append(m);
       pos = e;
@@ -59,7 +90,7 @@ const OverlapView = (() => {
   }
 
   // A passage beside its source, differences marked.
-  function passagePanes(queryPart, p, colour) {
+  function passagePanes(queryPart, p, src) {
     const r = compare(queryPart, p.source_text || "");
     const panes = element("div", "sbs-panes");
     const sides = [
@@ -69,7 +100,11 @@ const OverlapView = (() => {
     sides.forEach(([title, note, text, side], i) => {
       const pane = element("section", `pane pane-${i ? "right" : "left"}`);
       const h = element("h4");
-      if (i) h.append(element("span", `swatch ${colour}`));
+      if (i && src !== undefined) {
+        const sw = element("span", "swatch");
+        paint(sw, src);
+        h.append(sw, element("span", "src-tag", label(src)), " ");
+      }
       h.append(title);
       pane.append(h, element("p", "note", note));
       const body = element("div", "text");
@@ -80,10 +115,56 @@ const OverlapView = (() => {
     return panes;
   }
 
-  // Draws `result` for the query `text` into root.
+  // The text with its passages marked: counted ones in their source's colour and label,
+  // quotations and references outlined (not counted), labelled by the source that holds them.
+  function markedText(text, result) {
+    const idx = sourceIndex(result);
+    const ranges = result.passages
+      .map((p) => ({
+        start: p.start,
+        end: p.end,
+        cls: null,
+        src: idx.get(String(p.source)),
+        label: idx.has(String(p.source)) ? label(idx.get(String(p.source))) : null,
+        title: t("from {s} (similarity {x})", { s: p.source, x: p.similarity }),
+      }))
+      .concat(
+        result.excluded.map((p) => ({
+          start: p.start,
+          end: p.end,
+          cls: "excluded",
+          label: idx.has(String(p.source)) ? label(idx.get(String(p.source))) : null,
+          title: t(p.exclusion === "references" ? "reference list, also in {s}: not counted" : "quotation, also in {s}: not counted", { s: p.source }),
+        })),
+      )
+      .sort((a, b) => a.start - b.start || a.end - b.end);
+    const body = element("div", "ov-text");
+    markRanges(body, text, ranges);
+    return body;
+  }
+
+  // One passage, opened or not, beside its source.
+  function passageDetails(text, at, p, src, open) {
+    const d = element("details", "ov-passage");
+    d.dataset.source = String(p.source);
+    d.dataset.chars = String(p.end - p.start);
+    if (open) d.open = true;
+    const head = element("summary");
+    if (src !== undefined) {
+      const sw = element("span", "swatch");
+      paint(sw, src);
+      head.append(sw, element("span", "src-tag", label(src)), " ");
+    }
+    head.append(t("{a}–{b} from {s} ({c}–{d}), similarity {x}", { a: p.start, b: p.end, s: p.source, c: p.source_start, d: p.source_end, x: p.similarity }));
+    if (p.also && p.also.length) head.append(`; ${t("also in {ids}", { ids: p.also.join(", ") })}`);
+    d.append(head, passagePanes(text.slice(at(p.start), at(p.end)), p, src));
+    return d;
+  }
+
+  // Draws `result` for the query `text` into root: the service's view (its summary, its
+  // sources, the marked text, the passages in text order).
   function render(root, text, result) {
-    const colourOf = new Map();
-    result.sources.forEach((s, i) => colourOf.set(String(s.id), `src-${i % COLOURS}`));
+    const idx = sourceIndex(result);
     const box = element("div", "overlap");
     const summary = element("p", "ov-summary");
     summary.append(element("strong", "ov-copied", pct(result.copied_chars, result.chars)), ` ${t("copied")}`);
@@ -99,53 +180,55 @@ const OverlapView = (() => {
     box.append(summary);
 
     const list = element("ol", "ov-sources");
-    for (const s of result.sources) {
+    result.sources.forEach((s, i) => {
       const li = element("li");
       li.dataset.id = String(s.id);
-      li.append(element("span", `swatch ${colourOf.get(String(s.id))}`));
+      const sw = element("span", "swatch");
+      paint(sw, i);
+      li.append(sw, element("span", "src-tag", label(i)), " ");
       li.append(element("strong", "id", String(s.id)));
       li.append(` · ${t("{p} of the text ({n} characters)", { p: pct(s.chars, result.chars), n: s.chars.toLocaleString("en-US") })}`);
       list.append(li);
-    }
+    });
     box.append(list);
 
-    const ranges = result.passages
-      .map((p) => ({
-        start: p.start,
-        end: p.end,
-        cls: colourOf.get(String(p.source)) || "src-0",
-        title: t("from {s} (similarity {x})", { s: p.source, x: p.similarity }),
-      }))
-      .concat(
-        result.excluded.map((p) => ({
-          start: p.start,
-          end: p.end,
-          cls: "excluded",
-          title: t(p.exclusion === "references" ? "reference list, also in {s}: not counted" : "quotation, also in {s}: not counted", { s: p.source }),
-        })),
-      )
-      .sort((a, b) => a.start - b.start || a.end - b.end);
-    const body = element("div", "ov-text");
-    markRanges(body, text, ranges);
-    box.append(element("h3", null, t("The text, copied passages marked")), body);
+    box.append(element("h3", null, t("The text, copied passages marked")), markedText(text, result));
 
     if (result.passages.length) {
       const n = result.passages.length;
       box.append(element("h3", null, t(n === 1 ? "1 passage, beside its source (differences marked)" : "{n} passages, each beside its source (differences marked)", { n })));
       const at = utf16(text);
-      result.passages.forEach((p, i) => {
-        const d = element("details", "ov-passage");
-        if (i < 3) d.open = true;
-        const head = element("summary");
-        head.append(element("span", `swatch ${colourOf.get(String(p.source))}`));
-        head.append(t("{a}–{b} from {s} ({c}–{d}), similarity {x}", { a: p.start, b: p.end, s: p.source, c: p.source_start, d: p.source_end, x: p.similarity }));
-        if (p.also && p.also.length) head.append(`; ${t("also in {ids}", { ids: p.also.join(", ") })}`);
-        d.append(head, passagePanes(text.slice(at(p.start), at(p.end)), p, colourOf.get(String(p.source))));
-        box.append(d);
-      });
+      result.passages.forEach((p, i) => box.append(passageDetails(text, at, p, idx.get(String(p.source)), i < 3)));
     }
     root.replaceChildren(box);
   }
 
-  return { render, pct };
+  // Draws the report's part of a query into root: the marked text, then the passages grouped
+  // by source (the most copied source first) and, within a source, the longest first, each
+  // beside its source. The figures and tables are the page's static HTML.
+  function renderGrouped(root, text, result) {
+    const box = element("div", "overlap");
+    box.append(element("h3", null, t("The text, copied passages marked")), markedText(text, result));
+    const at = utf16(text);
+    let opened = 0;
+    result.sources.forEach((s, i) => {
+      const own = result.passages
+        .filter((p) => String(p.source) === String(s.id))
+        .sort((a, b) => b.end - b.start - (a.end - a.start) || a.start - b.start);
+      if (!own.length) return;
+      const group = element("section", "ov-group");
+      group.dataset.id = String(s.id);
+      const h = element("h3");
+      const sw = element("span", "swatch");
+      paint(sw, i);
+      h.append(sw, element("span", "src-tag", label(i)), " ", element("span", "id", String(s.id)), " · ");
+      h.append(t(own.length === 1 ? "1 passage, {n} characters ({p} of the text)" : "{k} passages, {n} characters ({p} of the text)", { k: own.length, n: s.chars.toLocaleString("en-US"), p: pct(s.chars, result.chars) }));
+      group.append(h);
+      for (const p of own) group.append(passageDetails(text, at, p, i, opened++ < 3));
+      box.append(group);
+    });
+    root.replaceChildren(box);
+  }
+
+  return { render, renderGrouped, pct, colour, label, paint };
 })();

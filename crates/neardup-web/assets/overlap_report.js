@@ -1,32 +1,34 @@
-// The report of `neardup overlap`: each query of the data block as a section that opens to its
-// marked text and passages, drawn by OverlapView (overlap.js) when first opened.
+// The report of `neardup overlap`. Its figures and tables are static HTML; this script puts
+// them in the reader's language (shared.js), colours the sources' swatches, and draws each
+// query's marked text and passages (OverlapView, overlap.js) when its section is first opened.
 "use strict";
 
 (() => {
   const data = JSON.parse(document.getElementById("overlap-data").textContent);
-  const { element } = Shared;
-  const list = document.getElementById("query-list");
+  const { t, translateStatic, labelCells } = Shared;
+
+  // The static words, then the few that hold a number.
+  translateStatic();
+  for (const el of document.querySelectorAll(".more[data-n]")) el.textContent = t("and {n} more", { n: el.dataset.n });
+  const note = document.getElementById("detail-note");
+  if (note) note.textContent = t("The texts of the {a} most copied queries are below; the other {b} are in the table only.", { a: note.dataset.shown, b: note.dataset.rest });
+  for (const table of document.querySelectorAll("table.members")) labelCells(table);
+  if (Shared.lang === "zh") document.title = document.title.replace(/^Passage check report/, t("Passage check report"));
+
   data.forEach((q, rank) => {
-    const d = element("details", "query");
-    d.id = `q${rank}`;
-    d.dataset.id = q.id;
-    const head = element("summary");
-    head.append(element("strong", "id", q.id));
-    head.append(
-      ` · ${OverlapView.pct(q.copied_chars, q.chars)} copied from ${q.sources.length} source${q.sources.length === 1 ? "" : "s"}` +
-        ` · ${q.chars.toLocaleString("en-US")} characters`,
-    );
-    const body = element("div", "query-body");
-    d.append(head, body);
-    let drawn = false;
-    d.addEventListener("toggle", () => {
-      if (d.open && !drawn) {
-        OverlapView.render(body, q.text, q);
-        drawn = true;
+    const d = document.getElementById(`q${rank}`);
+    if (!d) return;
+    for (const sw of d.querySelectorAll(".swatch[data-src]")) OverlapView.paint(sw, Number(sw.dataset.src));
+    const drawn = d.querySelector(".ov-drawn");
+    let done = false;
+    const draw = () => {
+      if (d.open && !done) {
+        OverlapView.renderGrouped(drawn, q.text, q);
+        done = true;
       }
-    });
-    if (rank === 0) d.open = true;
-    list.append(d);
+    };
+    d.addEventListener("toggle", draw);
+    draw();
   });
   // A link from the table opens its query.
   const open = () => {

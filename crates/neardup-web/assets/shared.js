@@ -178,6 +178,45 @@ const Shared = (() => {
     "{n} passages, each beside its source (differences marked)": "{n} 个段落，各与其来源并排（不同之处已标出）",
     "{a}–{b} from {s} ({c}–{d}), similarity {x}": "{a}–{b}，来自 {s}（{c}–{d}），相似度 {x}",
     "also in {ids}": "亦见于 {ids}",
+    // The overlap report (its words as a thesis-check report says them: 复制比, 引用).
+    "Passage check report": "文本复制检测报告",
+    "queries, the most copied first": "篇文本，复制比最高的在前",
+    "query": "篇文本",
+    "queries": "检测文本数",
+    "documents in the collection": "比对库文档数",
+    "copied on average": "平均复制比",
+    "settings": "设置",
+    "Queries": "检测文本",
+    "Copied": "去除引用复制比",
+    "With quotations and references": "总文字复制比（含引用）",
+    "Largest single source": "单篇最大复制比",
+    "Sources (share of the query)": "来源（占全文比例）",
+    "and {n} more": "另有 {n} 个",
+    "The texts of the {a} most copied queries are below; the other {b} are in the table only.":
+      "下面是复制比最高的 {a} 篇文本；其余 {b} 篇只在上表中列出。",
+    "source": "个来源",
+    "sources": "个来源",
+    "characters": "个字符",
+    "Copied characters": "复制字符数",
+    "Passages": "片段数",
+    "Quotations and references": "引用与参考文献",
+    "none": "无",
+    "Sources": "来源",
+    "Label": "标号",
+    "Source": "来源",
+    "Share": "复制比",
+    "Quoted characters": "引用字符数",
+    "Sections": "各章节",
+    "Section": "章节",
+    "before the first heading": "第一个标题之前",
+    "Quotations and references, not counted": "引用与参考文献（不计入复制比）",
+    "No quotation or reference list matches a source.": "没有与来源相符的引文或参考文献。",
+    "Kind": "类型",
+    "Where": "位置",
+    "quotation": "引文",
+    "reference list": "参考文献",
+    "1 passage, {n} characters ({p} of the text)": "1 个片段，{n} 个字符（占全文 {p}）",
+    "{k} passages, {n} characters ({p} of the text)": "{k} 个片段，{n} 个字符（占全文 {p}）",
   };
 
   function pickLanguage() {
@@ -201,10 +240,13 @@ const Shared = (() => {
   }
 
   // Translates the static text of root: each text node, placeholder, title and aria-label
-  // that is a key (trimmed), in place.
+  // that is a key (trimmed), in place; not inside translate="no" (a document's own words: a
+  // heading "Summary" in a thesis stays as written).
   function translateStatic(root = document.body) {
     if (lang === "en") return;
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => (n.parentElement && n.parentElement.closest('[translate="no"]') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
     const nodes = [];
     while (walker.nextNode()) nodes.push(walker.currentNode);
     for (const n of nodes) {

@@ -21,6 +21,7 @@ pub mod compare;
 mod html;
 pub mod overlap;
 pub mod report;
+mod sections;
 pub mod service;
 
 pub use html::{escape, thousands};

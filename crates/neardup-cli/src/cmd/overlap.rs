@@ -342,7 +342,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             let mut report = OverlapReport::new(&title);
             report.summary = vec![
                 ("queries".into(), thousands(results.len() as u64)),
-                ("collection".into(), format!("{} documents", thousands(collection_docs as u64))),
+                ("documents in the collection".into(), thousands(collection_docs as u64)),
                 (
                     "copied on average".into(),
                     format!(
@@ -641,7 +641,12 @@ fn query_view(id: &str, text: &str, o: &Overlap, index: &PassageIndex) -> QueryV
         sources: o
             .sources
             .iter()
-            .map(|s| SourceView { id: shown_id(index.id(s.source)), chars: s.chars })
+            .map(|s| SourceView {
+                id: shown_id(index.id(s.source)),
+                chars: s.chars,
+                quoted_chars: s.quoted_chars,
+                passages: o.passages.iter().filter(|p| p.source == s.source).count() as u64,
+            })
             .collect(),
         passages: o.passages.iter().map(passage).collect(),
         excluded: o.excluded.iter().map(passage).collect(),
