@@ -26,7 +26,7 @@ pub(crate) use crate::errors::overlap_error;
 
 /// The settings of the passage check by their keyword names (those of `neardup overlap`'s
 /// options): `min_units`, `max_gap`, `min_similarity`, `seed_units`, `window`, `max_sources`,
-/// `keep_quotes`, `zh_script`. Each value goes through the one conversion of options ([`to_json`]: NaN,
+/// `keep_quotes`, `zh_script`, `min_density`. Each value goes through the one conversion of options ([`to_json`]: NaN,
 /// infinities and ints past 64 bits refused by name); a value of the wrong kind is an
 /// `InputTypeError`, a number out of the option's range an `OptionError`, each naming the
 /// option and the value.
@@ -73,6 +73,7 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
                 "min_similarity" => {
                     o.min_similarity = parse(key, &v, "a number", true, Value::as_f64)?
                 }
+                "min_density" => o.min_density = parse(key, &v, "a number", true, Value::as_f64)?,
                 "seed_units" => o.seed_units = parse(key, &v, COUNT, true, count)?,
                 "window" => o.window = parse(key, &v, COUNT, true, count)?,
                 "max_sources" => o.max_sources = parse(key, &v, COUNT, true, count)?,

@@ -142,6 +142,8 @@ pub fn document(limits: &Limits) -> Value {
                         "window": {"type": "integer", "minimum": 1, "maximum": 1000},
                         "max_sources": {"type": "integer", "minimum": 1, "maximum": 1000000},
                         "keep_quotes": {"type": "boolean"},
+                        "min_density": {"type": "number", "minimum": 0, "maximum": 1,
+                                        "default": 0.06},
                         "zh_script": {"type": "string",
                                       "enum": ["keep", "simplified", "traditional", "mainland"],
                                       "default": "simplified"}

@@ -110,6 +110,13 @@ pub struct OverlapArgs {
     #[arg(long, value_name = "X", default_value_t = OverlapSpec::default().min_similarity)]
     pub min_similarity: f64,
 
+    /// The least evidence per unit of a passage, in [0, 1]: its k-grams the index keeps, each
+    /// weighed by how few other documents hold it (a verbatim copy has about 0.3, a heavily
+    /// reworded one 0.1 to 0.2, a long loose match of a field's stock phrases under 0.05).
+    /// Higher drops more false passages and more reworded copies; 0 keeps every alignment.
+    #[arg(long, value_name = "X", default_value_t = OverlapSpec::default().min_density)]
+    pub min_density: f64,
+
     /// Units per shared k-gram, the seed of every match (an index's own setting), 1 to 1,000.
     #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().seed)]
     pub seed_units: u32,
@@ -164,6 +171,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         max_sources: Some(args.max_sources),
         keep_quotes: Some(args.keep_quotes),
         zh_script: args.zh_script.map(ZhScriptArg::script),
+        min_density: Some(args.min_density),
     }
     .to_spec()
     .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;

@@ -363,6 +363,7 @@ def overlap(
     max_sources: Optional[int] = None,
     keep_quotes: bool = False,
     zh_script: Optional[str] = None,
+    min_density: Optional[float] = None,
 ) -> Any:
     """Which passages of each query are copied from which documents, and how much of each query
     that is: ``neardup overlap`` (the thesis check, 论文查重) on texts in memory.
@@ -382,7 +383,7 @@ def overlap(
         as_table: for a batch, return ``(passages, summary)`` as two ``pyarrow.Table`` with the
             columns of ``neardup overlap --passages`` and ``--summary``.
         min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes,
-            zh_script: the options of ``neardup overlap`` of the same names (``neardup overlap
+            zh_script, min_density: the options of ``neardup overlap`` of the same names (``neardup overlap
             --help``); ``zh_script`` is ``"simplified"`` (default), ``"traditional"``,
             ``"mainland"`` or ``"keep"``.
 
@@ -423,6 +424,7 @@ def overlap(
             ("window", window),
             ("max_sources", max_sources),
             ("zh_script", zh_script),
+            ("min_density", min_density),
         ]
         if value is not None
     }

@@ -52,7 +52,7 @@ pub(crate) struct Region {
 }
 
 impl Region {
-    fn len(&self) -> u32 {
+    pub(crate) fn len(&self) -> u32 {
         self.q1 - self.q0
     }
 
@@ -146,7 +146,11 @@ pub(crate) struct AlignParams {
 /// k-gram is not in the index, which then says nothing). A phrase a thousand documents share
 /// (a dateline, a stock clause, a template's sentence) adds almost nothing however long the
 /// match; text only the source holds adds one a k-gram (as IDF weighs words, on k-grams).
-pub(crate) fn evidence(r: &Region, df: &[u32], k: u32) -> f32 {
+/// `holders` documents hold the passage itself (its source, and those holding at least half of
+/// its k-grams): a k-gram they all hold is as common as the *other* documents holding it make
+/// it, so a text that stands in ten documents (a template's pages, a package and its `-dev`
+/// twin) is not taken for what a field shares by chance.
+pub(crate) fn evidence(r: &Region, df: &[u32], k: u32, holders: u32) -> f32 {
     let mut starts: Vec<u32> =
         r.fragments.iter().filter(|f| f.q1 - f.q0 >= k).flat_map(|f| f.q0..=f.q1 - k).collect();
     starts.sort_unstable();
@@ -155,7 +159,7 @@ pub(crate) fn evidence(r: &Region, df: &[u32], k: u32) -> f32 {
         .iter()
         .filter_map(|&p| df.get(p as usize).copied())
         .filter(|&d| d > 0)
-        .map(|d| 1.0 / d as f32)
+        .map(|d| 1.0 / d.saturating_sub(holders - 1).max(1) as f32)
         .sum()
 }
 
@@ -686,8 +690,11 @@ mod tests {
             evidence: 0.0,
         };
         // Source 1 holds the whole 100-unit passage, 2 most of it, 3 its first 15 units only.
-        let settled =
-            settle(vec![r(1, 0, 100), r(2, 10, 90), r(3, 0, 15)], &params(), Attribution::BestMatch);
+        let settled = settle(
+            vec![r(1, 0, 100), r(2, 10, 90), r(3, 0, 15)],
+            &params(),
+            Attribution::BestMatch,
+        );
         let got: Vec<_> = settled.iter().map(|s| (s.region.source, s.also.clone())).collect();
         assert_eq!(got, [(1, vec![2])]);
     }

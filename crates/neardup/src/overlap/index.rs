@@ -12,6 +12,26 @@ use super::exclude::{quotations, reference_lists, Excluded};
 use super::units::{kgram_hashes, units, Unit};
 use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare};
 
+/// How many documents hold a passage: those holding more than half of the k-grams of its
+/// query range that the index knows (at least one, its source). A document holding one of the
+/// stock phrases a loose match is made of holds half of it at most. `by_position`: the hits as
+/// `position << 32 | document`, sorted.
+fn holders(r: &Region, by_position: &[u64], k: u32) -> u32 {
+    let (first, end) = (u64::from(r.q0), u64::from((r.q1 + 1).saturating_sub(k)));
+    let lo = by_position.partition_point(|&x| x >> 32 < first);
+    let hi = by_position.partition_point(|&x| x >> 32 < end);
+    let mut per_doc: FxHashMap<u32, u32> = FxHashMap::default();
+    let (mut positions, mut last) = (0u32, u64::MAX);
+    for &x in &by_position[lo..hi] {
+        if x >> 32 != last {
+            positions += 1;
+            last = x >> 32;
+        }
+        *per_doc.entry(x as u32).or_default() += 1;
+    }
+    (per_doc.values().filter(|&&n| n * 2 > positions).count() as u32).max(1)
+}
+
 /// One source's character ranges: those its counted passages cover, and its quoted ones.
 type CountedAndQuoted = (Vec<(u64, u64)>, Vec<(u64, u64)>);
 
@@ -602,6 +622,10 @@ impl PassageIndex {
         // explained by a region over it; within a corpus, only for later documents, so that
         // the earliest holder of a stretch is still aligned.
         let query = QueryGrams::new(&qgrams, |_| true);
+        // The hits by query position: which documents hold each k-gram of a passage.
+        let mut by_position: Vec<u64> = hits.iter().map(|&h| h.rotate_left(32)).collect();
+        by_position.sort_unstable();
+        let min_density = self.spec.min_density as f32;
         let qhashes: Vec<u64> = qunits.iter().map(|u| u.hash).collect();
         let mut regions: Vec<Region> = Vec::new();
         let mut covered = vec![u32::MAX; qgrams.len()]; // lowest source explaining each k-gram
@@ -638,10 +662,17 @@ impl PassageIndex {
                 s.hashes.clear();
                 s.hashes.extend(s.units.iter().map(|u| u.hash));
                 let mut found = align(&query, d, &s.grams, (&qhashes, &s.hashes), &p);
+                // Significance: a passage needs evidence for its length. Its k-grams are
+                // weighed by how many documents hold them besides those holding the passage
+                // itself, so that a text standing in several documents is still a copy, and a
+                // long loose match made of what the field's writing shares is not. A region
+                // dropped here explains nothing: another source may still hold the stretch.
                 for r in &mut found {
-                    r.evidence = evidence(r, &df, p.seed);
+                    r.evidence = evidence(r, &df, p.seed, holders(r, &by_position, p.seed));
                 }
-                found.retain(|r| r.evidence >= p.min_evidence);
+                found.retain(|r| {
+                    r.evidence >= p.min_evidence && r.evidence >= min_density * r.len() as f32
+                });
                 for r in &found {
                     let end = (r.q1 as usize).min(covered.len());
                     for c in &mut covered[r.q0 as usize..end] {

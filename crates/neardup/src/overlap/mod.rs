@@ -96,6 +96,14 @@ pub struct OverlapSpec {
     /// `1 / df` (how many documents of the collection hold it), so that what a field's writing
     /// shares (datelines, stock phrases, templates) does not count as copied.
     pub min_evidence: f64,
+    /// The least evidence per unit of a reported passage (0.06). The evidence counts the
+    /// passage's k-grams that the index keeps (about `2 / (window + 1)` of them), each `1 / df`,
+    /// `df` counting the documents that hold it besides those holding the passage itself (at
+    /// least half of its k-grams: a text standing in several documents is still a copy): a
+    /// verbatim copy has about 0.3 per unit, a heavily reworded one 0.1 to 0.2, and a long
+    /// loose match of a field's stock phrases and sentence frames, each held by other
+    /// documents, under 0.05. Higher: fewer false passages, fewer reworded copies found.
+    pub min_density: f64,
     /// The Chinese script units are compared in (simplified): a passage copied and converted
     /// to traditional characters matches its source. The pipeline's `zh_script` (OpenCC), read
     /// in place; it defines the index's fingerprints. Settings saved before it existed were
@@ -123,6 +131,7 @@ impl Default for OverlapSpec {
             max_sources: 400,
             max_quote_chars: 300,
             min_evidence: 0.0,
+            min_density: 0.06,
             // Without the Chinese data there is no conversion: the units are as written.
             zh_script: if cfg!(feature = "zh") { ZhScript::Simplified } else { ZhScript::Keep },
         }
@@ -178,6 +187,9 @@ impl OverlapSpec {
                 "max_quote_chars",
                 format!("must be in 1..=100000, got {}", self.max_quote_chars),
             );
+        }
+        if !(self.min_density >= 0.0 && self.min_density <= 1.0) {
+            return bad("min_density", format!("must be in [0, 1], got {}", self.min_density));
         }
         if !(self.min_evidence >= 0.0 && self.min_evidence <= 1e6) {
             return bad(
@@ -249,11 +261,13 @@ pub struct OverlapOptions {
     pub keep_quotes: Option<bool>,
     /// [`OverlapSpec::zh_script`].
     pub zh_script: Option<ZhScript>,
+    /// [`OverlapSpec::min_density`].
+    pub min_density: Option<f64>,
 }
 
 impl OverlapOptions {
     /// The option names, in the order surfaces list them.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "min_units",
         "max_gap",
         "min_similarity",
@@ -262,6 +276,7 @@ impl OverlapOptions {
         "max_sources",
         "keep_quotes",
         "zh_script",
+        "min_density",
     ];
 
     /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
@@ -278,6 +293,7 @@ impl OverlapOptions {
             exclude_references: !keep,
             max_sources: self.max_sources.unwrap_or(d.max_sources),
             zh_script: self.zh_script.unwrap_or(d.zh_script),
+            min_density: self.min_density.unwrap_or(d.min_density),
             ..d
         };
         spec.validate().map_err(|e| match e {
