@@ -76,6 +76,7 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
                 "seed_units" => o.seed_units = parse(key, &v, COUNT, true, count)?,
                 "window" => o.window = parse(key, &v, COUNT, true, count)?,
                 "max_sources" => o.max_sources = parse(key, &v, COUNT, true, count)?,
+                "max_quote_chars" => o.max_quote_chars = parse(key, &v, COUNT, true, count)?,
                 "keep_quotes" => {
                     o.keep_quotes = parse(key, &v, "true or false", false, Value::as_bool)?
                 }

@@ -141,7 +141,8 @@ pub fn document(limits: &Limits) -> Value {
                         "seed_units": {"type": "integer", "minimum": 1, "maximum": 1000},
                         "window": {"type": "integer", "minimum": 1, "maximum": 1000},
                         "max_sources": {"type": "integer", "minimum": 1, "maximum": 1000000},
-                        "keep_quotes": {"type": "boolean"}
+                        "keep_quotes": {"type": "boolean"},
+                        "max_quote_chars": {"type": "integer", "minimum": 1, "maximum": 100000}
                     }}
                 ]
             }

@@ -47,6 +47,7 @@ mod align;
 mod exclude;
 mod file;
 mod index;
+mod record;
 mod units;
 
 use std::fmt;
@@ -57,6 +58,7 @@ use serde::{Deserialize, Serialize};
 pub use exclude::Exclusion;
 pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
 pub use index::{Batch, OnExistingId, PassageIndex};
+pub use record::{JsonId, PassageRecord, SourceRecord, SummaryRecord, WrittenIds};
 
 /// The settings of the passage check, as data. The first three define the index's fingerprints
 /// and are stored with it; the others may change from one check to the next.
@@ -214,11 +216,13 @@ pub struct OverlapOptions {
     /// Count quotations and reference lists as copied text (false: [`OverlapSpec::exclude_quotes`]
     /// and [`OverlapSpec::exclude_references`]).
     pub keep_quotes: Option<bool>,
+    /// [`OverlapSpec::max_quote_chars`].
+    pub max_quote_chars: Option<u32>,
 }
 
 impl OverlapOptions {
     /// The option names, in the order surfaces list them.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "min_units",
         "max_gap",
         "min_similarity",
@@ -226,6 +230,7 @@ impl OverlapOptions {
         "window",
         "max_sources",
         "keep_quotes",
+        "max_quote_chars",
     ];
 
     /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
@@ -241,6 +246,7 @@ impl OverlapOptions {
             exclude_quotes: !keep,
             exclude_references: !keep,
             max_sources: self.max_sources.unwrap_or(d.max_sources),
+            max_quote_chars: self.max_quote_chars.unwrap_or(d.max_quote_chars),
             ..d
         };
         spec.validate().map_err(|e| match e {
