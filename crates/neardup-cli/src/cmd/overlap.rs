@@ -196,9 +196,14 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     // No query: only a library indexed alone (--against LIBRARY --save-index DIR).
     let library_only = args.inputs.is_empty();
     if library_only && (args.against.is_empty() || args.save_index.is_none()) {
+        let hint = if args.against.len() > 1 {
+            " (--against takes every path after it: give QUERY before --against)"
+        } else {
+            ""
+        };
         return Err(Failure::Usage(anyhow!(
-            "give the QUERY files to check (or `-` for standard input); without a query, \
-             `neardup overlap --against LIBRARY --save-index DIR` indexes a library alone"
+            "give the QUERY files to check (or `-` for standard input){hint}; without a \
+             query, `neardup overlap --against LIBRARY --save-index DIR` indexes a library alone"
         )));
     }
     if args.add && args.against.is_empty() {
