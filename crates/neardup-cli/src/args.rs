@@ -389,8 +389,16 @@ pub struct InputArgs {
     pub tokens_field: String,
 
     /// Replace invalid UTF-8 with U+FFFD (and count the replacements) instead of failing.
+    /// Text in another encoding is detected first (see --encoding).
     #[arg(long)]
     pub lossy: bool,
+
+    /// The encoding of text that is not UTF-8: a WHATWG label such as gb18030, gbk, big5,
+    /// utf-16le, utf-16be, shift_jis, euc-kr, windows-1252. [default: UTF-8; other text is
+    /// detected (a byte order mark, UTF-16, GB18030, Big5, Shift-JIS, EUC-KR) and said in the
+    /// summary, or refused naming the encoding it looks like]
+    #[arg(long, value_name = "NAME", value_parser = neardup_corpus::read::encoding_for_label)]
+    pub encoding: Option<neardup_corpus::read::TextEncoding>,
 
     /// Skip bad records (malformed JSON, missing text field, invalid UTF-8, oversized
     /// documents), report each on stderr and how many were skipped, and exit 0.
@@ -438,6 +446,7 @@ impl InputArgs {
             id_field_named: self.id_field.is_some(),
             tokens_field: self.tokens_field.clone(),
             lossy: self.lossy,
+            encoding: self.encoding,
             skip_bad: self.skip_bad,
             max_doc_bytes: self.max_doc_bytes,
             read_every_column: false,

@@ -2314,3 +2314,101 @@ fn the_service_credits_a_copy_converted_to_traditional_script() {
     assert!(copied_chars("folded") >= 0.9 * n);
     assert!(copied_chars("kept") < 0.9 * n);
 }
+
+/// Words no other text shares: `tag` and a number each.
+fn words(tag: &str, n: usize) -> String {
+    (0..n).map(|i| format!("{tag}{i}w{}", (i * 7919) % 1000)).collect::<Vec<_>>().join(" ")
+}
+
+/// Issue 33 items 3 and 7 through the service: a 900-character copy inside quotation marks is
+/// reported with its source (a quotation within a raised `max_quote_chars`), a copy after an
+/// unclosed mark counts, the passage record is the CLI's key for key, and `7` and `"7"` are one
+/// id for `exclude_source`.
+#[test]
+fn the_service_reports_a_quoted_copy_with_its_source_in_the_cli_record() {
+    let dir = tempdir("overlap-quoted");
+    let s = Server::start(&dir, &[]);
+    let (st, v) =
+        s.json("PUT", "/v1/collections/lib", json!({"passages": {"max_quote_chars": 1000}}));
+    assert_eq!(st, 201, "{v}");
+    let source = words("src", 200);
+    let copy: String = source.chars().take(900).collect();
+    let other = words("oth", 80);
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/lib/docs",
+        json!({"docs": [{"id": 7, "text": source}, {"id": "8", "text": other}]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let quoted = format!("{} \u{201c}{copy}\u{201d} {}", words("a", 30), other);
+    let (st, found) =
+        s.json("POST", "/v1/collections/lib/overlap", json!({"text": quoted, "id": "q"}));
+    assert_eq!(st, 200, "{found}");
+    let excluded = found["excluded"].as_array().expect("excluded");
+    assert!(!excluded.is_empty(), "{found}");
+    for p in excluded {
+        assert_eq!(
+            (&p["source"], &p["quotation"], &p["exclusion"]),
+            (&json!("7"), &json!(true), &json!("quote"))
+        );
+    }
+    assert!(
+        found["copied_with_quotations"].as_f64().expect("with")
+            > found["copied"].as_f64().expect("copied")
+    );
+    let seven =
+        found["sources"].as_array().expect("sources").iter().find(|s| s["id"] == "7").cloned();
+    assert!(seven.is_some_and(|s| s["quoted_chars"].as_u64() >= Some(850)), "{found}");
+    // An unclosed mark quotes nothing.
+    let unclosed = format!("{} \u{201c}{copy} {}", words("b", 30), words("c", 30));
+    let (_, v) = s.json("POST", "/v1/collections/lib/overlap", json!({"text": unclosed}));
+    assert!(v["copied"].as_f64().expect("copied") > 0.5, "{v}");
+    // One id rule: 7 and "7" exclude the same document.
+    for given in [json!(7), json!("7")] {
+        let (st, v) = s.json(
+            "POST",
+            "/v1/collections/lib/overlap",
+            json!({"text": quoted, "exclude_source": [given]}),
+        );
+        assert_eq!(st, 200, "{v}");
+        let ids: Vec<Value> =
+            v["sources"].as_array().expect("sources").iter().map(|s| s["id"].clone()).collect();
+        assert_eq!(ids, [json!("8")], "{v}");
+    }
+    // The CLI's records of the same check: the same keys and values (the service adds the
+    // source's text).
+    let docs = dir.join("lib.jsonl");
+    std::fs::write(
+        &docs,
+        format!("{}\n{}\n", json!({"id": "7", "text": source}), json!({"id": "8", "text": other})),
+    )
+    .expect("write");
+    let q = dir.join("q.jsonl");
+    std::fs::write(&q, format!("{}\n", json!({"id": "q", "text": quoted}))).expect("write");
+    let out = bin()
+        .args(["overlap", "--max-quote-chars", "1000"])
+        .arg(&q)
+        .arg("--against")
+        .arg(&docs)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let mut ours: Vec<Value> = found["passages"]
+        .as_array()
+        .expect("passages")
+        .iter()
+        .chain(excluded)
+        .map(|p| {
+            let mut p = p.clone();
+            p.as_object_mut().expect("an object").remove("source_text");
+            p
+        })
+        .collect();
+    ours.sort_by_key(|p| p["start"].as_u64());
+    assert_eq!(ours, cli);
+}

@@ -348,7 +348,11 @@ pub fn copy_records<S: RecordSink>(
                 let mut reader = open(source).map_err(read_again)?.reader;
                 reader.read_to_end(&mut bytes).map_err(read_again)?;
                 digest.update(&bytes);
-                let text = String::from_utf8_lossy(&bytes);
+                // Decoded as the first pass decoded it (an encoding detected or given).
+                let text = match crate::read::decode_document(bytes.clone(), "", 0, opts) {
+                    Ok(text) => text,
+                    Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+                };
                 let id = source.path().map_or("-".into(), |p| p.display().to_string());
                 let line = serde_json::json!({"id": id, "text": text});
                 let line =

@@ -47,6 +47,7 @@ use std::fmt;
 pub mod columnar;
 pub mod decisions;
 pub mod dedup;
+pub mod overlap;
 pub mod read;
 pub mod write;
 

@@ -338,10 +338,9 @@ impl PyIndex {
                 Ok((found, ids))
             });
             let (found, ids) = answer?;
-            let name = |n: u32| -> PyResult<Bound<'py, PyAny>> {
-                Ok(ids[&n].as_str().into_pyobject(py)?.into_any())
-            };
-            overlap_dict(py, &found, &name)
+            let name = |n: u32| crate::overlap::json_string_id(&ids[&n]);
+            let query = id.as_deref().map(crate::overlap::json_string_id);
+            overlap_dict(py, &found, query.as_deref(), &name)
         })
     }
 

@@ -6,9 +6,12 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyString};
 
-use neardup::overlap::{Batch, Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex};
+use neardup::overlap::{
+    Batch, JsonId, Overlap, OverlapOptions, OverlapSpec, PassageIndex, PassageRecord, WrittenIds,
+};
+use serde_json::value::RawValue;
 
 use rayon::prelude::*;
 
@@ -77,6 +80,7 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
                 "seed_units" => o.seed_units = parse(key, &v, COUNT, true, count)?,
                 "window" => o.window = parse(key, &v, COUNT, true, count)?,
                 "max_sources" => o.max_sources = parse(key, &v, COUNT, true, count)?,
+                "max_quote_chars" => o.max_quote_chars = parse(key, &v, COUNT, true, count)?,
                 "keep_quotes" => {
                     o.keep_quotes = parse(key, &v, "true or false", false, Value::as_bool)?
                 }
@@ -110,82 +114,33 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
     o.to_spec().map_err(overlap_error)
 }
 
-/// A document of the index (by number) as Python names it.
-pub(crate) type Namer<'a, 'py> = &'a dyn Fn(u32) -> PyResult<Bound<'py, PyAny>>;
-
-fn passage_dict<'py>(
-    py: Python<'py>,
-    p: &Passage,
-    name: Namer<'_, 'py>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("start", p.start)?;
-    d.set_item("end", p.end)?;
-    d.set_item("source", name(p.source)?)?;
-    d.set_item("source_start", p.source_start)?;
-    d.set_item("source_end", p.source_end)?;
-    d.set_item("similarity", p.similarity)?;
-    d.set_item("evidence", p.evidence)?;
-    d.set_item("start_byte", p.start_byte)?;
-    d.set_item("end_byte", p.end_byte)?;
-    d.set_item("source_start_byte", p.source_start_byte)?;
-    d.set_item("source_end_byte", p.source_end_byte)?;
-    let also: Vec<Bound<'py, PyAny>> = p.also.iter().map(|&a| name(a)).collect::<PyResult<_>>()?;
-    d.set_item("also", PyList::new(py, also)?)?;
-    if let Some(why) = p.exclusion {
-        d.set_item("exclusion", why.as_str())?;
-    }
-    Ok(d)
-}
-
-/// One query's answer as a dict: the summary of `neardup overlap --summary` (`chars`,
-/// `copied_chars`, `copied`, `excluded_chars`, `sources`), its `passages` as `--passages`
-/// writes them, and the `excluded` ones (quotations, references) with their `exclusion`.
+/// One query's answer as a dict: the library's summary record (`query`, `chars`,
+/// `copied_chars`, `copied`, `copied_with_quotations`, `excluded_chars`, `sources`), with its
+/// `passages` (counted) and `excluded` ones (quotations, references), each the library's
+/// passage record: the keys of `neardup overlap --summary` and `--passages`, one for one.
 pub(crate) fn overlap_dict<'py>(
     py: Python<'py>,
     o: &Overlap,
-    name: Namer<'_, 'py>,
+    query: Option<&RawValue>,
+    name: &dyn Fn(u32) -> JsonId,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let share = |part: u64| o.share(part);
-    let d = PyDict::new(py);
-    d.set_item("chars", o.chars)?;
-    d.set_item("copied_chars", o.copied_chars)?;
-    d.set_item("copied", share(o.copied_chars))?;
-    d.set_item("excluded_chars", o.excluded_chars)?;
-    let sources = PyList::empty(py);
-    for src in &o.sources {
-        let s = PyDict::new(py);
-        s.set_item("id", name(src.source)?)?;
-        s.set_item("chars", src.chars)?;
-        s.set_item("copied", share(src.chars))?;
-        sources.append(s)?;
-    }
-    d.set_item("sources", sources)?;
+    let json = |e: serde_json::Error| crate::errors::input(e.to_string());
+    let mut answer = serde_json::to_value(o.summary_record(query, name)).map_err(json)?;
     for (key, list) in [("passages", &o.passages), ("excluded", &o.excluded)] {
-        let out = PyList::empty(py);
-        for p in list {
-            out.append(passage_dict(py, p, name)?)?;
-        }
-        d.set_item(key, out)?;
+        let records: Vec<PassageRecord> =
+            list.iter().map(|p| PassageRecord::new(query, p, name)).collect();
+        answer[key] = serde_json::to_value(records).map_err(json)?;
     }
-    Ok(d)
+    Ok(crate::pipeline::to_py(py, &answer)?.cast_into::<PyDict>()?)
 }
 
-/// A saved id (JSON text: a string, or a number as written) as a Python value.
-pub(crate) fn json_id<'py>(py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match serde_json::from_str::<serde_json::Value>(id) {
-        Ok(serde_json::Value::String(s)) => s.into_pyobject(py)?.into_any(),
-        Ok(serde_json::Value::Number(n)) if n.is_i64() => {
-            n.as_i64().expect("checked").into_pyobject(py)?.into_any()
-        }
-        Ok(serde_json::Value::Number(n)) if n.is_u64() => {
-            n.as_u64().expect("checked").into_pyobject(py)?.into_any()
-        }
-        _ => id.into_pyobject(py)?.into_any(),
-    })
+/// An id (as text) as a JSON string.
+pub(crate) fn json_string_id(id: &str) -> JsonId {
+    RawValue::from_string(neardup::id_to_json(id)).expect("a JSON string")
 }
 
-/// The numbers of the documents named in `exclude`; an id the index does not hold is an error.
+/// The numbers of the documents named in `exclude` (ids as text: the one id rule); an id the
+/// index does not hold is an error.
 pub(crate) fn excluded(index: &PassageIndex, exclude: &[String]) -> PyResult<Vec<u32>> {
     exclude
         .iter()
@@ -206,7 +161,7 @@ pub(crate) fn excluded(index: &PassageIndex, exclude: &[String]) -> PyResult<Vec
 /// still a source (a list checked against a list).
 #[pyfunction]
 #[pyo3(signature = (query_ids, queries, against_ids, against, index_dir, options, exclude,
-                    save_index, own_ids))]
+                    save_index, own_ids, add = false))]
 #[allow(clippy::too_many_arguments)]
 fn overlap_texts<'py>(
     py: Python<'py>,
@@ -219,13 +174,14 @@ fn overlap_texts<'py>(
     exclude: Vec<String>,
     save_index: Option<PathBuf>,
     own_ids: bool,
+    add: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     guard(|| {
         let spec = spec_from_options(options)?;
         let texts = |source: &Bound<'_, PyAny>, ids: Vec<String>, what: &str| {
             let source = Source::from_py(source)?;
             let texts = source.texts_named(|i| match ids.get(i) {
-                Some(id) => format!("{what}: document {id}"),
+                Some(id) => format!("{what}: document {}", neardup::id_to_json(id)),
                 None => format!("{what}: document {i}"),
             })?;
             if ids.len() != texts.len() {
@@ -237,13 +193,23 @@ fn overlap_texts<'py>(
             }
             Ok(ids.into_iter().zip(texts.iter().map(|t| t.to_string())).collect::<Vec<_>>())
         };
+        // Every id is text (`7` and `"7"` are one document); answers give each as written.
+        let mut written = WrittenIds::default();
+        let mut plain = |ids: Vec<String>| -> PyResult<Vec<String>> {
+            ids.iter()
+                .map(|id| written.read(id).map_err(|e| crate::errors::input(format!("{id}: {e}"))))
+                .collect()
+        };
+        let query_json: Vec<String> = query_ids.clone();
+        let query_ids = plain(query_ids)?;
+        let against_ids = plain(against_ids)?;
+        let exclude = plain(exclude)?;
         let queries = texts(queries, query_ids, "queries")?;
         let collection = match against {
             Some(a) => texts(a, against_ids, "against")?,
             None => Vec::new(),
         };
         let within = against.is_none() && index_dir.is_none();
-        let ids: Vec<String> = queries.iter().map(|(id, _)| id.clone()).collect();
         // Ctrl-C stops the work between documents (the index's stop flag).
         let (index, found) = interruptible(py, None, |stop| -> PyResult<_> {
             // The whole read-modify-write of the saved index holds its lock, from before the
@@ -252,7 +218,7 @@ fn overlap_texts<'py>(
             // would lose the documents of the one that saved first.
             let lock = save_index.as_deref().map(|dir| lock_index(dir, stop)).transpose()?;
             let mut index = match &index_dir {
-                Some(dir) => PassageIndex::load(dir, Some(&spec)).map_err(overlap_error)?,
+                Some(dir) => written.load(dir, Some(&spec)).map_err(overlap_error)?,
                 None => PassageIndex::new(spec).map_err(overlap_error)?,
             };
             index.set_stop(Some(stop.flag()));
@@ -260,7 +226,9 @@ fn overlap_texts<'py>(
                 .add_documents(collection, neardup::overlap::OnExistingId::Refuse)
                 .map_err(overlap_error)?;
             let exclude = excluded(&index, &exclude)?;
-            let mode = match (within, save_index.is_some()) {
+            // Checked queries join the saved index only when asked (`add`), as `neardup
+            // overlap --add`: a revision checked later is not its own first draft's copy.
+            let mode = match (within, add) {
                 (true, _) => Batch::Within,
                 (false, true) => Batch::AgainstThenAdd,
                 (false, false) => Batch::Against,
@@ -280,18 +248,19 @@ fn overlap_texts<'py>(
                     .map_err(overlap_error)?
             };
             if let Some(lock) = &lock {
-                index.save(lock).map_err(overlap_error)?;
+                written.save(&index, lock).map_err(overlap_error)?;
             }
             index.set_stop(None);
             Ok((index, found))
         })?;
-        let name = |n: u32| json_id(py, index.id(n));
-        ids.iter()
+        let name = |n: u32| written.json(index.id(n));
+        query_json
+            .iter()
             .zip(&found)
             .map(|(id, o)| {
-                let d = overlap_dict(py, o, &name)?;
-                d.set_item("query", json_id(py, id)?)?;
-                Ok(d)
+                let query = RawValue::from_string(id.clone())
+                    .map_err(|e| crate::errors::input(format!("{id}: {e}")))?;
+                overlap_dict(py, o, Some(&query), &name)
             })
             .collect()
     })

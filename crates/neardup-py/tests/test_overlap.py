@@ -39,15 +39,11 @@ def cli_lines(path: pathlib.Path) -> list[dict]:
 
 
 def as_cli_passages(found: list[dict]) -> list[dict]:
-    """Python's answers as `--passages` lines (the `also` key only when it names documents)."""
-    out = []
-    for q in found:
-        for p in q["passages"]:
-            line = {"query": q["query"], **{k: v for k, v in p.items() if k != "also"}}
-            if p["also"]:
-                line["also"] = p["also"]
-            out.append(line)
-    return out
+    """Python's answers as `--passages` writes them: the same records, counted and quoted
+    passages in query order (no key added or left out: one record, issue 34)."""
+    return [
+        p for q in found for p in sorted(q["passages"] + q["excluded"], key=lambda p: (p["start"], p["end"]))
+    ]
 
 
 @pytest.mark.parametrize("name", ["sample-zh", "sample-en"])
@@ -70,15 +66,15 @@ def test_python_finds_what_the_cli_finds_on_the_sample_sets(binary, tmp_path, na
     )
     assert r.returncode == 0, r.stderr.decode()
     assert as_cli_passages(found) == cli_lines(passages)
-    assert [{k: q[k] for k in ("query", "chars", "copied_chars", "copied", "excluded_chars",
-                                "sources")} for q in found] == cli_lines(summary)
+    # The summary record is the CLI's, key for key; `passages` and `excluded` come besides.
+    assert [{k: v for k, v in q.items() if k not in ("passages", "excluded")} for q in found] == (
+        cli_lines(summary)
+    )
     assert sum(len(q["passages"]) for q in found) > 100
 
     # The same as two Arrow tables, with the files' columns.
     table, sums = neardup.overlap(queries, collection, as_table=True)
-    assert table.to_pylist() == [
-        {k: v for k, v in line.items() if k != "also"} for line in cli_lines(passages)
-    ]
+    assert table.to_pylist() == cli_lines(passages)
     assert sums.to_pylist() == cli_lines(summary)
 
 
@@ -107,7 +103,9 @@ def test_one_text_returns_its_passages_with_offsets_into_both_texts():
     assert QUERY.encode()[p["start_byte"]:p["end_byte"]].decode() == COPIED
     assert found["copied_chars"] == len(COPIED)
     assert found["copied"] == round(len(COPIED) / len(QUERY), 4)
-    assert found["sources"] == [{"id": "src", "chars": len(COPIED), "copied": found["copied"]}]
+    assert found["sources"] == [
+        {"id": "src", "chars": len(COPIED), "copied": found["copied"], "quoted_chars": 0}
+    ]
 
     # Positions are the ids of a list; the author's own work is never a source.
     assert neardup.overlap(QUERY, [SOURCE])["sources"][0]["id"] == 0
@@ -135,8 +133,8 @@ def test_a_copy_converted_to_traditional_script_is_credited_to_its_source():
 
 def test_a_saved_index_is_reused_and_grows(tmp_path):
     saved = tmp_path / "lib"
-    neardup.overlap({"thesis-1": QUERY}, {"src": SOURCE}, save_index=saved)
-    # The saved index holds the collection and the query checked against it.
+    neardup.overlap({"thesis-1": QUERY}, {"src": SOURCE}, save_index=saved, add=True)
+    # The saved index holds the collection and the query checked against it (add=True).
     [again] = neardup.overlap({"thesis-2": QUERY + "另一段。"}, saved)
     assert again["query"] == "thesis-2"
     assert sources(again) == {"thesis-1"} and again["copied_chars"] == len(QUERY)
@@ -157,7 +155,8 @@ def test_an_index_with_passages_answers_as_the_batch_check(binary, tmp_path):
     batch = neardup.overlap(queries, docs)
     for q in batch:
         one = index.overlap(queries[q["query"]])
-        assert one["passages"] == q["passages"], q["query"]
+        # The same records; a query given without an id has none.
+        assert one["passages"] == [dict(p, query=None) for p in q["passages"]], q["query"]
         assert one["sources"] == q["sources"]
 
     # Removing a source takes its passages away; a check stores its text too.
@@ -238,7 +237,9 @@ def test_save_index_beside_a_cli_run_keeps_both_documents(binary, tmp_path):
 
     def python_run():
         try:
-            outcome["found"] = neardup.overlap({"py": paragraph("py")}, saved, save_index=saved)
+            outcome["found"] = neardup.overlap(
+                {"py": paragraph("py")}, saved, save_index=saved, add=True
+            )
         except BaseException as e:  # noqa: BLE001 - reported by the assertions below
             outcome["error"] = e
 
@@ -249,7 +250,7 @@ def test_save_index_beside_a_cli_run_keeps_both_documents(binary, tmp_path):
         fcntl.flock(held, fcntl.LOCK_EX)
         cli = subprocess.Popen(
             [str(binary), "overlap", str(query), "--against", str(saved), "--save-index",
-             str(saved), "--summary", str(tmp_path / "s.jsonl")],
+             str(saved), "--add", "--summary", str(tmp_path / "s.jsonl")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         thread.start()
@@ -270,3 +271,62 @@ def test_save_index_beside_a_cli_run_keeps_both_documents(binary, tmp_path):
 
     found = neardup.overlap({f"probe-{k}": paragraph(k) for k in ("src", "cli", "py")}, saved)
     assert [sorted(sources(q)) for q in found] == [["src"], ["cli"], ["py"]]
+
+
+def test_the_passage_record_is_the_cli_one_and_a_quoted_copy_keeps_its_source(binary, tmp_path):
+    """Issue 33 item 3: a 900-character copy inside quotation marks is reported with its source
+    (counted past the quotation bound, `quotation` true within a raised one), a copy after an
+    unclosed mark counts as copied, and the records have the CLI's keys, value for value."""
+    import subprocess
+
+    source = paragraph("src", 200)
+    copy = source[:900]
+    queries = {
+        "quoted": f"{paragraph('a', 30)} \u201c{copy}\u201d {paragraph('b', 30)}",
+        "unclosed": f"{paragraph('c', 30)} \u201c{copy} {paragraph('d', 30)}",
+    }
+    found = neardup.overlap(queries, {7: source}, max_quote_chars=1000)
+    quoted, unclosed = found
+    assert quoted["copied"] < 0.05 and quoted["copied_with_quotations"] > 0.5
+    assert [p["source"] for p in quoted["excluded"]] == [7]
+    assert quoted["excluded"][0]["quotation"] is True
+    assert quoted["excluded"][0]["exclusion"] == "quote"
+    assert quoted["sources"][0]["id"] == 7 and quoted["sources"][0]["quoted_chars"] >= 850
+    assert unclosed["copied"] > 0.5 and not any(p["quotation"] for p in unclosed["passages"])
+    # The CLI's records of the same check, key for key.
+    qpath, cpath = tmp_path / "q.jsonl", tmp_path / "c.jsonl"
+    qpath.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in queries.items()))
+    cpath.write_text(json.dumps({"id": 7, "text": source}) + "\n")
+    cli = subprocess.run(
+        [str(binary), "overlap", str(qpath), "--against", str(cpath), "--max-quote-chars", "1000",
+         "--passages", "-", "-q"],
+        check=True, capture_output=True, text=True,
+    )
+    cli_records = [json.loads(line) for line in cli.stdout.splitlines()]
+    ours = [
+        p for q in found for p in sorted(q["passages"] + q["excluded"], key=lambda p: p["start"])
+    ]
+    assert ours == cli_records
+    passages, _ = neardup.overlap(queries, {7: source}, max_quote_chars=1000, as_table=True)
+    assert passages.column_names == list(cli_records[0].keys())
+    assert passages.num_rows == len(cli_records)
+
+
+def test_ids_are_text_and_queries_join_a_saved_index_only_with_add(tmp_path):
+    """Issue 33 item 7: `7` and `"7"` are one id; a check against a saved index leaves it as it
+    was unless add=True."""
+    a, b = paragraph("a"), paragraph("b")
+    query = f"{a} {b}"
+    assert sources(neardup.overlap({"q": query}, {"7": a, 8: b})[0]) == {"7", 8}
+    for given in (7, "7"):
+        [only] = neardup.overlap({"q": query}, {"7": a, 8: b}, exclude_source=[given])
+        assert sources(only) == {8}
+    saved = tmp_path / "lib"
+    neardup.overlap({"t1": query}, {"7": a}, save_index=saved)
+    [later] = neardup.overlap({"t2": "x " + query}, saved)
+    assert sources(later) == {"7"}
+    neardup.overlap({"t1": query}, saved, save_index=saved, add=True)
+    [later] = neardup.overlap({"t2": "x " + query}, saved)
+    assert "t1" in sources(later) | {a for p in later["passages"] for a in p["also"]}
+    with pytest.raises(ValueError, match="add"):
+        neardup.overlap({"t1": query}, save_index=saved, add=True)

@@ -146,7 +146,8 @@ pub fn document(limits: &Limits) -> Value {
                                         "default": 0.06},
                         "zh_script": {"type": "string",
                                       "enum": ["keep", "simplified", "traditional", "mainland"],
-                                      "default": "simplified"}
+                                      "default": "simplified"},
+                        "max_quote_chars": {"type": "integer", "minimum": 1, "maximum": 100000}
                     }}
                 ]
             }
@@ -206,32 +207,42 @@ pub fn document(limits: &Limits) -> Value {
         "additionalProperties": false
     });
     let passage = json!({"type": "object", "properties": {
+        "query": {"oneOf": [{"type": "string"}, {"type": "null"}],
+                  "description": "the request's id, or null"},
         "start": {"type": "integer", "description": "code point offset in the query"},
         "end": {"type": "integer", "description": "end, exclusive"},
         "source": {"type": "string"},
         "source_start": {"type": "integer"}, "source_end": {"type": "integer"},
-        "similarity": {"type": "number"},
+        "similarity": {"type": "number"}, "evidence": {"type": "number"},
         "start_byte": {"type": "integer"}, "end_byte": {"type": "integer"},
         "source_start_byte": {"type": "integer"}, "source_end_byte": {"type": "integer"},
         "also": {"type": "array", "items": {"type": "string"},
                  "description": "other documents holding the same text"},
-        "source_text": {"type": "string", "description": "the source's text of the passage"},
-        "exclusion": {"type": "string", "enum": ["quote", "references"]}
+        "quotation": {"type": "boolean",
+                      "description": "inside a quotation or the reference list: cited, left \
+                                      out of the copied share"},
+        "exclusion": {"oneOf": [{"type": "string", "enum": ["quote", "references"]},
+                                {"type": "null"}]},
+        "source_text": {"type": "string", "description": "the source's text of the passage"}
     }});
     let overlap_answer = json!({
         "type": "object",
-        "required": ["chars", "copied_chars", "copied", "excluded_chars", "sources", "passages",
-                     "excluded"],
+        "required": ["query", "chars", "copied_chars", "copied", "copied_with_quotations",
+                     "excluded_chars", "sources", "passages", "excluded"],
         "properties": {
+            "query": {"oneOf": [{"type": "string"}, {"type": "null"}]},
             "chars": {"type": "integer", "description": "code points of the query"},
             "copied_chars": {"type": "integer",
                              "description": "code points inside a passage, each counted once"},
             "copied": {"type": "number", "description": "copied_chars / chars"},
+            "copied_with_quotations": {"type": "number",
+                                       "description": "the copied share with quotations and \
+                                                       references counted"},
             "excluded_chars": {"type": "integer",
                                "description": "copied code points left out: quotations, references"},
             "sources": {"type": "array", "items": {"type": "object", "properties": {
                 "id": {"type": "string"}, "chars": {"type": "integer"},
-                "copied": {"type": "number"}}}},
+                "copied": {"type": "number"}, "quoted_chars": {"type": "integer"}}}},
             "passages": {"type": "array", "items": passage.clone()},
             "excluded": {"type": "array", "items": passage}
         }

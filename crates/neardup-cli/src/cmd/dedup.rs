@@ -7,13 +7,12 @@
 //! index lock, and says what happened on stderr.
 
 use std::collections::HashSet;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use neardup::{
     Dedup, DedupConfig, DedupOutcome, Keep, Method, SearchSpec, SearchSpecError, Verification,
 };
@@ -27,6 +26,7 @@ use neardup_corpus::CorpusError;
 
 use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::build_pipeline;
+use crate::cmd::progress::Progress;
 use crate::cmd::report::{self, LimitArgs};
 use crate::Failure;
 
@@ -854,57 +854,6 @@ impl neardup_corpus::dedup::RecordSink for Outputs {
 
     fn source_done(&mut self) -> Result<(), Failure> {
         stop_if_stdout_gone(self, false)
-    }
-}
-
-/// A progress line on stderr, shown only on a terminal, without --quiet, after one second.
-struct Progress {
-    bar: Option<ProgressBar>,
-    started: Instant,
-    shown: std::cell::Cell<bool>,
-}
-
-impl Progress {
-    fn new(quiet: bool) -> Progress {
-        let bar = (!quiet && io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar
-        });
-        Progress { bar, started: Instant::now(), shown: std::cell::Cell::new(false) }
-    }
-
-    fn documents(&self, docs: u64, bytes: u64) {
-        let Some(bar) = &self.bar else { return };
-        let elapsed = self.started.elapsed();
-        if !self.shown.get() && elapsed > Duration::from_secs(1) {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-            bar.enable_steady_tick(Duration::from_millis(200));
-            self.shown.set(true);
-        }
-        let secs = elapsed.as_secs_f64().max(1e-9);
-        bar.set_message(format!(
-            "sketched {docs} documents, {:.1} MB ({:.0} docs/s, {:.1} MB/s)",
-            bytes as f64 / 1e6,
-            docs as f64 / secs,
-            bytes as f64 / 1e6 / secs
-        ));
-    }
-
-    fn println(&self, line: &str) {
-        match &self.bar {
-            Some(bar) if self.shown.get() => bar.println(line),
-            _ => eprintln!("{line}"),
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod idf;
 pub mod overlap;
 pub mod params;
 pub mod profile;
+pub mod progress;
 pub mod report;
 pub mod serve;
 

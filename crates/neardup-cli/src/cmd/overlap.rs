@@ -2,29 +2,35 @@
 //! of each query that is. Glue over `neardup::overlap`: read the documents, build or load the
 //! passage index, check every query, write the passages and the summaries.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::anyhow;
 use clap::Args;
+use neardup::count_of;
 use neardup::overlap::{
     Batch, OnExistingId, Overlap, OverlapError, OverlapOptions, OverlapSpec, Passage, PassageIndex,
-    PASSAGE_INDEX_FILE,
+    PassageRecord, WrittenIds, PASSAGE_INDEX_FILE,
 };
+use neardup_corpus::columnar::RecordsOutput;
+use neardup_corpus::dedup::Place;
+use neardup_corpus::overlap::{remove_repeats, Rewritten};
+use neardup_corpus::read::{
+    encoding_name, expand_inputs, read_source, Body, Format, InputError, ReadOptions, Source,
+    SourceDigest,
+};
+use neardup_corpus::write::{self as output, check_conflicts, Input, Output, OutputFile};
+use neardup_corpus::CorpusError;
 use neardup_web::overlap::{OverlapReport, PassageView, QueryView, SourceView};
 use neardup_web::thousands;
-use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::args::{thread_pool, InputArgs, ZhScriptArg};
 use crate::cmd::dedup::peak_memory;
+use crate::cmd::progress::Progress;
 use crate::Failure;
-use neardup_corpus::read::{
-    expand_inputs, open, read_source, Body, Format, InputError, ReadOptions, Source,
-};
-use neardup_corpus::write::{self as output, check_conflicts, Input, Output, OutputFile};
 
 /// Options of `neardup overlap`.
 #[derive(Debug, Args)]
@@ -51,8 +57,9 @@ use neardup_corpus::write::{self as output, check_conflicts, Input, Output, Outp
 pub struct OverlapArgs {
     /// The queries: JSONL files (`.jsonl`, `.ndjson`, also `.gz`/`.zst`), plain text files (one
     /// document each), directories of text files, or `-` for standard input. Without
-    /// --against, the collection is these documents themselves.
-    #[arg(value_name = "QUERY", required = true)]
+    /// --against, the collection is these documents themselves. Left out only with --against
+    /// LIBRARY --save-index DIR, which indexes the library alone.
+    #[arg(value_name = "QUERY")]
     pub inputs: Vec<PathBuf>,
 
     /// The collection checked against: a saved passage index (a directory written by
@@ -60,14 +67,19 @@ pub struct OverlapArgs {
     #[arg(long, value_name = "COLLECTION", num_args = 1..)]
     pub against: Vec<PathBuf>,
 
-    /// Write one JSON line per copied passage: query, start, end, source, source_start,
-    /// source_end, similarity and the byte offsets (code points are Python string indices,
-    /// end exclusive). Standard output when no other output is given.
+    /// Write one JSON line per copied passage, in query order, quotations and the reference
+    /// list included: query, start, end, source, source_start, source_end, similarity,
+    /// evidence, the byte offsets (code points are Python string indices, end exclusive), also
+    /// (other documents holding it), quotation (true when cited: left out of the copied share)
+    /// and exclusion (null, "quote" or "references"). Standard output when no other output is
+    /// given.
     #[arg(long, value_name = "FILE")]
     pub passages: Option<PathBuf>,
 
-    /// Write one JSON line per query: its characters, the copied ones (each counted once), the
-    /// copied share and the share of each source.
+    /// Write one JSON line per query: its characters (chars), the copied ones (copied_chars,
+    /// each counted once), the copied share without and with quotations (copied,
+    /// copied_with_quotations), the quoted ones (excluded_chars), and per source its chars,
+    /// copied share and quoted_chars.
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
 
@@ -78,25 +90,44 @@ pub struct OverlapArgs {
     pub report: Option<PathBuf>,
 
     /// Without --against: write every input document with the passages it repeats from an
-    /// earlier document removed, the first occurrence kept (substring dedup). JSON Lines
-    /// records keep every other field as written; a plain-text document becomes a record
-    /// {"id", "text"}.
+    /// earlier document removed, the first occurrence kept (substring dedup). FILE.jsonl:
+    /// JSON Lines records keep every other field as written (a plain-text document becomes a
+    /// record {"id", "text"}, a table's row a JSON object); FILE.parquet, FILE.arrow or
+    /// FILE.feather: a table, every input column kept (its text column rewritten).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Save the passage index of every document read (the collection and the queries; a query
-    /// replaces a document with its id) to this directory, for later --against.
+    /// With -o: drop the records left shorter than N characters once their repeats are
+    /// removed (by default every record is kept, and the summary says how many were left
+    /// empty).
+    #[arg(long, value_name = "N", requires = "output")]
+    pub min_chars: Option<u64>,
+
+    /// Save the passage index of the collection (--against, or without it every input) to
+    /// this directory, for later --against. The queries checked against a collection are not
+    /// added unless --add is given.
     #[arg(long, value_name = "DIR")]
     pub save_index: Option<PathBuf>,
 
-    /// Documents never counted as sources (the author's own earlier work), by id as written in
-    /// the collection (`"a"` or a for the string a, 7 for the number 7).
+    /// With --against and --save-index: add the queries to the saved index too (a query
+    /// replaces a document of its id), so that later queries are checked against them.
+    #[arg(long, requires = "save_index")]
+    pub add: bool,
+
+    /// Documents never counted as sources (the author's own earlier work), by id: ids are
+    /// text, so 7 names the document whose id is 7 or "7".
     #[arg(long, value_name = "ID", num_args = 1..)]
     pub exclude_source: Vec<String>,
 
     /// Count quotations and the reference list as copied text (left out by default).
     #[arg(long)]
     pub keep_quotes: bool,
+
+    /// The longest quotation, in characters, 1 to 100,000: an opening mark whose closing mark
+    /// is farther, or past the end of its line, quotes nothing, so that quotation marks cannot
+    /// hide a long copy.
+    #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().max_quote_chars)]
+    pub max_quote_chars: u32,
 
     /// The shortest passage reported, in units (a Chinese character, or a word), 1 to 1,000.
     #[arg(long, value_name = "N", default_value_t = OverlapSpec::default().min_units)]
@@ -149,11 +180,12 @@ pub struct OverlapArgs {
     pub quiet: bool,
 }
 
-/// A document read for the check: its id as JSON text, its text, and where it was read
-/// (source number, 1-based JSONL line or 0 for a whole file; a token list is marked, as its
-/// text is the tokens joined).
+/// A document read for the check: its id (as text: the one id rule) and as written, its text,
+/// and where it was read (source number, 1-based JSONL line or 0 for a whole file; a token list
+/// is marked, as its text is the tokens joined).
 struct Doc {
-    id: Box<RawValue>,
+    id: String,
+    written: Box<RawValue>,
     text: String,
     place: (usize, u64),
     tokens: bool,
@@ -172,9 +204,30 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         keep_quotes: Some(args.keep_quotes),
         zh_script: args.zh_script.map(ZhScriptArg::script),
         min_density: Some(args.min_density),
+        max_quote_chars: Some(args.max_quote_chars),
     }
     .to_spec()
     .map_err(|e| Failure::Usage(anyhow!("--{}", e.to_string().replace('_', "-"))))?;
+
+    // No query: only a library indexed alone (--against LIBRARY --save-index DIR).
+    let library_only = args.inputs.is_empty();
+    if library_only && (args.against.is_empty() || args.save_index.is_none()) {
+        let hint = if args.against.len() > 1 {
+            " (--against takes every path after it: give QUERY before --against)"
+        } else {
+            ""
+        };
+        return Err(Failure::Usage(anyhow!(
+            "give the QUERY files to check (or `-` for standard input){hint}; without a \
+             query, `neardup overlap --against LIBRARY --save-index DIR` indexes a library alone"
+        )));
+    }
+    if args.add && args.against.is_empty() {
+        return Err(Failure::Usage(anyhow!(
+            "--add adds the queries checked against a collection (--against) to its saved \
+             index; without --against every input is saved already"
+        )));
+    }
 
     // The collection: at most one saved index, plus documents. A directory holding an index of
     // `neardup dedup` instead is refused by what it is (its files are not documents either).
@@ -201,6 +254,10 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         )));
     }
     let query_sources = sources(&args.inputs, &args.input)?;
+    if args.output.as_deref().is_some_and(RecordsOutput::is_table) {
+        // A table output holds one schema: the inputs' tables must share theirs.
+        neardup_corpus::columnar::check_table_inputs(&query_sources, &args.input.read_options())?;
+    }
     // A saved index's directory may hold documents too (an index saved beside the library it
     // was built from): they are read, so that files added since are not passed over silently.
     let against_paths: Vec<PathBuf> = against_files.iter().chain(&index_dirs).cloned().collect();
@@ -231,8 +288,10 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     let lock =
         args.save_index.as_deref().map(|dir| super::lock_index("overlap", dir)).transpose()?;
 
+    // Every id is text (`7` and `"7"` are one document); outputs write it as it was written.
+    let mut written = WrittenIds::default();
     let mut index = match index_dirs.first() {
-        Some(dir) => match PassageIndex::load(dir, Some(&spec)) {
+        Some(dir) => match written.load(dir, Some(&spec)) {
             // The script is the index's own unless asked for (an index made before units were
             // written in one script compared them as written).
             Err(OverlapError::Mismatch { field: "zh_script", index, .. })
@@ -240,7 +299,8 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             {
                 let zh_script = serde_json::from_value(serde_json::Value::String(index))
                     .map_err(|e| Failure::Runtime(anyhow!("{}: {e}", dir.display())))?;
-                PassageIndex::load(dir, Some(&OverlapSpec { zh_script, ..spec.clone() }))
+                written
+                    .load(dir, Some(&OverlapSpec { zh_script, ..spec.clone() }))
                     .map_err(overlap_failure)?
             }
             loaded => loaded.map_err(overlap_failure)?,
@@ -249,82 +309,83 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
     };
     let loaded = index.len();
     let mut read_bytes = 0u64;
-    let collection = read_docs(&against_sources, &args.input.read_options(), &mut read_bytes)?;
+    let progress = Progress::new(args.quiet);
+    let collection =
+        read_docs(&against_sources, &args.input, &mut written, &mut read_bytes, &progress)?;
     let within = args.against.is_empty();
-    let queries = read_docs(&query_sources, &args.input.read_options(), &mut read_bytes)?;
+    let queries = read_docs(&query_sources, &args.input, &mut written, &mut read_bytes, &progress)?;
     if args.output.is_some() {
-        if let Some(d) = queries.iter().find(|d| d.tokens) {
+        if let Some(d) = queries.docs.iter().find(|d| d.tokens) {
             return Err(Failure::Usage(anyhow!(
                 "-o/--output rewrites a text field, and document {} has tokens \
                  (--tokens-field): give its text",
-                d.id.get()
+                d.written.get()
             )));
         }
     }
-    let places: Vec<(usize, u64)> = queries.iter().map(|d| d.place).collect();
-    refuse_repeated_ids(&collection, &against_sources, "--against")?;
-    refuse_repeated_ids(&queries, &query_sources, "the queries")?;
+    refuse_repeated_ids(&collection.docs, &against_sources, "--against")?;
+    refuse_repeated_ids(&queries.docs, &query_sources, "the queries")?;
     // Documents the saved index holds already are taken as they are; a document given again
     // with another text replaces its saved version (a revised paper), and new ones are added.
     let (mut fresh, mut changed, mut unchanged) = (Vec::new(), Vec::new(), 0usize);
-    for d in collection {
-        let id = d.id.get().to_string();
-        match index.find(&id) {
+    for d in collection.docs {
+        match index.find(&d.id) {
             Some(n) if index.text(n) == d.text => unchanged += 1,
-            Some(_) => changed.push((id, d.text)),
-            None => fresh.push((id, d.text)),
+            Some(_) => changed.push((d.id, d.text)),
+            None => fresh.push((d.id, d.text)),
         }
     }
     let (added, replaced) = (fresh.len(), changed.len());
     index.add_documents(fresh, OnExistingId::Refuse).map_err(overlap_failure)?;
     index.add_documents(changed, OnExistingId::Replace).map_err(overlap_failure)?;
     if loaded > 0 && added + replaced + unchanged > 0 && !args.quiet {
-        eprintln!(
-            "neardup overlap: {} documents from the saved index; of the {} documents given \
-             besides, {added} new and {replaced} changed were added ({unchanged} already in it)",
-            thousands(loaded as u64),
-            thousands((added + replaced + unchanged) as u64)
-        );
+        progress.println(&format!(
+            "neardup overlap: {} from the saved index; of the {} given besides, {added} new \
+             and {replaced} changed were added ({unchanged} already in it)",
+            count_of(loaded as u64, "document", "documents"),
+            count_of((added + replaced + unchanged) as u64, "document", "documents"),
+        ));
     }
     let collection_docs = index.len();
 
     let exclude: Vec<u32> = args
         .exclude_source
         .iter()
-        .map(|id| {
-            let as_json = if serde_json::from_str::<serde_json::Value>(id).is_ok() {
-                id.clone()
-            } else {
-                serde_json::to_string(id).expect("a string serializes")
-            };
-            index.find(&as_json).or_else(|| index.find(id)).ok_or_else(|| {
+        .map(|given| {
+            // `"a"` and `7` as JSON, else the text as given (a, or 7 as text: one id).
+            let id = neardup::id_from_json(given).map_or(given.as_str().into(), |c| c);
+            index.find(&id).ok_or_else(|| {
                 Failure::Usage(anyhow!(
-                    "--exclude-source {id}: no document of the collection has this id"
+                    "--exclude-source {given}: no document of the collection has this id"
                 ))
             })
         })
         .collect::<Result<_, _>>()?;
 
-    // The check: queries against the collection, or every input against the others.
-    let mode = match (within, args.save_index.is_some()) {
+    // The check: queries against the collection (added to it only with --add), or every input
+    // against the others.
+    let mode = match (within, args.add) {
         (true, _) => Batch::Within,
         (false, true) => Batch::AgainstThenAdd,
         (false, false) => Batch::Against,
     };
-    let query_ids: Vec<String> = queries.iter().map(|q| q.id.get().to_string()).collect();
-    // The report shows the queries' texts, which a check against the collection consumes.
+    let query_ids: Vec<String> = queries.docs.iter().map(|q| q.id.clone()).collect();
+    let query_written: Vec<Box<RawValue>> =
+        queries.docs.iter().map(|q| q.written.clone()).collect();
+    let places: Vec<Place> = queries.places.clone();
+    // The report and --min-chars show or measure the queries' texts, which a check against the
+    // collection consumes.
     let query_texts: Vec<String> = match (&args.report, within) {
-        (Some(_), false) => queries.iter().map(|q| q.text.clone()).collect(),
+        (Some(_), false) => queries.docs.iter().map(|q| q.text.clone()).collect(),
         _ => Vec::new(),
     };
+    progress.message(&format!("checking {}", count_of(query_ids.len() as u64, "query", "queries")));
     let results = index
-        .check_batch(
-            queries.into_iter().map(|d| (d.id.get().to_string(), d.text)).collect(),
-            mode,
-            &exclude,
-        )
+        .check_batch(queries.docs.into_iter().map(|d| (d.id, d.text)).collect(), mode, &exclude)
         .map_err(overlap_failure)?;
+    progress.finish();
     let check_time = started.elapsed();
+    let name = |n: u32| written.json(index.id(n));
 
     // Outputs: passages to stdout when nothing else is asked for.
     let passages_path =
@@ -385,85 +446,153 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    let mut removed_chars = 0u64;
+    let mut rewritten = Rewritten::default();
     let kept_out = match &args.output {
         Some(path) => {
-            let mut out = OutputFile::create("--output", path)?;
-            removed_chars = write_without_repeats(
+            let texts: Vec<(String, u64)> = query_ids
+                .iter()
+                .zip(&results)
+                .map(|(id, o)| {
+                    let n = index.find(id).expect("every input is in the index");
+                    without_repeats(index.text(n), n, o)
+                })
+                .collect();
+            let mut out = RecordsOutput::create("--output", path)?;
+            rewritten = remove_repeats(
                 &mut out,
                 &query_sources,
                 &args.input.read_options(),
+                &queries.digests,
                 &places,
                 &query_ids,
-                &results,
-                &index,
-            )?;
-            Some(out)
+                &texts,
+                args.min_chars,
+            )
+            .map_err(|e| match e {
+                CorpusError::Usage(m) => Failure::Usage(anyhow!(m)),
+                e => Failure::from(e),
+            })?;
+            Some(out.finish()?)
         }
         None => None,
     };
     let mut line = Vec::new();
-    for (qid, overlap) in query_ids.iter().zip(&results) {
+    for (written_id, overlap) in query_written.iter().zip(&results) {
+        let query = Some(&**written_id);
         if let Some(out) = &mut passages_out {
-            for p in &overlap.passages {
+            for p in overlap.all_passages() {
                 line.clear();
-                write_passage(&mut line, qid, p, &index);
+                let record = PassageRecord::new(query, p, &name);
+                serde_json::to_writer(&mut line, &record).map_err(anyhow::Error::from)?;
+                line.push(b'\n');
                 out.write_bytes(&line)?;
             }
         }
         if let Some(out) = &mut summary_out {
             line.clear();
-            write_summary(&mut line, qid, overlap, &index);
+            let record = overlap.summary_record(query, &name);
+            serde_json::to_writer(&mut line, &record).map_err(anyhow::Error::from)?;
+            line.push(b'\n');
             out.write_bytes(&line)?;
         }
         if output::stdout_closed() && args.save_index.is_none() {
             return Err(Failure::Reported);
         }
     }
+    let notes: Vec<String> = kept_out.iter().flat_map(|o| o.notes()).collect();
     output::commit_section(|| -> Result<(), Failure> {
-        for out in [passages_out, summary_out, report_out, kept_out].into_iter().flatten() {
+        for out in [passages_out, summary_out, report_out].into_iter().flatten() {
+            out.commit()?;
+        }
+        if let Some(out) = kept_out {
             out.commit()?;
         }
         if let Some(lock) = &lock {
-            index.save(lock).map_err(overlap_failure)?;
+            written.save(&index, lock).map_err(overlap_failure)?;
         }
         Ok(())
     })?;
 
     if !args.quiet && !output::stdout_closed() {
-        let n = results.len();
+        let n = results.len() as u64;
         let passages: usize = results.iter().map(|r| r.passages.len()).sum();
+        let quoted: usize = results.iter().map(|r| r.excluded.len()).sum();
         let with_copies = results.iter().filter(|r| !r.passages.is_empty()).count();
         let mean =
             if n == 0 { 0.0 } else { results.iter().map(Overlap::copied).sum::<f64>() / n as f64 };
         let mut err = io::stderr().lock();
-        let what = if within {
-            format!("{n} documents checked against each other")
-        } else {
-            format!(
-                "{n} queries against {collection_docs} documents{}",
+        let docs = |n: usize| count_of(n as u64, "document", "documents");
+        if library_only {
+            let _ = writeln!(
+                err,
+                "neardup overlap: {} indexed in {}{}",
+                docs(collection_docs),
+                args.save_index.as_deref().unwrap_or(Path::new("")).display(),
                 if loaded > 0 {
                     format!(" ({loaded} from the saved index)")
                 } else {
                     String::new()
                 }
-            )
-        };
-        let _ = writeln!(
-            err,
-            "neardup overlap: {what}: {passages} passages in {with_copies} of them, {:.1}% copied \
-             on average",
-            mean * 100.0
-        );
+            );
+        } else {
+            let what = if within {
+                format!("{} checked against each other", docs(n as usize))
+            } else {
+                format!(
+                    "{} against {}{}",
+                    count_of(n, "query", "queries"),
+                    docs(collection_docs),
+                    if loaded > 0 {
+                        format!(" ({loaded} from the saved index)")
+                    } else {
+                        String::new()
+                    }
+                )
+            };
+            let _ = writeln!(
+                err,
+                "neardup overlap: {what}: {} in {with_copies} of them{}, {:.1}% copied on average",
+                count_of(passages as u64, "passage", "passages"),
+                if quoted > 0 {
+                    format!(" (and {} quoted)", count_of(quoted as u64, "passage", "passages"))
+                } else {
+                    String::new()
+                },
+                mean * 100.0
+            );
+        }
+        for note in &queries.notes {
+            let _ = writeln!(err, "  {note}");
+        }
+        for note in &collection.notes {
+            let _ = writeln!(err, "  {note} (--against)");
+        }
         if args.output.is_some() {
             let total: u64 = results.iter().map(|r| r.chars).sum();
             let _ = writeln!(
                 err,
                 "  -o: {} of {} characters removed as repeats of earlier documents ({:.1}%)",
-                thousands(removed_chars),
+                thousands(rewritten.removed),
                 thousands(total),
-                removed_chars as f64 / total.max(1) as f64 * 100.0
+                rewritten.removed as f64 / total.max(1) as f64 * 100.0
             );
+            if let Some(min) = args.min_chars {
+                let _ = writeln!(
+                    err,
+                    "  -o: {} left shorter than --min-chars {min} dropped",
+                    count_of(rewritten.dropped, "record", "records"),
+                );
+            } else if rewritten.emptied > 0 {
+                let _ = writeln!(
+                    err,
+                    "  -o: {} left empty by the removal kept (--min-chars N drops those \
+                     shorter than N)",
+                    count_of(rewritten.emptied, "record", "records"),
+                );
+            }
+        }
+        for note in &notes {
+            let _ = writeln!(err, "  {note}");
         }
         if collection_docs == 0 && !within {
             let _ = writeln!(err, "  the collection is empty: nothing can be copied from it");
@@ -509,102 +638,6 @@ fn without_repeats(text: &str, own: u32, o: &Overlap) -> (String, u64) {
     (out, removed)
 }
 
-/// Writes every query with its repeats removed (see --output): JSON Lines records read again
-/// and their text field replaced, other fields as written; whole-file documents as
-/// `{"id", "text"}`. A record that is not what the first read gave (the file changed) stops
-/// the run. Returns the code points removed.
-fn write_without_repeats(
-    out: &mut OutputFile,
-    sources: &[Source],
-    input: &ReadOptions,
-    places: &[(usize, u64)],
-    ids: &[String],
-    results: &[Overlap],
-    index: &PassageIndex,
-) -> Result<u64, Failure> {
-    let mut removed = 0u64;
-    // Per source, its documents in line order: (line, query number).
-    let mut by_source: Vec<Vec<(u64, usize)>> = vec![Vec::new(); sources.len()];
-    for (q, &(si, line)) in places.iter().enumerate() {
-        by_source[si].push((line, q));
-    }
-    let rewrite = |q: usize| {
-        let n = index.find(&ids[q]).expect("every query is in the index");
-        (n, without_repeats(index.text(n), n, &results[q]))
-    };
-    let mut buf = Vec::new();
-    for (si, source) in sources.iter().enumerate() {
-        let docs = &by_source[si];
-        if docs.is_empty() {
-            continue;
-        }
-        if source_opts(source, input).format_of(source) != Format::Jsonl {
-            for &(_, q) in docs {
-                let (_, (text, r)) = rewrite(q);
-                removed += r;
-                buf.clear();
-                let _ = writeln!(buf, "{{\"id\":{},\"text\":{}}}", ids[q], json!(text));
-                out.write_bytes(&buf)?;
-            }
-            continue;
-        }
-        let changed = || {
-            Failure::Runtime(anyhow!(
-                "{} changed while it was checked: -o was not written",
-                source.name()
-            ))
-        };
-        let failed = |e: io::Error| Failure::Runtime(anyhow!("{}: {e}", source.name()));
-        let mut reader = open(source).map_err(failed)?.reader;
-        let (mut line_no, mut next) = (0u64, 0usize);
-        let mut raw = Vec::new();
-        while next < docs.len() {
-            raw.clear();
-            if reader.read_until(b'\n', &mut raw).map_err(failed)? == 0 {
-                return Err(changed());
-            }
-            line_no += 1;
-            if docs[next].0 != line_no {
-                continue; // a blank line, or a record skipped under --skip-bad
-            }
-            let q = docs[next].1;
-            next += 1;
-            // The record as written (its ending and a byte order mark aside); only the text
-            // field's value is replaced, every other byte kept (`1.10` stays `1.10`).
-            let record = neardup::record_line(&raw).ok_or_else(changed)?;
-            let at = record.as_ptr() as usize - raw.as_ptr() as usize;
-            let record = std::str::from_utf8(record).map_err(|_| changed())?;
-            let fields = neardup::RecordFields {
-                text: &input.text_field,
-                id: &input.id_field,
-                tokens: &input.tokens_field,
-                rank: None,
-            };
-            let span = neardup::text_span(record, &fields).ok().flatten().ok_or_else(changed)?;
-            let (n, (text, r)) = rewrite(q);
-            let was: String = serde_json::from_str(&record[span.clone()]).map_err(|_| changed())?;
-            if was != index.text(n) {
-                return Err(changed());
-            }
-            removed += r;
-            buf.clear();
-            let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if r == 0 {
-                buf.extend_from_slice(line);
-            } else {
-                let (a, b) = (at + span.start, at + span.end);
-                buf.extend_from_slice(&line[..a]);
-                buf.extend_from_slice(json!(text).to_string().as_bytes());
-                buf.extend_from_slice(&line[b..]);
-            }
-            buf.push(b'\n');
-            out.write_bytes(&buf)?;
-        }
-    }
-    Ok(removed)
-}
-
 /// Paths for a title: the file names, or how many.
 fn describe_paths(paths: &[PathBuf]) -> String {
     let names: Vec<String> = paths
@@ -618,9 +651,9 @@ fn describe_paths(paths: &[PathBuf]) -> String {
     }
 }
 
-/// An id as the page shows it: a string's value, a number as written.
+/// An id as the page shows it: its text (a number as written).
 fn shown_id(id: &str) -> String {
-    serde_json::from_str::<String>(id).unwrap_or_else(|_| id.to_string())
+    id.to_string()
 }
 
 /// One query of the report, with the source's text of each passage.
@@ -683,11 +716,11 @@ fn refuse_repeated_ids(docs: &[Doc], sources: &[Source], what: &str) -> Result<(
     };
     let mut seen: std::collections::HashMap<&str, (usize, u64)> = Default::default();
     for d in docs {
-        if let Some(first) = seen.insert(d.id.get(), d.place) {
+        if let Some(first) = seen.insert(d.id.as_str(), d.place) {
             return Err(Failure::Runtime(anyhow!(
                 "{what}: id {} is given to two documents, {} and {}: each needs its own id \
-                 (--id-field chooses the field)",
-                d.id.get(),
+                 (--id-field chooses the field; 7 and \"7\" are one id)",
+                d.written.get(),
                 place(first),
                 place(d.place)
             )));
@@ -706,28 +739,80 @@ fn source_opts(source: &Source, input: &ReadOptions) -> ReadOptions {
     opts
 }
 
+/// The documents of some sources, where each was read, and what the reading noted.
+struct Read {
+    docs: Vec<Doc>,
+    /// Where each document was read (for `-o`, which reads the sources again).
+    places: Vec<Place>,
+    /// Each source's digest, to check that a second read is of the same bytes.
+    digests: Vec<Option<SourceDigest>>,
+    /// Lines for the summary: files read in another encoding than UTF-8, bytes replaced.
+    notes: Vec<String>,
+}
+
 /// Reads every document of `sources`: a file given by name is JSON Lines when its name says
 /// so (or with --jsonl), else one plain-text document; files found in directories are plain
-/// text. Bad records stop the run unless --skip-bad.
+/// text. Text that is not UTF-8 is decoded as detected or given (--encoding), and said. Bad
+/// records stop the run unless --skip-bad.
 fn read_docs(
     sources: &[Source],
-    input: &ReadOptions,
+    args: &InputArgs,
+    written: &mut WrittenIds,
     bytes: &mut u64,
-) -> Result<Vec<Doc>, Failure> {
-    let mut docs = Vec::new();
+    progress: &Progress,
+) -> Result<Read, Failure> {
+    let input = args.read_options();
+    let mut read =
+        Read { docs: Vec::new(), places: Vec::new(), digests: Vec::new(), notes: Vec::new() };
     let mut fatal: Option<InputError> = None;
+    let mut replaced = 0u64;
     for (si, source) in sources.iter().enumerate() {
-        let opts = source_opts(source, input);
-        let (flow, _) = read_source(source, &opts, &mut |item| match item {
+        let opts = source_opts(source, &input);
+        // Per source: the records read in each encoding other than UTF-8.
+        let mut encodings: Vec<(&'static str, u64)> = Vec::new();
+        let (flow, digest) = read_source(source, &opts, &mut |item| match item {
             Ok(record) => {
                 let tokens = matches!(record.body, Body::Tokens(_));
                 let text = record.body.into_display_text();
                 *bytes += text.len() as u64;
-                docs.push(Doc { id: record.id, text, place: (si, record.line), tokens });
+                replaced += record.replaced as u64;
+                if let Some(e) = record.encoding.map(encoding_name) {
+                    match encodings.iter_mut().find(|(name, _)| *name == e) {
+                        Some((_, n)) => *n += 1,
+                        None => encodings.push((e, 1)),
+                    }
+                }
+                // The reader lets only strings and numbers through as ids.
+                let id = match written.read(record.id.get()) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        fatal = Some(InputError {
+                            place: format!("{}:{}", source.name(), record.line),
+                            message: e.to_string(),
+                            kind: neardup_corpus::read::InputErrorKind::Record,
+                        });
+                        return ControlFlow::Break(());
+                    }
+                };
+                read.places.push(Place { source: si as u32, line: record.line });
+                read.docs.push(Doc {
+                    id,
+                    written: record.id,
+                    text,
+                    place: (si, record.line),
+                    tokens,
+                });
+                if read.docs.len().is_multiple_of(1024) {
+                    progress.message(&format!(
+                        "read {} documents, {:.1} MB",
+                        read.docs.len(),
+                        *bytes as f64 / 1e6
+                    ));
+                }
                 ControlFlow::Continue(())
             }
             Err(e) if input.skip_bad && e.skippable() => {
-                eprintln!("neardup: skipped: {e}");
+                progress.println(&format!("neardup: skipped: {e}"));
                 ControlFlow::Continue(())
             }
             Err(e) => {
@@ -735,15 +820,34 @@ fn read_docs(
                 ControlFlow::Break(())
             }
         });
+        read.digests.push(Some(digest));
         if let Some(e) = fatal {
             let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
             return Err(Failure::Runtime(anyhow!("{e}\n(no output was written{hint})")));
+        }
+        for (encoding, n) in encodings {
+            read.notes.push(match opts.format_of(source) {
+                Format::Text => format!("{} read as {encoding}", source.name()),
+                _ => format!(
+                    "{}: {} read as {encoding}",
+                    source.name(),
+                    count_of(n, "record", "records")
+                ),
+            });
         }
         if flow.is_break() {
             break;
         }
     }
-    Ok(docs)
+    if replaced > 0 {
+        read.notes.push(format!(
+            "{} invalid UTF-8 {} replaced with U+FFFD (--lossy): the text there is lost to the \
+             check",
+            thousands(replaced),
+            if replaced == 1 { "sequence" } else { "sequences" }
+        ));
+    }
+    Ok(read)
 }
 
 fn overlap_failure(e: OverlapError) -> Failure {
@@ -753,62 +857,4 @@ fn overlap_failure(e: OverlapError) -> Failure {
         OverlapError::Format { ref path, .. } if path.is_dir() => Failure::Usage(anyhow!("{e}")),
         _ => Failure::Runtime(anyhow!("{e}")),
     }
-}
-
-/// One passage line: the ids as written, offsets as the issue's format gives them.
-fn write_passage(out: &mut Vec<u8>, query: &str, p: &Passage, index: &PassageIndex) {
-    let _ = write!(
-        out,
-        "{{\"query\":{query},\"start\":{},\"end\":{},\"source\":{},\"source_start\":{},\
-         \"source_end\":{},\"similarity\":{},\"evidence\":{},\"start_byte\":{},\
-         \"end_byte\":{},\"source_start_byte\":{},\"source_end_byte\":{}",
-        p.start,
-        p.end,
-        index.id(p.source),
-        p.source_start,
-        p.source_end,
-        p.similarity,
-        p.evidence,
-        p.start_byte,
-        p.end_byte,
-        p.source_start_byte,
-        p.source_end_byte
-    );
-    if !p.also.is_empty() {
-        out.extend_from_slice(b",\"also\":[");
-        for (i, &a) in p.also.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(index.id(a).as_bytes());
-        }
-        out.push(b']');
-    }
-    out.extend_from_slice(b"}\n");
-}
-
-/// One summary line.
-fn write_summary(out: &mut Vec<u8>, query: &str, o: &Overlap, index: &PassageIndex) {
-    let _ = write!(
-        out,
-        "{{\"query\":{query},\"chars\":{},\"copied_chars\":{},\"copied\":{},\"excluded_chars\":{},\
-         \"sources\":[",
-        o.chars,
-        o.copied_chars,
-        o.share(o.copied_chars),
-        o.excluded_chars
-    );
-    for (i, s) in o.sources.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let _ = write!(
-            out,
-            "{{\"id\":{},\"chars\":{},\"copied\":{}}}",
-            index.id(s.source),
-            s.chars,
-            o.share(s.chars)
-        );
-    }
-    out.extend_from_slice(b"]}\n");
 }

@@ -168,6 +168,7 @@ fn a_saved_index_answers_as_the_collection_did_and_grows_with_the_queries() {
         &coll,
         "--save-index",
         idx.to_str().expect("test step"),
+        "--add",
         "--summary",
         "-",
     ]);
@@ -512,4 +513,347 @@ fn a_copy_converted_to_traditional_script_is_credited_to_its_source() {
     let o = run(&["overlap", &q, "--against", idx, "--zh-script", "simplified"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("zh_script keep"), "{}", stderr(&o));
+}
+
+/// `n` words of prose that repeats no phrase: each word made of syllables drawn by a simple
+/// generator from `seed`, so a copy of part of it matches nothing else.
+fn prose(seed: u64, n: usize) -> String {
+    const SYLLABLES: [&str; 24] = [
+        "ka", "lo", "mi", "ter", "san", "vo", "ren", "dal", "pi", "qua", "bel", "tor", "nu", "fes",
+        "gri", "ho", "jun", "lek", "mor", "pas", "rit", "sul", "var", "zen",
+    ];
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut next = || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) as usize
+    };
+    (0..n)
+        .map(|_| (0..2 + next() % 2).map(|_| SYLLABLES[next() % 24]).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `n` Han characters that repeat no phrase (common characters drawn from `seed`).
+fn han(seed: u64, n: usize) -> String {
+    let mut x = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from_u32(0x4E00 + ((x >> 33) % 3000) as u32).expect("a Han character")
+        })
+        .collect()
+}
+
+fn lines_of(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// Issue 33 item 3: quotation marks are no hiding place. A 900-character copy inside “ ” is
+/// counted as copied by default (longer than a quotation can be), and with the bound raised it
+/// is reported with its source as a quotation; a copy after an unclosed mark counts as copied.
+/// `--passages` writes counted and quoted passages alike, one record with every key.
+#[test]
+fn a_quoted_copy_is_reported_with_its_source_and_an_unclosed_mark_hides_nothing() {
+    let dir = tempdir("overlap-quoted");
+    let source = prose(1, 200);
+    assert!(source.chars().count() > 1000);
+    let copy: String = source.chars().take(900).collect();
+    let coll =
+        write(&dir, "coll.jsonl", &format!("{}\n", serde_json::json!({"id": 7, "text": source})));
+    let quoted = format!("{} “{copy}” {}", prose(2, 40), prose(3, 40));
+    let unclosed = format!("{} “{copy} {}", prose(4, 40), prose(5, 40));
+    let queries = write(
+        &dir,
+        "q.jsonl",
+        &format!(
+            "{}\n{}\n",
+            serde_json::json!({"id": "quoted", "text": quoted}),
+            serde_json::json!({"id": "unclosed", "text": unclosed})
+        ),
+    );
+    let summary = |extra: &[&str]| {
+        let p = dir.join("passages.jsonl").display().to_string();
+        let mut args = vec!["overlap", &queries, "--against", &coll, "--summary", "-", "-q"];
+        args.extend(["--passages", &p]);
+        args.extend(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        (lines_of(&stdout(&o)), lines_of(&fs::read_to_string(&p).expect("passages")))
+    };
+    // Default: the 900 characters are past the 300-character bound of a quotation: copied.
+    let (s, passages) = summary(&[]);
+    assert!(s[0]["copied"].as_f64().expect("copied") > 0.5, "{}", s[0]);
+    assert!(s[1]["copied"].as_f64().expect("copied") > 0.5, "{}", s[1]);
+    assert!(passages.iter().all(|p| p["source"] == 7 && p["quotation"] == false), "{passages:?}");
+    // Every passage record has the same keys, in one order.
+    let keys: Vec<&str> =
+        passages[0].as_object().expect("an object").keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "query",
+            "start",
+            "end",
+            "source",
+            "source_start",
+            "source_end",
+            "similarity",
+            "evidence",
+            "start_byte",
+            "end_byte",
+            "source_start_byte",
+            "source_end_byte",
+            "also",
+            "quotation",
+            "exclusion"
+        ]
+    );
+    // A bound above it: the quotation is reported with its source, and left out of `copied`.
+    let (s, passages) = summary(&["--max-quote-chars", "1000"]);
+    let quoted: Vec<&Value> = passages.iter().filter(|p| p["query"] == "quoted").collect();
+    assert!(!quoted.is_empty(), "{passages:?}");
+    for p in &quoted {
+        assert_eq!(
+            (&p["source"], &p["quotation"], &p["exclusion"]),
+            (&7.into(), &true.into(), &"quote".into()),
+            "{p}"
+        );
+    }
+    let q = &s[0];
+    assert!(q["copied"].as_f64().expect("copied") < 0.05, "{q}");
+    assert!(q["copied_with_quotations"].as_f64().expect("with") > 0.5, "{q}");
+    assert!(q["excluded_chars"].as_u64().expect("excluded") >= 850, "{q}");
+    assert_eq!(q["sources"][0]["id"], 7, "{q}");
+    assert!(q["sources"][0]["quoted_chars"].as_u64().expect("quoted") >= 850, "{q}");
+    // The unclosed mark quotes nothing, whatever the bound.
+    assert!(s[1]["copied"].as_f64().expect("copied") > 0.5, "{}", s[1]);
+    assert!(passages.iter().filter(|p| p["query"] == "unclosed").all(|p| p["quotation"] == false));
+}
+
+/// Issue 33 item 7: one id rule. The collection's id "7" is named by `--exclude-source 7`, and
+/// outputs write ids as they were written (a number stays a number).
+#[test]
+fn exclude_source_names_an_id_as_text_whichever_way_it_was_written() {
+    let dir = tempdir("overlap-ids");
+    let a = prose(11, 60);
+    let b = prose(12, 60);
+    let coll = write(
+        &dir,
+        "coll.jsonl",
+        &format!(
+            "{}\n{}\n",
+            serde_json::json!({"id": "7", "text": a}),
+            serde_json::json!({"id": 8, "text": b})
+        ),
+    );
+    let q = write(&dir, "q.txt", &format!("{a} {b}"));
+    let summary = |extra: &[&str]| {
+        let mut args = vec!["overlap", &q, "--against", &coll, "--summary", "-", "-q"];
+        args.extend(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        lines_of(&stdout(&o)).remove(0)
+    };
+    let ids = |s: &Value| -> Vec<Value> {
+        s["sources"].as_array().expect("sources").iter().map(|x| x["id"].clone()).collect()
+    };
+    let all = summary(&[]);
+    let mut found = ids(&all);
+    found.sort_by_key(|v| v.to_string());
+    assert_eq!(found, [serde_json::json!("7"), serde_json::json!(8)], "{all}");
+    for given in ["7", "\"7\""] {
+        assert_eq!(ids(&summary(&["--exclude-source", given])), [serde_json::json!(8)]);
+    }
+    assert_eq!(ids(&summary(&["--exclude-source", "8"])), [serde_json::json!("7")]);
+    // A saved index keeps the rule and the written forms.
+    let idx = dir.join("idx").display().to_string();
+    let o = run(&["overlap", "--against", &coll, "--save-index", &idx, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["overlap", &q, "--against", &idx, "--summary", "-", "--exclude-source", "7"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(ids(&lines_of(&stdout(&o))[0]), [serde_json::json!(8)]);
+}
+
+/// Issue 33 item 7: a library indexes alone, and a check against a saved index leaves it as it
+/// was unless --add is given. Counts are in words ("1 query", "1 document").
+#[test]
+fn a_library_indexes_alone_and_queries_join_it_only_with_add() {
+    let dir = tempdir("overlap-add");
+    let text = prose(21, 80);
+    let coll =
+        write(&dir, "coll.jsonl", &format!("{}\n", serde_json::json!({"id": "lib", "text": text})));
+    let idx = dir.join("idx").display().to_string();
+    let o = run(&["overlap", "--against", &coll, "--save-index", &idx]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 document indexed in"), "{}", stderr(&o));
+    // No query and no index to save: a usage error saying what to give.
+    let o = run(&["overlap", "--against", &coll]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("QUERY") && stderr(&o).contains("--save-index"), "{}", stderr(&o));
+
+    let thesis = format!("{} {}", prose(22, 30), text);
+    let q =
+        write(&dir, "q.jsonl", &format!("{}\n", serde_json::json!({"id": "t1", "text": thesis})));
+    let later = write(&dir, "later.txt", &format!("{} {thesis}", prose(23, 20)));
+    let sources = |args: &[&str]| -> Vec<Value> {
+        let o = run(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        lines_of(&stdout(&o))[0]["sources"]
+            .as_array()
+            .expect("sources")
+            .iter()
+            .map(|s| s["id"].clone())
+            .collect()
+    };
+    let o = run(&["overlap", &q, "--against", &idx, "--save-index", &idx, "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 query against 1 document (1 from the saved index): 1 passage"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(sources(&["overlap", &later, "--against", &idx, "--summary", "-", "-q"]), ["lib"]);
+    // With --add the query joins the index, and is then a source of a later text.
+    let o = run(&["overlap", &q, "--against", &idx, "--save-index", &idx, "--add", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let found = sources(&["overlap", &later, "--against", &idx, "--summary", "-", "-q"]);
+    assert!(found.contains(&"t1".into()) || found.contains(&"lib".into()), "{found:?}");
+    let o = run(&["overlap", &later, "--against", &idx, "--passages", "-", "-q"]);
+    assert!(stdout(&o).contains("\"t1\""), "{}", stdout(&o));
+    // --add without --against has nothing to add to.
+    let o = run(&["overlap", &q, "--save-index", &idx, "--add"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Issue 33 item 5: a thesis saved by Chinese Windows (GB18030) is detected, decoded and said;
+/// the copy is found against a UTF-8 library. Bytes that only look like an encoding are refused
+/// by name, and --encoding forces one.
+#[test]
+fn a_gb18030_thesis_is_read_and_said_and_an_unsure_guess_is_refused() {
+    let dir = tempdir("overlap-encoding");
+    let source = han(31, 400);
+    let coll = write(
+        &dir,
+        "lib.jsonl",
+        &format!("{}\n", serde_json::json!({"id": "paper", "text": source})),
+    );
+    let thesis = format!("{}{}{}", han(32, 200), &source[..source.len() / 2], han(33, 200));
+    let (gb, _, _) = encoding_rs::GB18030.encode(&thesis);
+    let path = dir.join("thesis.txt");
+    fs::write(&path, &gb).expect("test step");
+    assert!(std::str::from_utf8(&gb).is_err());
+    let p = path.display().to_string();
+    let o = run(&["overlap", &p, "--against", &coll, "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("thesis.txt read as GB18030"), "{}", stderr(&o));
+    let s = &lines_of(&stdout(&o))[0];
+    assert!(s["copied"].as_f64().expect("copied") > 0.3, "{s}");
+    assert_eq!(s["sources"][0]["id"], "paper");
+    // A JSON Lines file in GB18030 too.
+    let line = format!("{}\n", serde_json::json!({"id": "t", "text": thesis}));
+    let (gb_lines, _, _) = encoding_rs::GB18030.encode(&line);
+    let jl = dir.join("thesis.jsonl");
+    fs::write(&jl, &gb_lines).expect("test step");
+    let o = run(&["overlap", &jl.display().to_string(), "--against", &coll, "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 record read as GB18030"), "{}", stderr(&o));
+    assert!(lines_of(&stdout(&o))[0]["copied"].as_f64().expect("copied") > 0.3);
+    // UTF-16 with a byte order mark, as Word saves "Unicode text".
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend(thesis.encode_utf16().flat_map(u16::to_le_bytes));
+    let u = dir.join("thesis16.txt");
+    fs::write(&u, &utf16).expect("test step");
+    let o = run(&["overlap", &u.display().to_string(), "--against", &coll, "--summary", "-"]);
+    assert!(stderr(&o).contains("read as UTF-16LE"), "{}", stderr(&o));
+    assert!(lines_of(&stdout(&o))[0]["copied"].as_f64().expect("copied") > 0.3);
+    // A few Latin-1 bytes: windows-1252 fits, but so would any single-byte encoding.
+    let latin = dir.join("latin.txt");
+    fs::write(&latin, b"Caf\xe9 cr\xe8me br\xfbl\xe9e").expect("test step");
+    let l = latin.display().to_string();
+    let o = run(&["overlap", &l, "--against", &coll]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("windows-1252") && stderr(&o).contains("--encoding"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["overlap", &l, "--against", &coll, "--encoding", "latin1", "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("latin.txt read as windows-1252"), "{}", stderr(&o));
+    let o = run(&["overlap", &l, "--against", &coll, "--encoding", "klingon"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // --lossy says how much it replaced: never a silent 0%.
+    let o = run(&["overlap", &l, "--against", &coll, "--lossy"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4 invalid UTF-8 sequences replaced"), "{}", stderr(&o));
+}
+
+/// Issue 33 item 8: `-o x.parquet` writes a table with every input column, the text rewritten;
+/// --min-chars drops what the removal left too short, and the summary says so.
+#[test]
+fn output_to_parquet_keeps_every_column_and_min_chars_drops_what_is_left_short() {
+    let dir = tempdir("overlap-parquet");
+    let shared = prose(41, 60);
+    let docs = [
+        serde_json::json!({"id": 1, "text": format!("{} {shared}", prose(42, 20)), "url": "https://a/1", "n": 1.5}),
+        serde_json::json!({"id": 2, "text": prose(43, 40), "url": "https://a/2", "n": 2.5}),
+        serde_json::json!({"id": 3, "text": shared.clone(), "url": "https://a/3", "n": 3.5}),
+    ];
+    let input =
+        write(&dir, "docs.jsonl", &docs.iter().map(|d| format!("{d}\n")).collect::<String>());
+    let out = dir.join("kept.parquet");
+    let o = run(&["overlap", &input, "-o", &out.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 record left empty by the removal kept"), "{}", stderr(&o));
+    let file = fs::File::open(&out).expect("the output");
+    let batches: Vec<arrow_array::RecordBatch> =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .expect("a parquet file")
+            .build()
+            .expect("reader")
+            .map(|b| b.expect("batch"))
+            .collect();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    for column in ["id", "text", "url", "n"] {
+        assert!(names.contains(&column), "{names:?}");
+    }
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 3);
+    // A Parquet input to a Parquet output keeps its schema; --min-chars drops the emptied row.
+    let again = dir.join("again.parquet");
+    let o = run(&[
+        "overlap",
+        &out.display().to_string(),
+        "-o",
+        &again.display().to_string(),
+        "--min-chars",
+        "10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["overlap", &input, "-o", &again.display().to_string(), "--min-chars", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 record left shorter than --min-chars 10 dropped"),
+        "{}",
+        stderr(&o)
+    );
+    let pq = dir.join("again2.parquet");
+    let o = run(&["overlap", &again.display().to_string(), "-o", &pq.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let file = fs::File::open(&pq).expect("the output");
+    let batches: Vec<arrow_array::RecordBatch> =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .expect("a parquet file")
+            .build()
+            .expect("reader")
+            .map(|b| b.expect("batch"))
+            .collect();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    assert_eq!(batches[0].schema().fields().len(), 4);
+    // An Arrow output too.
+    let arrow = dir.join("kept.arrow");
+    let o = run(&["overlap", &input, "-o", &arrow.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(fs::read(&arrow).expect("the output").starts_with(b"ARROW1"));
 }

@@ -319,6 +319,7 @@ fn batch_records(
                         id: id.unwrap_or_else(|| json_string(format!("{name}:{line}"))),
                         body: Body::Text(body.to_string()),
                         replaced,
+                        encoding: None,
                         line,
                         rank,
                     })

@@ -4,8 +4,9 @@ use std::fmt;
 use std::io::{self, BufRead};
 use std::ops::ControlFlow;
 
+use super::encoding::decode_document;
 use super::open::{stream_error, Compressed};
-use super::plain::{check_size, decode};
+use super::plain::check_size;
 use super::{json_string, Digester, InputError, InputErrorKind, ReadOptions, Record};
 
 /// What a JSON Lines source brings besides its bytes.
@@ -33,6 +34,8 @@ pub(super) fn read_jsonl<R: BufRead + ?Sized>(
     let max_line = max_line_bytes(opts.max_doc_bytes);
     // Records read, and how many of them had the id field.
     let (mut records, mut with_id) = (0u64, 0u64);
+    // The encoding of the file's lines that are not UTF-8, once one was read as it.
+    let mut known = None;
     for number in 1u64.. {
         line.clear();
         let (n, over) = match read_line_bounded(reader, &mut line, max_line, digest) {
@@ -63,9 +66,21 @@ pub(super) fn read_jsonl<R: BufRead + ?Sized>(
         let start = start + (body.as_ptr() as usize - line.as_ptr() as usize) as u64;
         let at = Line { place: &place, number, name, partition: lines.partition };
         let record = match std::str::from_utf8(body) {
+            _ if number == 1 && looks_utf16(&line) => Err(InputError {
+                place: place.to_string(),
+                message: "JSON Lines in UTF-16: convert the file to UTF-8 (iconv -f UTF-16 -t \
+                          UTF-8), or give its text as a plain text file, which is read in UTF-16"
+                    .into(),
+                kind: InputErrorKind::Stream,
+            }),
             Ok(text) => parse_record(text, &at, opts, 0),
-            Err(_) => decode(body.to_vec(), &place, start as usize, opts)
-                .and_then(|(text, replaced)| parse_record(&text, &at, opts, replaced)),
+            Err(_) => decode_document(body.to_vec(), &place, start as usize, opts, &mut known)
+                .and_then(|d| {
+                    parse_record(&d.text, &at, opts, d.replaced).map(|(mut record, has_id)| {
+                        record.encoding = d.encoding;
+                        (record, has_id)
+                    })
+                }),
         };
         let record = record.map(|(record, has_id)| {
             records += 1;
@@ -88,6 +103,11 @@ pub(super) fn read_jsonl<R: BufRead + ?Sized>(
         }));
     }
     ControlFlow::Continue(())
+}
+
+/// True when a first line starts as UTF-16 does: a byte order mark, or a NUL beside `{`.
+fn looks_utf16(line: &[u8]) -> bool {
+    matches!(line, [0xFF, 0xFE, ..] | [0xFE, 0xFF, ..] | [b'{', 0, ..] | [0, b'{', ..])
 }
 
 /// The longest JSONL line that can hold a document of `max_doc_bytes`: its text escaped (three
@@ -193,7 +213,7 @@ fn parse_record(
     };
     let has_id = id.is_some();
     let id = id.unwrap_or_else(|| json_string(format!("{}:{}", at.name, at.number)));
-    let record = Record { id, body: parsed.body, replaced, line: at.number, rank };
+    let record = Record { id, body: parsed.body, replaced, encoding: None, line: at.number, rank };
     check_size(record, at.place, opts).map(|r| (r, has_id))
 }
 
@@ -252,6 +272,7 @@ mod tests {
             id_field: "id".into(),
             tokens_field: "tokens".into(),
             lossy: false,
+            encoding: None,
             skip_bad: false,
             max_doc_bytes: 1 << 20,
             read_every_column: false,

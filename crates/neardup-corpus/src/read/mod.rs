@@ -22,11 +22,13 @@ use serde_json::value::RawValue;
 
 use crate::CorpusError;
 
+mod encoding;
 mod jsonl;
 mod open;
 mod plain;
 mod walk;
 
+pub use encoding::{encoding_for_label, encoding_name, TextEncoding};
 pub(crate) use jsonl::add_partition;
 use jsonl::read_jsonl;
 pub(crate) use open::open_file;
@@ -34,6 +36,17 @@ pub use open::{open, spool, spool_stdin, Compressed, Opened};
 use open::{open_input, Reading};
 pub(crate) use plain::count_invalid;
 use plain::{check_size, read_plain};
+
+/// A whole document's bytes as the readers decode them (UTF-8, or the encoding given or
+/// detected); the error says why not.
+pub(crate) fn decode_document(
+    bytes: Vec<u8>,
+    place: &str,
+    base: usize,
+    opts: &ReadOptions,
+) -> Result<String, InputError> {
+    encoding::decode_document(bytes, place, base, opts, &mut None).map(|d| d.text)
+}
 pub use walk::expand_inputs;
 
 /// How a file holds its documents.
@@ -153,6 +166,9 @@ pub struct ReadOptions {
     pub tokens_field: String,
     /// Replace invalid UTF-8 with U+FFFD (counted in [`Record::replaced`]) instead of failing.
     pub lossy: bool,
+    /// The encoding of text that is not UTF-8 (`--encoding`); `None`: detected, and refused
+    /// when detection is not sure ([`Record::encoding`] says what a record was read as).
+    pub encoding: Option<TextEncoding>,
     /// Bad records may be skipped (the caller skips them; [`InputError::skippable`] says which).
     pub skip_bad: bool,
     /// The largest document accepted, in bytes.
@@ -207,6 +223,7 @@ impl Default for ReadOptions {
             id_field_named: false,
             tokens_field: "tokens".into(),
             lossy: false,
+            encoding: None,
             skip_bad: false,
             max_doc_bytes: DEFAULT_MAX_DOC_BYTES,
             read_every_column: false,
@@ -335,6 +352,8 @@ pub struct Record {
     pub body: Body,
     /// Invalid UTF-8 sequences replaced under --lossy.
     pub replaced: usize,
+    /// The encoding its bytes were read as, when not UTF-8 (GB18030, Big5, UTF-16LE, ...).
+    pub encoding: Option<TextEncoding>,
     /// Its 1-based line in a JSONL source (0 for a whole-file document).
     pub line: u64,
     /// Its value of [`ReadOptions::rank_field`], when it has one.
@@ -433,6 +452,7 @@ pub fn read_source(
                 id: json_string(&name),
                 body: Body::Text(text.clone()),
                 replaced: 0,
+                encoding: None,
                 line: 0,
                 rank: None,
             },

@@ -37,33 +37,15 @@ pub(super) fn read_plain<R: Read>(
     // `open(encoding="utf-8").read()` keeps it: offsets into the text (the passage check's)
     // are then the file's. It is no word, no unit of the passage check, and changes no
     // fingerprint of the default features.
-    let (text, replaced) = decode(bytes, name, 0, opts)?;
-    Ok(Record { id, body: Body::Text(text), replaced, line: 0, rank: None })
-}
-
-/// UTF-8 from bytes; `base` is the bytes' offset in the file, for the error message.
-pub(crate) fn decode(
-    bytes: Vec<u8>,
-    place: &(impl fmt::Display + ?Sized),
-    base: usize,
-    opts: &ReadOptions,
-) -> Result<(String, usize), InputError> {
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok((text, 0)),
-        Err(e) if opts.lossy => {
-            let bytes = e.into_bytes();
-            let replaced = count_invalid(&bytes);
-            Ok((String::from_utf8_lossy(&bytes).into_owned(), replaced))
-        }
-        Err(e) => Err(InputError {
-            place: place.to_string(),
-            message: format!(
-                "invalid UTF-8 at byte offset {} (use --lossy to replace bad bytes)",
-                base + e.utf8_error().valid_up_to()
-            ),
-            kind: InputErrorKind::Record,
-        }),
-    }
+    let d = super::encoding::decode_document(bytes, name, 0, opts, &mut None)?;
+    Ok(Record {
+        id,
+        body: Body::Text(d.text),
+        replaced: d.replaced,
+        encoding: d.encoding,
+        line: 0,
+        rank: None,
+    })
 }
 
 /// The number of U+FFFD that lossy decoding inserts.

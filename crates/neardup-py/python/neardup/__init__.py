@@ -354,6 +354,7 @@ def overlap(
     *,
     exclude_source: Sequence[Any] = (),
     save_index: Union[str, "os.PathLike[str]", None] = None,
+    add: bool = False,
     as_table: bool = False,
     min_units: Optional[int] = None,
     max_gap: Optional[int] = None,
@@ -364,6 +365,7 @@ def overlap(
     keep_quotes: bool = False,
     zh_script: Optional[str] = None,
     min_density: Optional[float] = None,
+    max_quote_chars: Optional[int] = None,
 ) -> Any:
     """Which passages of each query are copied from which documents, and how much of each query
     that is: ``neardup overlap`` (the thesis check, 论文查重) on texts in memory.
@@ -377,24 +379,31 @@ def overlap(
             index with ``passages=True``). Without it, the queries are checked against each
             other (a stretch several hold goes to the earliest).
         exclude_source: ids of documents never counted as sources (the author's own work).
-        save_index: a directory to save the passage index to (the collection with the queries
-            added under their ids, so ``queries`` must then be a mapping), for later
-            ``against=pathlib.Path(...)`` or ``neardup overlap --against``.
+        save_index: a directory to save the passage index of the collection to (``against``,
+            or without it the queries), for later ``against=pathlib.Path(...)`` or ``neardup
+            overlap --against``. Queries checked against a collection are not added to it
+            unless ``add=True``.
+        add: with ``against`` and ``save_index``, add the queries to the saved index under
+            their ids (so ``queries`` must then be a mapping), as ``neardup overlap --add``.
         as_table: for a batch, return ``(passages, summary)`` as two ``pyarrow.Table`` with the
             columns of ``neardup overlap --passages`` and ``--summary``.
         min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes,
-            zh_script, min_density: the options of ``neardup overlap`` of the same names (``neardup overlap
-            --help``); ``zh_script`` is ``"simplified"`` (default), ``"traditional"``,
-            ``"mainland"`` or ``"keep"``.
+            zh_script, min_density, max_quote_chars: the options of ``neardup overlap`` of the same
+            names (``neardup overlap --help``); ``zh_script`` is ``"simplified"`` (default),
+            ``"traditional"``, ``"mainland"`` or ``"keep"``.
 
     Returns:
-        For one text, a dict: ``chars``, ``copied_chars``, ``copied`` (the copied share, each
-        character counted once), ``excluded_chars``, ``sources`` (``[{"id", "chars",
-        "copied"}]``, most copied first), ``passages`` (``[{"start", "end", "source",
-        "source_start", "source_end", "similarity", "evidence", "start_byte", "end_byte",
-        "source_start_byte", "source_end_byte", "also"}]``: code point offsets are Python
-        string indices, end exclusive) and ``excluded`` (quotations and references, each with
-        its ``exclusion``). For a batch, a list of those dicts, each with its ``query`` id.
+        For one text, a dict: the record of ``neardup overlap --summary`` (``chars``,
+        ``copied_chars``, ``copied`` (the copied share, each character counted once, quotations
+        left out), ``copied_with_quotations``, ``excluded_chars``, ``sources`` (``[{"id",
+        "chars", "copied", "quoted_chars"}]``, most copied first)), ``passages`` (the records of
+        ``--passages``: ``[{"query", "start", "end", "source", "source_start", "source_end",
+        "similarity", "evidence", "start_byte", "end_byte", "source_start_byte",
+        "source_end_byte", "also", "quotation", "exclusion"}]``: code point offsets are Python
+        string indices, end exclusive) and ``excluded`` (quotations and references: the same
+        records with ``quotation`` true). Ids are text (``7`` and ``"7"`` name one document)
+        and are given back as they were given. For a batch, a list of those dicts, each with
+        its ``query`` id.
     """
     single = isinstance(queries, str)
     query_ids, query_texts = _documents([queries] if single else queries, "queries")
@@ -425,6 +434,7 @@ def overlap(
             ("max_sources", max_sources),
             ("zh_script", zh_script),
             ("min_density", min_density),
+            ("max_quote_chars", max_quote_chars),
         ]
         if value is not None
     }
@@ -433,10 +443,15 @@ def overlap(
     for i, key in enumerate(exclude_source):
         if isinstance(key, str):
             check_utf8(key, f"exclude_source[{i}]: the id {key!r}")
-    if save_index is not None and not own_ids:
+    if add and (save_index is None or against is None):
         raise InputError(
-            "save_index: the queries join the saved index under their ids: give them as a "
-            "mapping of id -> text"
+            "add: adds the queries checked against a collection to its saved index: give "
+            "against and save_index"
+        )
+    if add and not own_ids:
+        raise InputError(
+            "add: the queries join the saved index under their ids: give them as a mapping of "
+            "id -> text"
         )
     found = _neardup.overlap_texts(
         [_json_id(k) for k in query_ids],
@@ -448,10 +463,13 @@ def overlap(
         [_json_id(k) for k in exclude_source],
         None if save_index is None else os.fspath(save_index),
         own_ids,
+        add,
     )
     if single:
         only = found[0]
         del only["query"]
+        for p in only["passages"] + only["excluded"]:
+            p["query"] = None
         return only
     if as_table:
         return _overlap_tables(found)
@@ -471,6 +489,9 @@ _PASSAGE_COLUMNS = [
     "end_byte",
     "source_start_byte",
     "source_end_byte",
+    "also",
+    "quotation",
+    "exclusion",
 ]
 
 
@@ -488,33 +509,55 @@ def _overlap_tables(found: list[dict]) -> Any:
     ``neardup overlap --passages`` and ``--summary``."""
     import pyarrow as pa
 
-    passages = [dict(p, query=q["query"]) for q in found for p in q["passages"]]
+    # As ``--passages``: counted and quoted passages alike, in query order.
+    passages = [
+        p
+        for q in found
+        for p in sorted(q["passages"] + q["excluded"], key=lambda p: (p["start"], p["end"]))
+    ]
     query_type = _id_type([q["query"] for q in found])
     source_type = _id_type(
-        [p["source"] for p in passages] + [s["id"] for q in found for s in q["sources"]]
+        [p["source"] for p in passages]
+        + [a for p in passages for a in p["also"]]
+        + [s["id"] for q in found for s in q["sources"]]
     )
 
     def ids(values: list[Any], kind: Any) -> Any:
         return pa.array(values if kind == pa.int64() else [str(v) for v in values], kind)
 
-    columns = {
-        k: (
-            ids([p[k] for p in passages], query_type if k == "query" else source_type)
-            if k in ("query", "source")
-            else pa.array(
-                [p[k] for p in passages],
-                pa.float64() if k in ("similarity", "evidence") else pa.int64(),
+    def column(k: str) -> Any:
+        values = [p[k] for p in passages]
+        if k in ("query", "source"):
+            return ids(values, query_type if k == "query" else source_type)
+        if k == "also":
+            return pa.array(
+                [v if source_type == pa.int64() else [str(a) for a in v] for v in values],
+                pa.list_(source_type),
             )
-        )
-        for k in _PASSAGE_COLUMNS
-    }
-    source_struct = pa.struct([("id", source_type), ("chars", pa.int64()), ("copied", pa.float64())])
+        if k == "quotation":
+            return pa.array(values, pa.bool_())
+        if k == "exclusion":
+            return pa.array(values, pa.string())
+        return pa.array(values, pa.float64() if k in ("similarity", "evidence") else pa.int64())
+
+    columns = {k: column(k) for k in _PASSAGE_COLUMNS}
+    source_struct = pa.struct(
+        [
+            ("id", source_type),
+            ("chars", pa.int64()),
+            ("copied", pa.float64()),
+            ("quoted_chars", pa.int64()),
+        ]
+    )
     summary = pa.table(
         {
             "query": ids([q["query"] for q in found], query_type),
             "chars": pa.array([q["chars"] for q in found], pa.int64()),
             "copied_chars": pa.array([q["copied_chars"] for q in found], pa.int64()),
             "copied": pa.array([q["copied"] for q in found], pa.float64()),
+            "copied_with_quotations": pa.array(
+                [q["copied_with_quotations"] for q in found], pa.float64()
+            ),
             "excluded_chars": pa.array([q["excluded_chars"] for q in found], pa.int64()),
             "sources": pa.array(
                 [

@@ -157,6 +157,7 @@ def overlap_texts(
     exclude: list[str],
     save_index: Optional[Union[str, PathLike]],
     own_ids: bool,
+    add: bool = False,
 ) -> list[dict]: ...
 def yanyiwu_simhash(
     text: str, topn: Optional[int] = None, flavor: str = "yanyiwu", strip_symbols: bool = False

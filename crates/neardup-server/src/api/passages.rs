@@ -87,7 +87,7 @@ pub(super) async fn overlap(
         let found = index
             .check_until(own.as_deref(), &text, &exclude, Some(&stop))
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
-        ok(StatusCode::OK, overlap_json(&found, &index))
+        ok(StatusCode::OK, overlap_json(&found, own.as_deref(), &index))
     })
     .await
 }
@@ -101,37 +101,29 @@ impl Drop for StopOnDrop {
     }
 }
 
-/// The answer of the passage check: the summary of `neardup overlap --summary`, the passages
-/// of `--passages` (each with its source's text over the passage) and the excluded ones.
-pub(super) fn overlap_json(o: &Overlap, index: &PassageIndex) -> Value {
-    let share = |part: u64| o.share(part);
+/// The answer of the passage check: the library's summary record (`neardup overlap
+/// --summary`), its `passages` and `excluded` ones (quotations, references) as the library's
+/// passage records (`--passages`), each with its source's text over the passage besides
+/// (`source_text`). Ids are text, as the collection stores them; `query` is the request's id.
+pub(super) fn overlap_json(o: &Overlap, query: Option<&str>, index: &PassageIndex) -> Value {
+    let id = |id: &str| {
+        serde_json::value::RawValue::from_string(neardup::id_to_json(id)).expect("a JSON string")
+    };
+    let name = |n: u32| id(index.id(n));
+    let query = query.map(id);
     let passage = |p: &Passage| {
+        let mut v = serde_json::to_value(PassageRecord::new(query.as_deref(), p, &name))
+            .unwrap_or(Value::Null);
         let source = index.text(p.source);
-        let mut v = json!({
-            "start": p.start, "end": p.end, "source": index.id(p.source),
-            "source_start": p.source_start, "source_end": p.source_end,
-            "similarity": p.similarity, "evidence": p.evidence,
-            "start_byte": p.start_byte, "end_byte": p.end_byte,
-            "source_start_byte": p.source_start_byte, "source_end_byte": p.source_end_byte,
-            "also": p.also.iter().map(|&a| index.id(a)).collect::<Vec<_>>(),
-            "source_text": source.get(p.source_start_byte as usize..p.source_end_byte as usize),
-        });
-        if let Some(why) = p.exclusion {
-            v["exclusion"] = json!(why.as_str());
-        }
+        v["source_text"] =
+            json!(source.get(p.source_start_byte as usize..p.source_end_byte as usize));
         v
     };
-    json!({
-        "chars": o.chars,
-        "copied_chars": o.copied_chars,
-        "copied": share(o.copied_chars),
-        "excluded_chars": o.excluded_chars,
-        "sources": o.sources.iter().map(|s| json!({
-            "id": index.id(s.source), "chars": s.chars, "copied": share(s.chars)
-        })).collect::<Vec<_>>(),
-        "passages": o.passages.iter().map(passage).collect::<Vec<_>>(),
-        "excluded": o.excluded.iter().map(passage).collect::<Vec<_>>(),
-    })
+    let mut answer =
+        serde_json::to_value(o.summary_record(query.as_deref(), &name)).unwrap_or(Value::Null);
+    answer["passages"] = o.passages.iter().map(passage).collect();
+    answer["excluded"] = o.excluded.iter().map(passage).collect();
+    answer
 }
 
 #[derive(Debug, Deserialize)]

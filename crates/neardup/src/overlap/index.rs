@@ -12,9 +12,9 @@ use super::exclude::{quotations, reference_lists, Excluded};
 use super::units::{kgram_hashes, units, Unit};
 use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, SourceShare};
 
-/// How many documents hold a passage: those holding more than half of the k-grams of its
-/// query range that the index knows (at least one, its source). A document holding one of the
-/// stock phrases a loose match is made of holds half of it at most. `by_position`: the hits as
+/// How many documents hold a passage: those holding at least half of the k-grams of its query
+/// range that the index knows (at least one, its source). (More than half drops more loose
+/// matches and more reworded copies alike: measured on the sample sets, BENCHMARKS.md.) `by_position`: the hits as
 /// `position << 32 | document`, sorted.
 fn holders(r: &Region, by_position: &[u64], k: u32) -> u32 {
     let (first, end) = (u64::from(r.q0), u64::from((r.q1 + 1).saturating_sub(k)));
@@ -29,7 +29,7 @@ fn holders(r: &Region, by_position: &[u64], k: u32) -> u32 {
         }
         *per_doc.entry(x as u32).or_default() += 1;
     }
-    (per_doc.values().filter(|&&n| n * 2 > positions).count() as u32).max(1)
+    (per_doc.values().filter(|&&n| n * 2 >= positions).count() as u32).max(1)
 }
 
 /// One source's character ranges: those its counted passages cover, and its quoted ones.

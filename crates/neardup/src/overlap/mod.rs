@@ -47,6 +47,7 @@ mod align;
 mod exclude;
 mod file;
 mod index;
+mod record;
 mod units;
 
 use std::fmt;
@@ -58,6 +59,7 @@ use serde::{Deserialize, Serialize};
 pub use exclude::Exclusion;
 pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
 pub use index::{Batch, OnExistingId, PassageIndex};
+pub use record::{JsonId, PassageRecord, SourceRecord, SummaryRecord, WrittenIds};
 
 /// The settings of the passage check, as data. The first three define the index's fingerprints
 /// and are stored with it; the others may change from one check to the next.
@@ -263,11 +265,13 @@ pub struct OverlapOptions {
     pub zh_script: Option<ZhScript>,
     /// [`OverlapSpec::min_density`].
     pub min_density: Option<f64>,
+    /// [`OverlapSpec::max_quote_chars`].
+    pub max_quote_chars: Option<u32>,
 }
 
 impl OverlapOptions {
     /// The option names, in the order surfaces list them.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "min_units",
         "max_gap",
         "min_similarity",
@@ -277,6 +281,7 @@ impl OverlapOptions {
         "keep_quotes",
         "zh_script",
         "min_density",
+        "max_quote_chars",
     ];
 
     /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
@@ -294,6 +299,7 @@ impl OverlapOptions {
             max_sources: self.max_sources.unwrap_or(d.max_sources),
             zh_script: self.zh_script.unwrap_or(d.zh_script),
             min_density: self.min_density.unwrap_or(d.min_density),
+            max_quote_chars: self.max_quote_chars.unwrap_or(d.max_quote_chars),
             ..d
         };
         spec.validate().map_err(|e| match e {

@@ -1,0 +1,171 @@
+//! `neardup overlap -o`: every input record written again with the passages it repeats from
+//! earlier documents removed (substring dedup), in the output's format (JSON Lines, Parquet,
+//! Arrow), every other field or column as the input wrote it.
+//!
+//! The inputs are read a second time ([`copy_records`]: checked by digest to be the bytes of the
+//! first read); only the text field's value (a JSON Lines record's bytes, a table's text
+//! column) is replaced.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
+
+use crate::columnar::RecordsOutput;
+use crate::dedup::{copy_records, Place, RecordSink};
+use crate::read::{Format, ReadOptions, Source, SourceDigest};
+use crate::CorpusError;
+
+/// What the rewrite did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Rewritten {
+    /// Code points removed, over every record.
+    pub removed: u64,
+    /// Records dropped as shorter than `min_chars` after the removal.
+    pub dropped: u64,
+    /// Records kept that the removal left empty (no `min_chars` given).
+    pub emptied: u64,
+}
+
+/// Writes every document of `sources` (read before as `places` say, with `digests`) to `out`,
+/// its text replaced by `texts[i]` (the new text and the code points removed from it); a
+/// document left shorter than `min_chars` code points is dropped.
+#[allow(clippy::too_many_arguments)]
+pub fn remove_repeats(
+    out: &mut RecordsOutput,
+    sources: &[Source],
+    opts: &ReadOptions,
+    digests: &[Option<SourceDigest>],
+    places: &[Place],
+    ids: &[String],
+    texts: &[(String, u64)],
+    min_chars: Option<u64>,
+) -> Result<Rewritten, CorpusError> {
+    let kept = vec![true; places.len()];
+    let mut sink = Sink {
+        out,
+        sources,
+        opts,
+        places,
+        ids,
+        texts,
+        min_chars: min_chars.unwrap_or(0),
+        next: 0,
+        done: Rewritten::default(),
+    };
+    copy_records(sources, opts, digests, places, &kept, &mut sink)?;
+    Ok(sink.done)
+}
+
+struct Sink<'a> {
+    out: &'a mut RecordsOutput,
+    sources: &'a [Source],
+    opts: &'a ReadOptions,
+    places: &'a [Place],
+    ids: &'a [String],
+    texts: &'a [(String, u64)],
+    min_chars: u64,
+    /// The next document, in input order.
+    next: usize,
+    done: Rewritten,
+}
+
+impl<'a> Sink<'a> {
+    /// The next document's new text, counted; `None` when it is dropped.
+    fn take(&mut self) -> Result<(usize, Option<&'a str>), CorpusError> {
+        let n = self.next;
+        let texts: &'a [(String, u64)] = self.texts;
+        let (text, removed) = texts.get(n).ok_or_else(|| {
+            CorpusError::Runtime("the input holds more documents than the first read".into())
+        })?;
+        self.next += 1;
+        self.done.removed += removed;
+        let chars = text.chars().count() as u64;
+        if chars < self.min_chars {
+            self.done.dropped += 1;
+            return Ok((n, None));
+        }
+        if chars == 0 && *removed > 0 {
+            self.done.emptied += 1;
+        }
+        Ok((n, Some(text)))
+    }
+}
+
+impl RecordSink for Sink<'_> {
+    type Error = CorpusError;
+
+    fn record(&mut self, _kept: bool, record: &[u8]) -> Result<(), CorpusError> {
+        let sources: &[Source] = self.sources;
+        let place = self.places.get(self.next).ok_or_else(|| {
+            CorpusError::Runtime("the input holds more documents than the first read".into())
+        })?;
+        let source = &sources[place.source as usize];
+        let plain = self.opts.format_of(source) == Format::Text;
+        let (n, Some(text)) = self.take()? else { return Ok(()) };
+        if plain {
+            // A whole-file document becomes {"id", "text"}, its text as decoded.
+            let line = serde_json::json!({"id": self.ids[n], "text": text});
+            let line =
+                serde_json::to_vec(&line).map_err(|e| CorpusError::Runtime(e.to_string()))?;
+            return self.out.record(&line);
+        }
+        let changed = || {
+            CorpusError::Runtime(format!(
+                "{}: a record changed while it was checked: -o was not written",
+                source.name()
+            ))
+        };
+        let line = std::str::from_utf8(record).map_err(|_| changed())?;
+        let line = line.trim_end_matches(['\n', '\r']);
+        let fields = neardup::RecordFields {
+            text: &self.opts.text_field,
+            id: &self.opts.id_field,
+            tokens: &self.opts.tokens_field,
+            rank: None,
+        };
+        let span = neardup::text_span(line, &fields).ok().flatten().ok_or_else(changed)?;
+        // Only the text field's value is replaced, every other byte kept (`1.10` stays `1.10`).
+        let mut buf = String::with_capacity(line.len());
+        buf.push_str(&line[..span.start]);
+        buf.push_str(&serde_json::Value::String(text.to_string()).to_string());
+        buf.push_str(&line[span.end..]);
+        self.out.record(buf.as_bytes())
+    }
+
+    fn rows(&mut self, batch: &RecordBatch, marks: &[Option<bool>]) -> Result<(), CorpusError> {
+        let field = self.opts.text_field.as_str();
+        let Ok(column) = batch.schema().index_of(field) else {
+            return Err(CorpusError::Usage(format!(
+                "-o of a Parquet or Arrow input rewrites its text column, and it has no \
+                 top-level column {field:?} (a column inside a struct is not rewritten)"
+            )));
+        };
+        let mut texts: Vec<Option<String>> = Vec::with_capacity(batch.num_rows());
+        let mut keep: Vec<Option<bool>> = Vec::with_capacity(batch.num_rows());
+        let old = batch.column(column);
+        let old_text = arrow_cast::cast(old, &arrow_schema::DataType::Utf8)
+            .map_err(|e| CorpusError::Runtime(format!("column {field:?}: {e}")))?;
+        let old_text = old_text.as_any().downcast_ref::<StringArray>().ok_or_else(|| {
+            CorpusError::Runtime(format!("column {field:?} is not a string column"))
+        })?;
+        for (row, mark) in marks.iter().enumerate() {
+            if mark.is_none() {
+                // Not a document (a bad row skipped in the first read): not written either.
+                texts.push(old_text.is_valid(row).then(|| old_text.value(row).to_string()));
+                keep.push(None);
+                continue;
+            }
+            let (_, text) = self.take()?;
+            keep.push(Some(text.is_some()));
+            texts.push(Some(text.unwrap_or_default().to_string()));
+        }
+        let new: ArrayRef = Arc::new(StringArray::from(texts));
+        let new = arrow_cast::cast(&new, old.data_type())
+            .map_err(|e| CorpusError::Runtime(format!("column {field:?}: {e}")))?;
+        let mut columns = batch.columns().to_vec();
+        columns[column] = new;
+        let rewritten = RecordBatch::try_new(batch.schema(), columns)
+            .map_err(|e| CorpusError::Runtime(format!("writing rows: {e}")))?;
+        self.out.rows(&rewritten, &keep, true)
+    }
+}
