@@ -207,7 +207,7 @@ pub fn document(limits: &Limits) -> Value {
         "additionalProperties": false
     });
     let passage = json!({"type": "object", "properties": {
-        "query": {"oneOf": [{"type": "string"}, {"type": "null"}],
+        "query": {"type": "string", "nullable": true,
                   "description": "the request's id, or null"},
         "start": {"type": "integer", "description": "code point offset in the query"},
         "end": {"type": "integer", "description": "end, exclusive"},
@@ -221,8 +221,7 @@ pub fn document(limits: &Limits) -> Value {
         "quotation": {"type": "boolean",
                       "description": "inside a quotation or the reference list: cited, left \
                                       out of the copied share"},
-        "exclusion": {"oneOf": [{"type": "string", "enum": ["quote", "references"]},
-                                {"type": "null"}]},
+        "exclusion": {"type": "string", "enum": ["quote", "references", null], "nullable": true},
         "source_text": {"type": "string", "description": "the source's text of the passage"}
     }});
     let overlap_answer = json!({
@@ -230,7 +229,7 @@ pub fn document(limits: &Limits) -> Value {
         "required": ["query", "chars", "copied_chars", "copied", "copied_with_quotations",
                      "excluded_chars", "sources", "passages", "excluded"],
         "properties": {
-            "query": {"oneOf": [{"type": "string"}, {"type": "null"}]},
+            "query": {"type": "string", "nullable": true},
             "chars": {"type": "integer", "description": "code points of the query"},
             "copied_chars": {"type": "integer",
                              "description": "code points inside a passage, each counted once"},
