@@ -13,6 +13,11 @@ what the server answered and its peak resident memory (VmHWM) over the case; the
                threshold (10^7 comparisons under the writer lock, 21-34 s), and an insert sent
                while it runs
   cli-overlap  neardup overlap of a 19 MB text of that vocabulary (3.7 GB, 39 s)
+  own-metadata a variant of batch-check found after the fix: into an empty collection, one
+               batch of 1,000 documents with 64 KB of metadata each and 600 copies of one of
+               them, top_k 600 (its own metadata was not counted at admission)
+  cli-maps     neardup dedup of 1.5 MB of JSON Lines whose records hold maps of their own
+               words (meta.wordcounts) to Parquet (a column per key: 4.7 GB, aborted under 8 GB)
 
 Usage: python3 bench/worst_requests.py [--bin target/release/neardup] [--case NAME ...]
 """
@@ -181,8 +186,44 @@ def case_cli_overlap(binary, work):
              int(kb) / 1024)]
 
 
+def case_own_metadata(binary, work):
+    s = Server(binary, work / "own", "--max-metadata-bytes", "70000")
+    try:
+        s.call("PUT", "/v1/collections/c", {"preset": "default"})
+        rng = random.Random(5)
+        meta = {"blob": "m" * 64000}
+        core = words(rng, 300, vocabulary=5000)
+        docs = [{"id": i, "text": f"{core} {words(rng, 30, vocabulary=5000)}", "metadata": meta}
+                for i in range(1000)]
+        docs += [{"id": f"copy{i}", "text": core, "metadata": meta} for i in range(600)]
+        t = time.perf_counter()
+        st, body = s.call("POST", "/v1/collections/c/check", {"docs": docs, "top_k": 600})
+        what = f"{st} {code(body)}".strip() if st != 200 else f"200, {len(body) / 1e6:.0f} MB answer"
+        return [("one batch storing 1,000 x 64 KB of metadata and 600 copies, top_k 600", what,
+                 time.perf_counter() - t, s.peak_mb())]
+    finally:
+        s.stop()
+
+
+def case_cli_maps(binary, work):
+    corpus = work / "maps.jsonl"
+    with corpus.open("w") as f:
+        for i in range(8000):
+            counts = {f"w{i * 8 + k}": k for k in range(8)}
+            f.write(json.dumps({"id": i, "text": f"record {i} with words {i * 7} and {i * 13}",
+                                "meta": {"wordcounts": counts}}) + "\n")
+    out = subprocess.run(["/usr/bin/time", "-f", "%e %M", str(binary), "dedup", str(corpus),
+                          "-o", str(work / "kept.parquet"), "-q"],
+                         capture_output=True, text=True, check=True)
+    seconds, kb = out.stderr.strip().splitlines()[-1].split()
+    mb = corpus.stat().st_size / 1e6
+    return [(f"CLI: dedup of {mb:.1f} MB of JSONL holding maps to Parquet", "done",
+             float(seconds), int(kb) / 1024)]
+
+
 CASES = {"batch-check": case_batch_check, "overlap": case_overlap, "scan": case_scan,
-         "cli-overlap": case_cli_overlap}
+         "cli-overlap": case_cli_overlap, "own-metadata": case_own_metadata,
+         "cli-maps": case_cli_maps}
 
 
 def main():

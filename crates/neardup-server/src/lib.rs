@@ -239,8 +239,9 @@ struct Collection {
     checks: Mutex<Vec<api::PendingCheck>>,
     /// `LIVE`, `DELETED` or `RELOADED`; set under the writer lock.
     retired: AtomicU8,
-    /// The largest metadata stored, in bytes (never lowered): what one match of a search or a
-    /// check may carry, for the admission of requests by the memory their answers may take.
+    /// The largest metadata stored or brought by a request admitted to store it, in bytes
+    /// (never lowered): what one match of a search or a check may carry, for the admission of
+    /// requests by the memory their answers may take.
     largest_metadata: std::sync::atomic::AtomicUsize,
 }
 
@@ -255,6 +256,18 @@ impl Collection {
             retired: AtomicU8::new(LIVE),
             largest_metadata: std::sync::atomic::AtomicUsize::new(4),
         }
+    }
+
+    /// Counts metadata a request brings before it is admitted: from then on an answer of
+    /// this collection (the request's own included) may carry it. Counting it only once
+    /// stored let one batch that stores large metadata and matches it many times be admitted
+    /// for a fraction of its answer.
+    fn may_store_metadata<'a>(
+        &self,
+        metadata: impl IntoIterator<Item = Option<&'a serde_json::value::RawValue>>,
+    ) {
+        let largest = metadata.into_iter().flatten().map(|m| m.get().len()).max().unwrap_or(0);
+        self.largest_metadata.fetch_max(largest, Ordering::Relaxed);
     }
 }
 

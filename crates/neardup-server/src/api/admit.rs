@@ -6,11 +6,13 @@
 //!
 //! What a request may need is reckoned from its size before any work is done: the texts it
 //! brings, the matches its answer may hold (documents times `top_k`, each with up to the
-//! collection's largest stored metadata), the passage check's text. The factors are measured
-//! peaks (BENCHMARKS.md, "the service's worst requests"), rounded up.
+//! largest metadata the collection holds or a request admitted to store brought), the passage
+//! check's text. The factors are measured peaks (BENCHMARKS.md, "the service's worst
+//! requests"), rounded up. The reservation is held until the answer is written.
 
 use std::sync::atomic::AtomicUsize;
 
+use futures_util::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, TryAcquireError};
 
 use super::*;
@@ -19,10 +21,37 @@ use super::*;
 /// guards, so a client that goes away does not free the turn while its work still runs.
 pub(super) type Turn = OwnedSemaphorePermit;
 
-/// Memory reserved for a request, given back when dropped (held until its answer is written).
+/// Memory reserved for a request, given back when dropped. A handler gives it to its answer
+/// ([`Reserved::until_sent`]), so that it is held until the answer is written: a slow reader
+/// keeps its answer in memory, and that memory stays counted.
 #[derive(Debug)]
-pub(super) struct Reserved {
+pub(crate) struct Reserved {
     _permit: OwnedSemaphorePermit,
+}
+
+impl Reserved {
+    /// The answer, holding this reservation until its body is written (or the client went
+    /// away and the body was dropped).
+    pub(super) fn until_sent(self, answer: ApiResult) -> ApiResult {
+        hold_until_sent(answer, self)
+    }
+
+    /// More memory for an answer that grew past what its request reserved (documents with
+    /// larger metadata were stored while it waited), taken at once if it is free, else `None`.
+    pub(super) fn more(state: &AppState, bytes: usize) -> Option<Reserved> {
+        let kib = u32::try_from(bytes.div_ceil(1 << 10).max(1)).ok()?;
+        state.memory.clone().try_acquire_many_owned(kib).ok().map(|p| Reserved { _permit: p })
+    }
+}
+
+/// The answer, holding `held` (reservations of memory) until its body is written or dropped.
+pub(super) fn hold_until_sent(answer: ApiResult, held: impl Send + Sync + 'static) -> ApiResult {
+    let (parts, body) = answer?.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _ = &held;
+        chunk
+    });
+    Ok(Response::from_parts(parts, axum::body::Body::from_stream(body)))
 }
 
 /// Bytes a document may take while it is sketched, per byte of its text (the normalized text,
@@ -60,10 +89,17 @@ impl Need {
         )
     }
 
-    /// An answer of `queries` lists of up to `top_k` matches of collection `c`.
+    /// An answer of `queries` lists of up to `top_k` matches of collection `c`, each with up
+    /// to the largest metadata the collection holds or may soon hold
+    /// ([`Collection::may_store_metadata`]: a request announces what it brings before it is
+    /// admitted, so the documents it stores itself count too).
     pub(super) fn matches(c: &Collection, queries: usize, top_k: usize) -> usize {
-        let per_match = c.largest_metadata.load(Ordering::Relaxed).saturating_add(BYTES_PER_MATCH);
-        queries.saturating_mul(top_k).saturating_mul(per_match)
+        queries.saturating_mul(top_k).saturating_mul(Need::per_match(c))
+    }
+
+    /// The bytes one match of collection `c` may take in an answer.
+    pub(super) fn per_match(c: &Collection) -> usize {
+        c.largest_metadata.load(Ordering::Relaxed).saturating_add(BYTES_PER_MATCH)
     }
 
     /// The passage check of a text of `len` bytes.

@@ -29,6 +29,7 @@ pub(super) async fn insert_docs(
         check_metadata(d.metadata.as_deref(), limits.max_metadata_bytes, &what, &id)?;
         docs.push((id, body, d.metadata));
     }
+    c.may_store_metadata(docs.iter().map(|(_, _, m)| m.as_deref()));
     let need = Need::sketching(
         docs.iter().map(|(_, b, m)| b.len() + m.as_ref().map_or(0, |m| m.get().len())),
     );

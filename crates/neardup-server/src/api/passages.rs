@@ -51,7 +51,7 @@ pub(super) async fn overlap(
         .enumerate()
         .map(|(i, r)| doc_id(r, &format!("exclude_source[{i}]")))
         .collect::<Result<_, _>>()?;
-    let (turn, _memory) = admit(
+    let (turn, memory) = admit(
         &state,
         Need::new(Need::overlap(body.len()), "this passage check", "send a shorter text"),
     )
@@ -60,7 +60,7 @@ pub(super) async fn overlap(
     // is set when this handler's future is dropped.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let _stop_on_drop = StopOnDrop(stop.clone());
-    blocking(move || {
+    let answer = blocking(move || {
         let _turn = turn;
         // The check runs on a snapshot of the passage index, with no lock held: writers of the
         // collection never wait for it (they change a copy meanwhile).
@@ -89,7 +89,8 @@ pub(super) async fn overlap(
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
         ok(StatusCode::OK, overlap_json(&found, own.as_deref(), &index))
     })
-    .await
+    .await;
+    memory.until_sent(answer)
 }
 
 /// Sets its flag when dropped.

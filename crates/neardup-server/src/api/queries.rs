@@ -52,10 +52,10 @@ pub(super) async fn search(
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
     let need = Need::sketching([body.len()]) + Need::matches(&c, 1, top_k);
-    let (turn, _memory) =
+    let (turn, memory) =
         admit(&state, Need::new(need, "this search", "ask for a lower top_k")).await?;
     let st = state.clone();
-    blocking(move || {
+    let answer = blocking(move || {
         let _turn = turn;
         let name = c.info.name.as_str();
         st.with_db(|db| {
@@ -98,7 +98,8 @@ pub(super) async fn search(
             ok_raw(StatusCode::OK, &Answer { hits: out, scanned })
         })
     })
-    .await
+    .await;
+    memory.until_sent(answer)
 }
 
 #[derive(Debug, Deserialize)]
@@ -161,7 +162,18 @@ pub(crate) struct PendingCheck {
     insert: bool,
     threshold: Option<f64>,
     top_k: usize,
-    reply: tokio::sync::oneshot::Sender<Result<Box<RawValue>, ApiError>>,
+    /// The bytes its answer was admitted for; more is taken from the budget when the answer
+    /// is built, or the check is answered 503 (see [`commit_checks`]).
+    allowance: usize,
+    reply: tokio::sync::oneshot::Sender<Result<Answered, ApiError>>,
+}
+
+/// A check's answer as JSON text, with the memory taken for it past its request's
+/// reservation, held until it is written.
+#[derive(Debug)]
+pub(crate) struct Answered {
+    json: Box<RawValue>,
+    more: Option<Reserved>,
 }
 
 /// A check's document before it is sketched.
@@ -239,11 +251,14 @@ pub(super) async fn check(
         scan_budget(&c, docs.len(), &limits)?;
     }
     // What the check may hold: its documents while they are sketched, and its answer (each
-    // document's matches with their metadata), reserved until the answer is sent.
+    // document's matches with their metadata, the metadata this request stores counted too),
+    // reserved until the answer is sent.
+    c.may_store_metadata(docs.iter().filter(|d| d.insert).map(|d| d.metadata.as_deref()));
+    let allowance = Need::matches(&c, 1, top_k);
     let need =
-        Need::sketching(docs.iter().map(|d| d.body.len())) + Need::matches(&c, docs.len(), top_k);
+        Need::sketching(docs.iter().map(|d| d.body.len())) + allowance.saturating_mul(docs.len());
     let advice = "send fewer documents per request, or ask for a lower top_k";
-    let (turn, _memory) = admit(&state, Need::new(need, "this check", advice)).await?;
+    let (turn, memory) = admit(&state, Need::new(need, "this check", advice)).await?;
     // The turn covers the sketches only: waiting for the group commit is cheap, and holding it
     // there would shrink the groups that share one durable commit.
     let c2 = c.clone();
@@ -276,6 +291,7 @@ pub(super) async fn check(
                 insert,
                 threshold,
                 top_k,
+                allowance,
                 reply,
             });
             answers.push(answer);
@@ -296,14 +312,19 @@ pub(super) async fn check(
         let _ = tokio::task::spawn_blocking(move || commit_checks(&state, &c2, group)).await;
     });
     let mut results = Vec::with_capacity(answers.len());
+    let mut more = Vec::new();
     for answer in answers {
         match answer.await {
-            Ok(result) => results.push(result?),
+            Ok(result) => {
+                let Answered { json, more: m } = result?;
+                results.push(json);
+                more.extend(m);
+            }
             Err(_) => return Err(ApiError::internal("the check's group failed")),
         }
     }
     let json = [(header::CONTENT_TYPE, "application/json")];
-    if batch {
+    let answer = if batch {
         // `{"results": [...]}` streamed from the answers as they are: the reply never copies
         // them (they may be most of the request's memory, and a copy would hold them twice).
         let head = std::iter::once(Bytes::from_static(b"{\"results\":["));
@@ -320,7 +341,9 @@ pub(super) async fn check(
     } else {
         let answer: Box<str> = results.pop().expect("one check, one answer").into();
         Ok((StatusCode::OK, json, answer.into_string()).into_response())
-    }
+    };
+    // The reservation, and what the answers took past it, are held until the answer is sent.
+    hold_until_sent(answer, (memory, more))
 }
 
 /// A check below its collection's threshold verifies every stored document, once per document
@@ -380,13 +403,14 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i).collect();
     // One transaction, one durable commit for the whole group; a group that stores nothing
     // reads its matches' metadata in a read transaction.
+    let allowances = group.iter().map(|p| p.allowance);
     let written = state.with_db(|db| {
         let err = |e: redb::Error| store_err(state, name, e);
         let mut replaced = vec![false; group.len()];
         if accepted.is_empty() {
             let txn = db.begin_read().map_err(|e| err(e.into()))?;
             let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
-            return answers_of(state, name, &t, &decided, &replaced);
+            return answers_of(state, name, &t, &decided, &replaced, allowances);
         }
         let txn = db.begin_write().map_err(|e| err(e.into()))?;
         check_incarnation(&txn, state, c)?;
@@ -411,7 +435,7 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
                 t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
             }
-            answers_of(state, name, &t, &decided, &replaced)?
+            answers_of(state, name, &t, &decided, &replaced, allowances)?
         };
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(answers)
@@ -439,24 +463,31 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         }
         drop(live);
         for (p, answer) in group.into_iter().flatten().zip(answers) {
-            let _ = p.reply.send(Ok(answer));
+            let _ = p.reply.send(answer);
         }
         return;
     }
     for (p, answer) in group.into_iter().zip(answers) {
-        let _ = p.reply.send(Ok(answer));
+        let _ = p.reply.send(answer);
     }
 }
 
 /// The answers of decided checks, each match with its stored metadata from `t` (as written),
 /// as JSON text: an answer takes its size in memory, not a tree of values several times it.
+///
+/// An answer larger than its check's allowance (documents with larger metadata were stored
+/// while it waited for its group) takes the rest from the memory budget if it is free, else
+/// that check alone is answered 503 (its decision stands; asking again gives the same
+/// answer): the memory of answers never grows past the budget by more than one answer, itself
+/// bounded by `--max-top-k` matches of `--max-metadata-bytes`.
 fn answers_of(
     state: &AppState,
     collection: &str,
     t: &impl ReadableTable<&'static str, &'static [u8]>,
     decided: &[neardup::CheckAnswer],
     replaced: &[bool],
-) -> Result<Vec<Box<RawValue>>, ApiError> {
+    allowances: impl Iterator<Item = usize>,
+) -> Result<Vec<Result<Answered, ApiError>>, ApiError> {
     #[derive(serde::Serialize)]
     struct Answer {
         duplicate: bool,
@@ -468,7 +499,8 @@ fn answers_of(
     decided
         .iter()
         .zip(replaced)
-        .map(|(a, &replaced)| {
+        .zip(allowances)
+        .map(|((a, &replaced), allowance)| {
             let mut matches = Vec::with_capacity(a.matches.len());
             for (id, similarity) in &a.matches {
                 let metadata = match t.get(id.as_str()).map_err(|e| err(e.into()))? {
@@ -477,7 +509,32 @@ fn answers_of(
                 };
                 matches.push(Match { id: id.clone(), similarity: *similarity, metadata });
             }
-            to_raw(&Answer { duplicate: a.duplicate, matches, inserted: a.inserted, replaced })
+            let answer = Answer { duplicate: a.duplicate, matches, inserted: a.inserted, replaced };
+            let json = to_raw(&answer)?;
+            let over = json.get().len().saturating_sub(allowance);
+            if over == 0 {
+                return Ok(Ok(Answered { json, more: None }));
+            }
+            Ok(match Reserved::more(state, over) {
+                Some(more) => Ok(Answered { json, more: Some(more) }),
+                None => Err(ApiError {
+                    retry_after: Some(1),
+                    ..ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "busy",
+                        format!(
+                            "the answer of this check grew to {} MiB while it waited (documents \
+                             with larger metadata were stored meanwhile), past what it was \
+                             admitted for, and the memory for requests (--max-memory-mb {}) is \
+                             in use; its decision stands (inserted: {}): ask again, with a \
+                             lower top_k",
+                            json.get().len().div_ceil(1 << 20),
+                            state.limits.max_memory_bytes >> 20,
+                            a.inserted
+                        ),
+                    )
+                }),
+            })
         })
         .collect()
 }
