@@ -2135,6 +2135,91 @@ fn a_check_whose_answer_could_exceed_the_memory_budget_is_refused_and_the_server
     assert_eq!(s.call("GET", "/v1/health", None).0, 200);
 }
 
+/// Regression (sweep 3, a variant): the answer was reckoned with the largest metadata already
+/// stored, so one batch into an empty collection that stores large metadata and matches it
+/// many times was admitted for a fraction of its answer (1,000 documents of 64 KB and 600
+/// copies with `top_k` 600: 620 MB reckoned, 23 GB answered). What a request brings to store
+/// counts from before it is admitted.
+#[test]
+fn a_batch_that_stores_large_metadata_and_matches_it_is_admitted_for_its_whole_answer() {
+    let dir = tempdir("memory-own-metadata");
+    let s = Server::start(&dir, &["--max-memory-mb", "32", "--max-metadata-bytes", "70000"]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"preset": "default"})).0, 201);
+    let meta = json!({"blob": "m".repeat(60_000)});
+    // 30 documents stored with 60 KB each, then 30 copies of them with top_k 50: 60 answers
+    // of up to 50 matches of 60 KB, 180 MB, over the 32 MiB budget (the collection held
+    // metadata of 4 bytes when the request came).
+    let docs: Vec<Value> = (0..60)
+        .map(|i| {
+            let text = if i < 30 { format!("{NEWS_A} {i}") } else { NEWS_B.to_string() };
+            json!({"id": i, "text": text, "metadata": meta})
+        })
+        .collect();
+    let (st, v) = s.json("POST", "/v1/collections/c/check", json!({"docs": docs, "top_k": 50}));
+    assert_eq!((st, error_code(&v)), (413, "request_too_large"), "{v}");
+    // Nothing of the refused batch was stored; a batch that fits is answered with its matches'
+    // metadata.
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(0), "{v}");
+    let docs: Vec<Value> = (0..4)
+        .map(|i| json!({"id": i, "text": format!("{NEWS_A} {i}"), "metadata": meta}))
+        .collect();
+    let (st, v) = s.json("POST", "/v1/collections/c/check", json!({"docs": docs, "top_k": 3}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["results"][3]["matches"][0]["metadata"], meta, "{v}");
+    assert_eq!(s.call("GET", "/v1/health", None).0, 200);
+}
+
+/// The passage check is admitted by the length of its text (the library's alignment memory
+/// grows with it): too long for the whole budget is 413 at once, naming the budget and the way
+/// out; while another check holds the memory and the queue is full, 503 with `Retry-After`.
+#[test]
+fn a_passage_check_is_admitted_by_the_memory_its_text_may_take() {
+    let dir = tempdir("memory-overlap");
+    let s = Arc::new(Server::start(
+        &dir,
+        &["--max-memory-mb", "24", "--max-queued", "1", "--max-doc-bytes", "4000000"],
+    ));
+    assert_eq!(s.json("PUT", "/v1/collections/lib", json!({"passages": true})).0, 201);
+    let mut seed = 11u64;
+    let mut words = |n: usize| -> String {
+        (0..n)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                format!("w{}x", (seed >> 33) % 50)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let docs: Vec<Value> = (0..40).map(|i| json!({"id": i, "text": words(20_000)})).collect();
+    assert_eq!(s.json("POST", "/v1/collections/lib/docs", json!({ "docs": docs })).0, 200);
+    // 36 bytes a byte: a 1 MB text may take 36 MB, over the whole 24 MiB.
+    let (st, v) = s.json("POST", "/v1/collections/lib/overlap", json!({"text": words(200_000)}));
+    assert_eq!((st, error_code(&v)), (413, "request_too_large"), "{v}");
+    let m = v["error"]["message"].as_str().expect("message");
+    assert!(m.contains("--max-memory-mb") && m.contains("send a shorter text"), "{m}");
+    // A 400 KB check (about 15 MB) takes most of the budget while it runs: of five sent at
+    // once, one runs, one waits in the queue of one, and the others are refused, to retry.
+    let long = Arc::new(words(80_000));
+    let sent: Vec<_> = (0..5)
+        .map(|i| {
+            let (s, text) = (s.clone(), long.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30 * i));
+                s.json("POST", "/v1/collections/lib/overlap", json!({ "text": *text }))
+            })
+        })
+        .collect();
+    let answers: Vec<(u16, Value)> = sent.into_iter().map(|t| t.join().expect("thread")).collect();
+    let statuses: Vec<u16> = answers.iter().map(|a| a.0).collect();
+    assert!(statuses.iter().all(|&st| st == 200 || st == 503), "{statuses:?}");
+    assert!(statuses.iter().filter(|&&st| st == 200).count() >= 2, "{statuses:?}");
+    let (_, v) = answers.iter().find(|a| a.0 == 503).expect("some were refused");
+    assert_eq!(error_code(v), "busy", "{v}");
+    let m = v["error"]["message"].as_str().expect("message");
+    assert!(m.contains("--max-memory-mb") && m.contains("retry later"), "{m}");
+}
+
 /// Regression (sweep 3): metadata came back re-serialized (`1.10` as `1.1`, a 30-digit integer
 /// as `1.2345678901234568e+29`). What a client stores is what it gets back, byte for byte.
 #[test]
@@ -2280,8 +2365,28 @@ fn errors_name_the_field_and_asking_needs_no_id() {
     let (st, v) = s.json("POST", "/v1/collections/c/check", json!({"text": NEWS_A}));
     assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
     assert!(v["error"]["message"].as_str().expect("m").contains("insert\": false"), "{v}");
+    // A batch that only asks needs no ids either; one that stores names the document lacking
+    // one.
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": [{"text": NEWS_A}, {"text": NEWS_B}], "insert": false}),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(2), "{v}");
+    let (st, v) = s.json(
+        "POST",
+        "/v1/collections/c/check",
+        json!({"docs": [{"text": NEWS_A, "insert": false}, {"text": NEWS_B}]}),
+    );
+    assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+    assert!(v["error"]["message"].as_str().expect("m").starts_with("docs[1].id: "), "{v}");
     let (_, v) = s.call("GET", "/v1/collections/c", None);
     assert_eq!((&v["method"], &v["hamming"]), (&json!("minhash"), &Value::Null), "{v}");
+    // `serve --help` says what a passage collection is and where its check is.
+    let o = bin().args(["serve", "--help"]).output().expect("help");
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("\"passages\": true") && help.contains("/v1/collections/NAME/overlap"));
 }
 
 #[test]
