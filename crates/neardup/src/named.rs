@@ -303,7 +303,7 @@ impl NamedEngine {
         self.engine.save_locked(&lock, |k| json[&k].as_str())?;
         if let Some(p) = &self.passages {
             p.save_with_ids(&lock, crate::id_to_json).map_err(|e| match e {
-                OverlapError::Io { path, source } => DedupError::Io { path, source },
+                OverlapError::Io { path, source, .. } => DedupError::Io { path, source },
                 other => DedupError::Corrupt {
                     path: dir.join(crate::overlap::PASSAGE_INDEX_FILE),
                     message: other.to_string(),

@@ -20,7 +20,7 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 
 use super::index::{csr, Doc, PassageIndex, Text};
-use super::{OverlapError, OverlapSpec};
+use super::{IoStep, OverlapError, OverlapSpec};
 use crate::IndexLock;
 
 /// The format of saved passage indexes this version writes and reads.
@@ -46,8 +46,8 @@ fn remove_stale_temporaries(dir: &Path) {
     }
 }
 
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> OverlapError + '_ {
-    move |source| OverlapError::Io { path: path.to_path_buf(), source }
+fn io_err(path: &Path, step: IoStep) -> impl Fn(std::io::Error) -> OverlapError + '_ {
+    move |source| OverlapError::Io { path: path.to_path_buf(), step, source }
 }
 
 impl PassageIndex {
@@ -74,19 +74,23 @@ impl PassageIndex {
         let mut tmp = tempfile::Builder::new()
             .prefix(TEMPORARY_PREFIX)
             .tempfile_in(dir)
-            .map_err(io_err(dir))?;
+            .map_err(io_err(dir, IoStep::Save))?;
         {
             let mut w =
                 Hashing { inner: BufWriter::new(tmp.as_file_mut()), hash: Default::default() };
-            self.write_to(&mut w, &id_as).map_err(io_err(&path))?;
+            self.write_to(&mut w, &id_as).map_err(io_err(&path, IoStep::Save))?;
             let digest = w.hash.digest();
-            w.inner.write_all(&digest.to_le_bytes()).map_err(io_err(&path))?;
-            w.inner.flush().map_err(io_err(&path))?;
+            w.inner.write_all(&digest.to_le_bytes()).map_err(io_err(&path, IoStep::Save))?;
+            w.inner.flush().map_err(io_err(&path, IoStep::Save))?;
         }
-        tmp.as_file().sync_all().map_err(io_err(&path))?;
-        tmp.persist(&path).map_err(|e| OverlapError::Io { path: path.clone(), source: e.error })?;
+        tmp.as_file().sync_all().map_err(io_err(&path, IoStep::Save))?;
+        tmp.persist(&path).map_err(|e| OverlapError::Io {
+            path: path.clone(),
+            step: IoStep::Save,
+            source: e.error,
+        })?;
         if let Ok(d) = fs::File::open(dir) {
-            d.sync_all().map_err(io_err(dir))?;
+            d.sync_all().map_err(io_err(dir, IoStep::Save))?;
         }
         Ok(())
     }
@@ -178,9 +182,9 @@ impl PassageIndex {
                     ),
                 });
             }
-            Err(e) => return Err(io_err(&path)(e)),
+            Err(e) => return Err(io_err(&path, IoStep::Read)(e)),
         };
-        let len = file.metadata().map_err(io_err(&path))?.len();
+        let len = file.metadata().map_err(io_err(&path, IoStep::Read))?.len();
         let bad = |message: String| OverlapError::Format { path: path.clone(), message };
         if len < 28 {
             return Err(bad("not a neardup passage index (too short)".into()));
@@ -255,7 +259,7 @@ impl PassageIndex {
         }
         let digest = r.hash.digest();
         let mut tail = [0u8; 8];
-        std::io::Read::read_exact(&mut r.inner, &mut tail).map_err(io_err(&path))?;
+        std::io::Read::read_exact(&mut r.inner, &mut tail).map_err(io_err(&path, IoStep::Read))?;
         if digest != u64::from_le_bytes(tail) {
             return Err(bad(
                 "damaged: its checksum does not match (truncated or overwritten)".into()
@@ -325,7 +329,8 @@ impl Stream<'_> {
         self.check(n)?;
         let start = out.len();
         out.resize(start + n, 0);
-        std::io::Read::read_exact(&mut self.inner, &mut out[start..]).map_err(io_err(self.path))?;
+        std::io::Read::read_exact(&mut self.inner, &mut out[start..])
+            .map_err(io_err(self.path, IoStep::Read))?;
         self.hash.update(&out[start..]);
         self.at += n as u64;
         Ok(())
@@ -341,7 +346,8 @@ impl Stream<'_> {
     fn array<const N: usize>(&mut self) -> Result<[u8; N], OverlapError> {
         self.check(N)?;
         let mut out = [0u8; N];
-        std::io::Read::read_exact(&mut self.inner, &mut out).map_err(io_err(self.path))?;
+        std::io::Read::read_exact(&mut self.inner, &mut out)
+            .map_err(io_err(self.path, IoStep::Read))?;
         self.hash.update(&out);
         self.at += N as u64;
         Ok(out)
@@ -506,11 +512,25 @@ mod tests {
     #[test]
     fn an_io_error_says_what_failed_not_only_the_path() {
         let e = OverlapError::Io {
-            path: "/ro/passages.ndpi".into(),
+            path: "/full/passages.ndpi".into(),
+            step: IoStep::Save,
             source: std::io::Error::from_raw_os_error(28),
         };
-        let m = e.to_string();
-        assert_eq!(m, "/ro/passages.ndpi: No space left on device");
+        assert_eq!(
+            e.to_string(),
+            "saving the passage index to /full/passages.ndpi: No space left on device: free \
+             some space there, or save the index in another directory"
+        );
+        let e = OverlapError::Io {
+            path: "/ro".into(),
+            step: IoStep::Save,
+            source: std::io::Error::from_raw_os_error(30),
+        };
+        assert_eq!(
+            e.to_string(),
+            "saving the passage index to /ro: Read-only file system: save the index in a \
+             directory you may write to"
+        );
     }
 
     #[test]

@@ -438,6 +438,8 @@ pub enum OverlapError {
     Io {
         /// The file.
         path: PathBuf,
+        /// What was being done.
+        step: IoStep,
         /// What went wrong.
         source: std::io::Error,
     },
@@ -463,6 +465,16 @@ pub enum OverlapError {
     },
 }
 
+/// What a saved passage index was being used for when an I/O error came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoStep {
+    /// Loading it.
+    Read,
+    /// Saving it (the temporary file, the rename, the directory's sync).
+    Save,
+}
+
 impl fmt::Display for OverlapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -475,8 +487,31 @@ impl fmt::Display for OverlapError {
                 "document {id} has {bytes} bytes: the passage index holds documents under 4 GiB"
             ),
             OverlapError::Stopped => write!(f, "stopped by the caller"),
-            OverlapError::Io { path, source } => {
-                write!(f, "{}: {}", path.display(), crate::io_message(source))
+            OverlapError::Io { path, step, source } => {
+                let what = match step {
+                    IoStep::Read => "reading the passage index",
+                    IoStep::Save => "saving the passage index to",
+                };
+                write!(f, "{what} {}: {}", path.display(), crate::io_message(source))?;
+                // The way out, where there is one.
+                use std::io::ErrorKind;
+                match (step, source.kind()) {
+                    (IoStep::Save, ErrorKind::StorageFull | ErrorKind::QuotaExceeded) => f
+                        .write_str(
+                            ": free some space there, or save the index in another directory",
+                        ),
+                    (IoStep::Save, ErrorKind::FileTooLarge) => f.write_str(
+                        ": a file may not grow this large here (a file size limit): raise it, or \
+                         save the index in another file system",
+                    ),
+                    (IoStep::Save, ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem) => {
+                        f.write_str(": save the index in a directory you may write to")
+                    }
+                    (IoStep::Read, ErrorKind::PermissionDenied) => {
+                        f.write_str(": the file is not readable by this user")
+                    }
+                    _ => Ok(()),
+                }
             }
             OverlapError::Format { path, message } => write!(f, "{}: {message}", path.display()),
             OverlapError::Mismatch { path, field, index, asked } => write!(
