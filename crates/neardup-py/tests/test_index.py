@@ -68,6 +68,24 @@ def test_save_load_and_the_cli_reads_it(binary, tmp_path):
         neardup.Index.load(tmp_path / "missing")
 
 
+def test_the_wrong_kind_of_index_is_named(binary, tmp_path):
+    # Regression (sweep 3): the wrong kind of index was "invalid UTF-8", or an empty collection.
+    dedup_index = tmp_path / "dedup-index"
+    neardup.Index(threshold=0.8).save(dedup_index)
+    library = tmp_path / "library.txt"
+    library.write_text(BASE)
+    passage_index = tmp_path / "passage-index"
+    out = run_cli(binary, "overlap", "--against", str(library), "--save-index", str(passage_index))
+    assert out.returncode == 0, out.stderr
+    with pytest.raises(neardup.errors.IndexFileError, match="is a passage index"):
+        neardup.Index.load(passage_index)
+    with pytest.raises(neardup.errors.IndexFileError, match="not a passage index"):
+        neardup.overlap("a thesis " + BASE, against=dedup_index)
+    # Each kind answers where it belongs.
+    found = neardup.overlap("a thesis: " + BASE, against=passage_index)
+    assert found["copied"] > 0.8
+
+
 _SAVE_CHILD = """
 import resource, sys
 import neardup

@@ -264,6 +264,29 @@ def test_the_readme_spark_submit_line_runs_as_written(binary, tmp_path):
     cli = run_cli(binary, "dedup", str(tmp_path / "corpus.jsonl"), "-o", "-", "-q")
     assert kept == cli.stdout.decode().splitlines()
 
+    # The same line on a folder of Parquet parts that a Spark job wrote (with _SUCCESS), as a
+    # new user ran it (sweep 3): read as Parquet, the summary said, and at most the three INFO
+    # lines spark-submit prints before the job can set its log level.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    half = len(docs) // 2
+    for n, (a, b) in enumerate([(0, half), (half, len(docs))]):
+        table = pa.table({"id": [str(i) for i in range(a, b)], "text": docs[a:b]})
+        pq.write_table(table, crawl / f"part-0000{n}-9f8e-c000.snappy.parquet")
+    (crawl / "_SUCCESS").write_text("")
+    line = lines[0].replace("corpus.jsonl kept/", "crawl/ kept-parquet/")
+    run = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    said = run.stdout + run.stderr
+    assert f"neardup dedup (spark): {len(docs)} documents" in said, said[-2000:]
+    assert len([l for l in said.splitlines() if " INFO " in l]) <= 3, said[:3000]
+    kept = pq.read_table(tmp_path / "kept-parquet")
+    assert kept.num_rows == len(cli.stdout.decode().splitlines())
+
 
 def test_shuffle_partitions_the_user_set_are_left_alone(spark):
     from neardup.spark import choose_shuffle_partitions

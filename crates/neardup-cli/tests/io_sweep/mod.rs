@@ -279,11 +279,24 @@ fn a_named_pipe_input_hung_or_lost_its_first_bytes() {
     assert_eq!(json_lines(&o)[0]["cluster"], serde_json::json!(["a", "b"]));
     // fingerprint reads a pipe once too.
     let pipe = dir.join("fp");
-    let writer = fifo_with(&pipe, jsonl.into_bytes());
+    let writer = fifo_with(&pipe, jsonl.clone().into_bytes());
     let o = run_within(60, &["fingerprint", "--jsonl", pipe.to_str().expect("p")]);
     writer.join().expect("writer");
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(json_lines(&o).len(), 3, "{}", stdout(&o));
+    // overlap reads a pipe once too, as queries and as the collection, every line whole.
+    let (queries, library) = (dir.join("q.jsonl"), dir.join("lib.jsonl"));
+    let wq = fifo_with(&queries, lines[1..].join("\n").into_bytes());
+    let wl = fifo_with(&library, (lines[0].clone() + "\n").into_bytes());
+    let args = ["overlap", queries.to_str().expect("p"), "--against"];
+    let o =
+        run_within(60, &[&args[..], &[library.to_str().expect("p"), "--summary", "-"]].concat());
+    wq.join().expect("writer");
+    wl.join().expect("writer");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summaries = json_lines(&o);
+    assert_eq!(summaries.len(), 2, "{}", stdout(&o));
+    assert_eq!(summaries[0]["sources"][0]["id"], serde_json::json!(0), "{}", stdout(&o));
 }
 
 #[test]
@@ -542,6 +555,12 @@ fn mismatched_part_types_were_said_by_name_only_after_clusters_streamed() {
 /// The rows of a Parquet file.
 fn read_table(path: &Path) -> Vec<RecordBatch> {
     let file = std::fs::File::open(path).expect("open");
+    if path.extension().is_some_and(|e| e == "arrow") {
+        return arrow_ipc::reader::FileReader::try_new(file, None)
+            .expect("arrow file")
+            .map(|b| b.expect("batch"))
+            .collect();
+    }
     parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .expect("parquet")
         .build()
@@ -578,55 +597,67 @@ fn jsonl_to_parquet_rewrote_values_and_grew_a_column_per_map_key() {
             _ => i.to_string(),
         };
         let mixed = if i % 2 == 0 { "7".to_string() } else { "\"x7\"".to_string() };
+        let big = if i == 1 { "18446744073709551617".to_string() } else { i.to_string() };
         // Eight words of their own per record: 24,000 distinct keys in all.
         let words: Vec<String> = (0..8).map(|k| format!("\"w{}\":  {k}", i * 8 + k)).collect();
         let map = format!("{{{}}}", words.join(", "));
         maps.push(map.clone());
         lines.push(format!(
-            "{{\"id\": {id}, \"text\": \"record {i} of the corpus with words {} and {}\", \"score\": 0.5, \"count\": {i}, \"mixed\": {mixed}, \"meta\": {{\"wordcounts\": {map}}}}}",
+            "{{\"id\": {id}, \"text\": \"record {i} of the corpus with words {} and {}\", \"score\": 0.5, \"count\": {i}, \"big\": {big}, \"mixed\": {mixed}, \"meta\": {{\"wordcounts\": {map}}}}}",
             i * 7,
             i * 13
         ));
     }
     std::fs::write(&corpus, lines.join("\n") + "\n").expect("write");
-    let kept = dir.join("kept.parquet");
-    let started = std::time::Instant::now();
-    let o = run_within(300, &["dedup", &p(&corpus), "-o", &p(&kept)]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(started.elapsed().as_secs() < 120, "linear, not quadratic: {:?}", started.elapsed());
-    let said = stderr(&o);
-    for field in [
-        "\"id\": numbers written as text",
-        "\"mixed\": numbers and strings",
-        "\"meta.wordcounts\": objects with more than 256",
-    ] {
-        assert!(said.contains(&format!("--output: field {field}")), "{field}: {said}");
+    // Parquet and Arrow alike.
+    for kept in [dir.join("kept.parquet"), dir.join("kept.arrow")] {
+        let started = std::time::Instant::now();
+        let o = run_within(300, &["dedup", &p(&corpus), "-o", &p(&kept)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "linear, not quadratic: {:?}",
+            started.elapsed()
+        );
+        let said = stderr(&o);
+        for field in [
+            "\"id\": numbers written as text",
+            "\"big\": numbers written as text",
+            "\"mixed\": numbers and strings",
+            "\"meta.wordcounts\": objects with more than 256",
+        ] {
+            assert!(said.contains(&format!("--output: field {field}")), "{field}: {said}");
+        }
+        let batches = read_table(&kept);
+        let schema = batches[0].schema();
+        let t = |name: &str| schema.field_with_name(name).expect(name).data_type().clone();
+        use arrow_schema::DataType;
+        assert_eq!(
+            (t("id"), t("score"), t("count"), t("big"), t("mixed")),
+            (DataType::Utf8, DataType::Float64, DataType::Int64, DataType::Utf8, DataType::Utf8)
+        );
+        let DataType::Struct(meta) = t("meta") else { panic!("meta: {}", t("meta")) };
+        assert_eq!(meta.len(), 1, "the map is one column");
+        assert_eq!(meta[0].data_type(), &DataType::Utf8);
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, 3000, "nothing dropped");
+        let ids = strings_of(&batches, "id");
+        assert_eq!(&ids[..3], ["1.10", "123456789012345678901234567890", "2"]);
+        assert_eq!(&strings_of(&batches, "big")[..2], ["0", "18446744073709551617"]);
+        assert_eq!(&strings_of(&batches, "mixed")[..2], ["7", "x7"]);
+        assert_eq!(strings_of(&batches, "meta.wordcounts")[5], maps[5], "as written");
+        // And back to JSON Lines: the numbers and maps as written.
+        let back = dir.join("back.jsonl");
+        let o = run(&["dedup", &p(&kept), "-o", &p(&back)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&back).expect("back");
+        let mut lines = text.lines();
+        let first = lines.next().expect("a line");
+        assert!(first.starts_with("{\"id\":1.10,"), "{first}");
+        assert!(first.contains(&format!("\"wordcounts\":{}", maps[0])), "{first}");
+        let second = lines.next().expect("a line");
+        assert!(second.contains("\"big\":18446744073709551617,"), "{second}");
     }
-    let batches = read_table(&kept);
-    let schema = batches[0].schema();
-    let t = |name: &str| schema.field_with_name(name).expect(name).data_type().clone();
-    use arrow_schema::DataType;
-    assert_eq!(
-        (t("id"), t("score"), t("count"), t("mixed")),
-        (DataType::Utf8, DataType::Float64, DataType::Int64, DataType::Utf8)
-    );
-    let DataType::Struct(meta) = t("meta") else { panic!("meta: {}", t("meta")) };
-    assert_eq!(meta.len(), 1, "the map is one column");
-    assert_eq!(meta[0].data_type(), &DataType::Utf8);
-    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    assert_eq!(rows, 3000, "nothing dropped");
-    let ids = strings_of(&batches, "id");
-    assert_eq!(&ids[..3], ["1.10", "123456789012345678901234567890", "2"]);
-    assert_eq!(&strings_of(&batches, "mixed")[..2], ["7", "x7"]);
-    assert_eq!(strings_of(&batches, "meta.wordcounts")[5], maps[5], "as written");
-    // And back to JSON Lines: the numbers and maps as written.
-    let back = dir.join("back.jsonl");
-    let o = run(&["dedup", &p(&kept), "-o", &p(&back)]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let first =
-        std::fs::read_to_string(&back).expect("back").lines().next().expect("a line").to_string();
-    assert!(first.starts_with("{\"id\":1.10,"), "{first}");
-    assert!(first.contains(&format!("\"wordcounts\":{}", maps[0])), "{first}");
 }
 
 #[test]

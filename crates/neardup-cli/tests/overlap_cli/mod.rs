@@ -453,6 +453,21 @@ fn a_library_directory_keeps_its_index_in_step_and_the_wrong_index_is_named() {
     let o = run(&["dedup", &q, "--against", &lib_arg]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is a passage index"), "{}", stderr(&o));
+    // Regression (sweep 3): a changed byte in the settings was "unknown field `windo7`".
+    let file = lib.join("passages.ndpi");
+    let mut bytes = fs::read(&file).expect("test step");
+    let at = bytes.windows(6).position(|w| w == b"window").expect("settings");
+    bytes[at + 5] = b'7';
+    fs::write(&file, &bytes).expect("test step");
+    let o = run(&["overlap", &q, "--against", &lib_arg]);
+    assert!(!o.status.success());
+    let said = stderr(&o);
+    assert!(
+        said.contains("passages.ndpi")
+            && said.contains("damaged: its settings block is unreadable")
+            && said.contains("build the index again"),
+        "{said}"
+    );
 }
 
 /// Regression (sweep 3): a SIGKILLed `overlap --save-index` left its 18-30 MB temporary file in
@@ -471,6 +486,108 @@ fn a_save_removes_the_temporary_file_a_killed_save_left() {
     let o = run(&["overlap", &q, "--against", &coll, "--save-index", &idx_arg, "-q"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stale.exists(), "the killed save's file is removed");
+    assert!(idx.join("passages.ndpi").is_file());
+}
+
+/// Regression (sweep 3): copies in Thai, Khmer, Myanmar, Lao and Tibetan scored 0% (a run of
+/// letters without spaces was one unit), and so did an exact copy of a text repeating one
+/// phrase more than 16 times (`哈` x 19: an undocumented cap on repeated k-grams).
+#[test]
+fn copies_in_scripts_without_spaces_and_of_one_repeated_phrase_are_found() {
+    let dir = tempdir("overlap-unspaced");
+    let sources = [
+        "ประเทศไทยมีประวัติศาสตร์ยาวนานและวัฒนธรรมที่หลากหลายซึ่งได้รับอิทธิพลจากหลายอารยธรรม",
+        "ប្រទេសកម្ពុជាមានប្រវត្តិសាស្ត្រដ៏យូរលង់និងវប្បធម៌ដ៏សម្បូរបែបដែលទទួលឥទ្ធិពល",
+        "မြန်မာနိုင်ငံသည်ရှေးဟောင်းယဉ်ကျေးမှုများနှင့်ဘာသာစကားများစွာရှိသောနိုင်ငံဖြစ်သည်",
+        "ປະເທດລາວມີປະຫວັດສາດອັນຍາວນານແລະວັດທະນະທຳທີ່ຫຼາກຫຼາຍ",
+        "བོད་ཀྱི་ལོ་རྒྱུས་ནི་རིང་ཞིང་རིག་གནས་ཕྱུག་པོ་ཡོད། བོད་ཡིག་ནི་ཡི་གེ་གསལ་བྱེད་ཡིན།",
+        &"哈".repeat(19),
+        &"ha ha ".repeat(40),
+    ];
+    for (i, source) in sources.iter().enumerate() {
+        let chars: Vec<char> = source.chars().collect();
+        // Part of the text (not at word ends), or all of it for the repeated phrase.
+        let part: String =
+            if i < 5 { chars[4..chars.len() - 4].iter().collect() } else { source.to_string() };
+        let coll = write(&dir, &format!("c{i}.txt"), source);
+        let q = write(&dir, &format!("q{i}.txt"), &format!("Introduction. {part} The end."));
+        let o = run(&["overlap", &q, "--against", &coll, "--summary", "-"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let summary: Value = serde_json::from_str(stdout(&o).trim()).expect("summary");
+        let copied = summary["copied_chars"].as_u64().expect("copied_chars");
+        let want = part.trim().chars().count() as u64;
+        assert!(copied + 2 >= want, "{source}: {copied} of {want} copied: {summary}");
+    }
+}
+
+/// Regression (sweep 3): a save that failed on a full disk or a read-only directory printed
+/// only a path. The message says what failed and the way out; the old index stays whole.
+#[test]
+fn a_save_that_cannot_be_written_says_what_failed_and_keeps_the_old_index() {
+    let dir = tempdir("overlap-save-fails");
+    let idx = dir.join("idx").display().to_string();
+    let coll = write(&dir, "coll.txt", SOURCE);
+    let q = write(&dir, "q.txt", &format!("Intro. {SOURCE}"));
+    let o = run(&["overlap", "--against", &coll, "--save-index", &idx, "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = fs::read(dir.join("idx/passages.ndpi")).expect("saved");
+    // A file may not grow past 4 KB in this run (EFBIG, as a full disk gives ENOSPC).
+    let big = write(&dir, "big.txt", &prose(3, 3000));
+    let o = std::process::Command::new("prlimit")
+        .arg("--fsize=4096")
+        .arg(env!("CARGO_BIN_EXE_neardup"))
+        .args(["overlap", &q, "--against", &idx, "--against", &big, "--save-index", &idx])
+        .output()
+        .expect("prlimit runs neardup");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("saving the passage index to")
+            && said.contains("File too large")
+            && said.contains("save the index in another file system"),
+        "{said}"
+    );
+    assert_eq!(fs::read(dir.join("idx/passages.ndpi")).expect("kept"), before);
+    let left: Vec<_> = fs::read_dir(dir.join("idx"))
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".passages-"))
+        .collect();
+    assert!(left.is_empty(), "the temporary file is removed: {left:?}");
+}
+
+/// Regression (sweep 3): `overlap --save-index` waited for another run's lock on the index
+/// without a word. It says so, then saves once the other run is done.
+#[test]
+fn a_save_says_when_it_waits_for_another_run_and_then_saves() {
+    let dir = tempdir("overlap-lock-wait");
+    let idx = dir.join("idx");
+    fs::create_dir_all(&idx).expect("test step");
+    let coll = write(&dir, "coll.txt", SOURCE);
+    // Another run holds the index's lock (the lock file of every saved index).
+    let held = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(idx.join("lock"))
+        .expect("lock file");
+    held.lock().expect("lock");
+    let idx_arg = idx.display().to_string();
+    let child = super::bin()
+        .args(["overlap", "--against", &coll, "--save-index", &idx_arg])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(!idx.join("passages.ndpi").exists(), "it waits");
+    drop(held);
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("waiting for another run that writes the index in"),
+        "{}",
+        stderr(&o)
+    );
     assert!(idx.join("passages.ndpi").is_file());
 }
 

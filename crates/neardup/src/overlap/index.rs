@@ -952,6 +952,39 @@ mod tests {
         assert_eq!(out, [8, 17, 39]);
     }
 
+    /// Regression (sweep 3): a long query over a small vocabulary held positions times
+    /// holders (an 8 MB text over 50 words took 1.4 GB per check). The hits are bounded by
+    /// [`MAX_HITS`], each position keeping at least [`MIN_HOLDERS`], the earliest.
+    #[test]
+    fn hits_of_a_query_of_common_k_grams_are_bounded() {
+        let words = |n: usize, mut seed: u64| -> String {
+            (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ["alpha", "beta", "gamma"][(seed >> 33) as usize % 3]
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut index = PassageIndex::new(OverlapSpec::default()).expect("index");
+        let docs = (0..300).map(|i| (format!("d{i}"), words(600, i))).collect();
+        index.add_documents(docs, OnExistingId::Refuse).expect("added");
+        index.merge_postings();
+        let mut qunits = Vec::new();
+        units(&words(40_000, 7), neardup_text::ZhScript::Keep, &mut qunits);
+        let mut qgrams = Vec::new();
+        kgram_hashes(&qunits, 3, &mut qgrams);
+        // The 27 k-grams are held by most documents, counted up to max_postings (256):
+        // millions of hits in all, unbounded.
+        let (hits, df) = index.hits(&qgrams, |_| true);
+        let all: usize = df.iter().map(|&d| d as usize).sum();
+        assert!(all > MAX_HITS, "the query is common enough to reach the bound: {all}");
+        assert!(hits.len() <= MAX_HITS, "{} hits kept", hits.len());
+        let per_position = MAX_HITS / qgrams.len();
+        let kept: usize = df.iter().map(|&d| (d as usize).min(per_position)).sum();
+        assert_eq!(hits.len(), kept);
+    }
+
     #[test]
     fn union_counts_each_character_once() {
         assert_eq!(union_len(vec![(0, 10), (5, 15), (20, 25)]), 20);
