@@ -35,7 +35,8 @@ pub struct PassageRecord {
     pub source_start: u64,
     /// End (exclusive) in the source.
     pub source_end: u64,
-    /// Share of the passage's units inside k-grams its source shares (1 for a verbatim copy).
+    /// The units aligned one to one with its source over the longer of the passage and the
+    /// source's stretches (1 for a verbatim copy).
     pub similarity: f64,
     /// The k-grams it matches exactly, each counted `1 / df` ([`Passage::evidence`]).
     pub evidence: f64,
