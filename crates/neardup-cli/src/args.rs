@@ -3,10 +3,8 @@
 use neardup_corpus::read::Format;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
-use neardup::sketch::{Densification, FeatureHasher, MinHashScheme, SimHashBits};
-use neardup::text::{BuiltinStopWords, KeepFilter, SegmenterKind};
-use neardup::{FeatureChoice, PipelineOptions, PipelineSpec, Weighting};
+use clap::Args;
+use neardup::{PipelineOptions, PipelineSpec};
 
 /// The most worker threads `-j` accepts.
 pub const MAX_THREADS: i64 = 256;
@@ -35,12 +33,10 @@ pub fn thread_pool(threads: Option<u16>) -> Result<(), crate::Failure> {
 }
 
 /// Pipeline options. A preset gives the starting spec; every other option overrides one field.
+/// Their help comes from the library's option table (`cmd::options::with_table_help`).
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Pipeline")]
 pub struct PipelineArgs {
-    /// Named starting point: default, zh-news, zh-keywords, zh-han, en-web, datasketch, shingles
-    /// (`neardup presets` describes them). Other pipeline options override it. [default:
-    /// default, or datasketch with --profile datasketch]
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
 
@@ -48,171 +44,65 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "preset")]
     pub spec: Option<PathBuf>,
 
-    /// Segmentation. auto: Han runs with jieba (HMM on), other scripts by Unicode word
-    /// boundaries; jieba: whole text through jieba; unicode: UAX #29 words everywhere;
-    /// whitespace; chars: one token per character.
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub segmenter: Option<SegmenterArg>,
+    #[arg(long, value_name = "MODE")]
+    pub segmenter: Option<String>,
 
-    /// Features. auto: word shingles for space-separated text, character n-grams for Chinese
-    /// (per document); words; shingles: word n-shingles; ngrams: character n-grams of the
-    /// normalized text; keywords: the --top-n heaviest words (TF-IDF by default).
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub features: Option<FeaturesArg>,
+    #[arg(long, value_name = "KIND")]
+    pub features: Option<String>,
 
-    /// Size of word shingles and character n-grams (default 5).
     #[arg(long, short = 'n', value_name = "N")]
     pub ngram: Option<usize>,
 
-    /// Number of keywords kept with --features keywords (default 20).
     #[arg(long, value_name = "N")]
     pub top_n: Option<usize>,
 
-    /// Built-in stop word lists to drop, comma-separated: zh, en.
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
-    pub stop_words: Option<Vec<StopListArg>>,
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub stop_words: Option<Vec<String>>,
 
-    /// A UTF-8 file of extra stop words, one per line.
     #[arg(long, value_name = "FILE")]
     pub stop_words_file: Option<PathBuf>,
 
-    /// Drop no stop words at all (overrides the preset's lists).
     #[arg(long, conflicts_with_all = ["stop_words", "stop_words_file"])]
     pub no_stop_words: bool,
 
-    /// Keep tokens without letters or digits (punctuation, symbols); dropped by default.
     #[arg(long)]
     pub keep_punct: bool,
 
-    /// Weights. uniform: each occurrence counts 1; binary: each distinct feature counts 1;
-    /// tf: count / total; tfidf: tf x idf (see --idf).
-    #[arg(long, value_enum, value_name = "SCHEME")]
-    pub weights: Option<WeightsArg>,
+    #[arg(long, value_name = "SCHEME")]
+    pub weights: Option<String>,
 
-    /// IDF table in jieba's `feature idf` format (for example from `neardup idf build`).
-    /// Default: jieba's bundled table of Chinese words; unknown features get the mean idf.
     #[arg(long, value_name = "FILE")]
     pub idf: Option<PathBuf>,
 
-    /// Feature hash function.
-    #[arg(long, value_enum, value_name = "HASH")]
-    pub hash: Option<HashArg>,
+    #[arg(long, value_name = "HASH")]
+    pub hash: Option<String>,
 
-    /// SimHash width in bits: 32, 64 or 128.
-    #[arg(long, value_name = "BITS", value_parser = ["32", "64", "128"])]
+    #[arg(long, value_name = "BITS")]
     pub bits: Option<String>,
 
-    /// MinHash values per signature (num_perm, default 128).
     #[arg(long, value_name = "K")]
     pub num_perm: Option<usize>,
 
-    /// MinHash seed (default 1).
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
 
-    /// MinHash scheme: permutations (num_perm hash functions), oph (one-permutation hashing
-    /// with optimal densification, much faster), oph-rotation (densification by rotation).
-    #[arg(long, value_enum, value_name = "SCHEME")]
-    pub minhash_scheme: Option<MinHashSchemeArg>,
+    #[arg(long, value_name = "SCHEME")]
+    pub minhash_scheme: Option<String>,
 
-    /// Keep only some characters before anything else: all, han (Han ideographs only),
-    /// alnum (letters, digits, whitespace).
-    #[arg(long, value_enum, value_name = "WHICH")]
-    pub keep_chars: Option<KeepArg>,
+    #[arg(long, value_name = "WHICH")]
+    pub keep_chars: Option<String>,
 
-    /// Do not apply Unicode NFKC normalization (full-width to half-width and the like).
     #[arg(long)]
     pub no_nfkc: bool,
 
-    /// Do not fold case.
     #[arg(long)]
     pub no_case_fold: bool,
 
-    /// Do not collapse runs of whitespace.
     #[arg(long)]
     pub no_collapse_whitespace: bool,
 
-    /// Write Chinese in one script before taking features: simplified (traditional characters
-    /// read as simplified, OpenCC's t2s; the zh-* presets' choice), traditional (s2t), mainland
-    /// (Taiwan text as the mainland writes it, vocabulary too: 軟體 as 软件, OpenCC's tw2sp), or
-    /// keep.
-    #[arg(long, value_enum, value_name = "SCRIPT")]
-    pub zh_script: Option<ZhScriptArg>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ZhScriptArg {
-    Keep,
-    Simplified,
-    Traditional,
-    Mainland,
-}
-
-impl ZhScriptArg {
-    /// The library's value.
-    pub fn script(self) -> neardup::text::ZhScript {
-        match self {
-            ZhScriptArg::Keep => neardup::text::ZhScript::Keep,
-            ZhScriptArg::Simplified => neardup::text::ZhScript::Simplified,
-            ZhScriptArg::Traditional => neardup::text::ZhScript::Traditional,
-            ZhScriptArg::Mainland => neardup::text::ZhScript::Mainland,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SegmenterArg {
-    Auto,
-    Jieba,
-    Unicode,
-    Whitespace,
-    Chars,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum FeaturesArg {
-    Auto,
-    Words,
-    Shingles,
-    Ngrams,
-    Keywords,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StopListArg {
-    Zh,
-    En,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum WeightsArg {
-    Uniform,
-    Binary,
-    Tf,
-    Tfidf,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum HashArg {
-    Xxh3,
-    Murmur3,
-    Fnv1a,
-    Md5,
-    Jenkins,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum MinHashSchemeArg {
-    Permutations,
-    Oph,
-    OphRotation,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum KeepArg {
-    All,
-    Han,
-    Alnum,
+    #[arg(long, value_name = "SCRIPT")]
+    pub zh_script: Option<String>,
 }
 
 impl PipelineArgs {
@@ -263,7 +153,7 @@ impl PipelineArgs {
     /// The spec: the preset (or spec file, or `default_preset` when neither is given), then each
     /// given option, applied by the library's [`PipelineOptions`] (as every surface does).
     pub fn to_spec_from(&self, default_preset: &str) -> anyhow::Result<PipelineSpec> {
-        let options = self.options();
+        let options = self.options()?;
         let spec = match &self.spec {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
@@ -279,78 +169,48 @@ impl PipelineArgs {
         Ok(spec)
     }
 
-    /// The options as the library's [`PipelineOptions`].
-    fn options(&self) -> PipelineOptions {
-        PipelineOptions {
+    /// The options as the library's [`PipelineOptions`]: each value given set by its name, as
+    /// Python's keywords and the service's JSON are (the choices are the option table's, which
+    /// the command line checked already).
+    fn options(&self) -> anyhow::Result<PipelineOptions> {
+        let mut o = PipelineOptions {
             preset: self.preset.clone(),
-            segmenter: self.segmenter.map(|s| match s {
-                SegmenterArg::Auto => SegmenterKind::Auto,
-                SegmenterArg::Jieba => SegmenterKind::Jieba,
-                SegmenterArg::Unicode => SegmenterKind::Unicode,
-                SegmenterArg::Whitespace => SegmenterKind::Whitespace,
-                SegmenterArg::Chars => SegmenterKind::Chars,
-            }),
-            features: self.features.map(|f| match f {
-                FeaturesArg::Auto => FeatureChoice::Auto,
-                FeaturesArg::Words => FeatureChoice::Words,
-                FeaturesArg::Shingles => FeatureChoice::Shingles,
-                FeaturesArg::Ngrams => FeatureChoice::Ngrams,
-                FeaturesArg::Keywords => FeatureChoice::Keywords,
-            }),
             ngram: self.ngram,
             top_n: self.top_n,
-            stop_words: self.stop_words.as_ref().map(|lists| {
-                lists
-                    .iter()
-                    .map(|l| match l {
-                        StopListArg::Zh => BuiltinStopWords::Zh,
-                        StopListArg::En => BuiltinStopWords::En,
-                    })
-                    .collect()
-            }),
             stop_words_file: self.stop_words_file.clone(),
             no_stop_words: self.no_stop_words,
             keep_punct: self.keep_punct,
-            weights: self.weights.map(|w| match w {
-                WeightsArg::Uniform => Weighting::Uniform,
-                WeightsArg::Binary => Weighting::Binary,
-                WeightsArg::Tf => Weighting::Tf,
-                WeightsArg::Tfidf => Weighting::Tfidf,
-            }),
             idf: self.idf.clone(),
-            hash: self.hash.map(|h| match h {
-                HashArg::Xxh3 => FeatureHasher::Xxh3,
-                HashArg::Murmur3 => FeatureHasher::Murmur3,
-                HashArg::Fnv1a => FeatureHasher::Fnv1a,
-                HashArg::Md5 => FeatureHasher::Md5,
-                HashArg::Jenkins => FeatureHasher::Jenkins,
-            }),
-            bits: self
-                .bits
-                .as_deref()
-                .and_then(|b| b.parse::<u32>().ok())
-                .and_then(|b| SimHashBits::try_from(b).ok()),
             num_perm: self.num_perm,
             seed: self.seed,
-            minhash_scheme: self.minhash_scheme.map(|s| match s {
-                MinHashSchemeArg::Permutations => MinHashScheme::Permutations,
-                MinHashSchemeArg::Oph => {
-                    MinHashScheme::OnePermutation { densification: Densification::Optimal }
-                }
-                MinHashSchemeArg::OphRotation => {
-                    MinHashScheme::OnePermutation { densification: Densification::Rotation }
-                }
-            }),
-            keep_chars: self.keep_chars.map(|k| match k {
-                KeepArg::All => KeepFilter::All,
-                KeepArg::Han => KeepFilter::Han,
-                KeepArg::Alnum => KeepFilter::Alphanumeric,
-            }),
             nfkc: self.no_nfkc.then_some(false),
             case_fold: self.no_case_fold.then_some(false),
             collapse_whitespace: self.no_collapse_whitespace.then_some(false),
-            zh_script: self.zh_script.map(ZhScriptArg::script),
+            ..PipelineOptions::default()
+        };
+        let named = [
+            ("segmenter", &self.segmenter),
+            ("features", &self.features),
+            ("weights", &self.weights),
+            ("hash", &self.hash),
+            ("minhash_scheme", &self.minhash_scheme),
+            ("keep_chars", &self.keep_chars),
+            ("zh_script", &self.zh_script),
+        ];
+        for (name, value) in named {
+            if let Some(v) = value {
+                o.set(name, &serde_json::json!(v))?;
+            }
         }
+        if let Some(lists) = &self.stop_words {
+            o.set("stop_words", &serde_json::json!(lists))?;
+        }
+        if let Some(bits) = &self.bits {
+            let n: u64 =
+                bits.parse().map_err(|_| anyhow::anyhow!("--bits: {bits} is not a width"))?;
+            o.set("bits", &serde_json::json!(n))?;
+        }
+        Ok(o)
     }
 }
 

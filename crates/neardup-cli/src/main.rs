@@ -43,6 +43,9 @@ enum Command {
     Overlap(cmd::overlap::OverlapArgs),
     /// List the pipeline presets.
     Presets,
+    /// The option table: every option of the pipeline, the search and the passage check, with
+    /// what it takes, its default and its spelling on each surface (--json for the rows).
+    Options(cmd::options::OptionsArgs),
     /// Build the HTML report of a dedup run from its --clusters (and --pairs) output and its
     /// input: the page `dedup --report` writes.
     Report(cmd::report::ReportArgs),
@@ -74,10 +77,7 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
         match e.downcast::<neardup_corpus::CorpusError>() {
             Ok(neardup_corpus::CorpusError::Usage(m)) => Failure::Usage(anyhow::anyhow!(m)),
             Ok(neardup_corpus::CorpusError::StdoutClosed) => Failure::Reported,
-            // A directory named as an index that holds none is the caller's mistake.
-            Ok(neardup_corpus::CorpusError::Dedup(e @ neardup::DedupError::NoIndex { .. })) => {
-                Failure::Usage(e.into())
-            }
+            Ok(e) if e.is_usage() => Failure::Usage(e.into()),
             Ok(other) => Failure::Runtime(other.into()),
             Err(e) => match e.downcast::<neardup::DedupError>() {
                 Ok(e @ neardup::DedupError::NoIndex { .. }) => Failure::Usage(e.into()),
@@ -96,7 +96,13 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     neardup_corpus::write::init();
-    let cli = Cli::parse();
+    // The help of every flag in the library's option table comes from the table.
+    let matches =
+        cmd::options::with_table_help(<Cli as clap::CommandFactory>::command()).get_matches();
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Fingerprint(args) => cmd::fingerprint::run(args),
         Command::Compare(args) => cmd::compare::run(args),
@@ -105,6 +111,7 @@ fn main() -> ExitCode {
         Command::Params(args) => cmd::params::run(args),
         Command::Overlap(args) => cmd::overlap::run(args),
         Command::Presets => cmd::presets(),
+        Command::Options(args) => cmd::options::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Spec(args) => cmd::spec(args),
         Command::Serve(args) => cmd::serve::run(args),
@@ -139,10 +146,45 @@ fn stdout_closed() -> bool {
 mod tests {
     use clap::CommandFactory;
 
-    /// clap checks the definitions (unique names, valid defaults) of every subcommand.
+    /// clap checks the definitions (unique names, valid defaults) of every subcommand, with
+    /// the help the option table gives.
     #[test]
     fn cli_definitions_are_valid() {
-        super::Cli::command().debug_assert();
+        crate::cmd::options::with_table_help(super::Cli::command()).debug_assert();
+    }
+
+    /// Every flag of the option table shows the table's default in `--help`, and its doc: the
+    /// table, not a hand list, is what each command is checked against.
+    #[test]
+    fn every_flag_of_the_option_table_shows_its_default_in_help() {
+        use neardup::{OptionGroup, OptionKind};
+        let mut cli = crate::cmd::options::with_table_help(super::Cli::command());
+        let help = |cli: &mut clap::Command, name: &str| -> String {
+            cli.find_subcommand_mut(name).expect("subcommand").render_long_help().to_string()
+        };
+        let (dedup, overlap) = (help(&mut cli, "dedup"), help(&mut cli, "overlap"));
+        for row in neardup::option_table() {
+            let Some(flag) = row.cli.as_deref() else { continue };
+            let text = match row.group {
+                OptionGroup::Passages => &overlap,
+                OptionGroup::Pipeline | OptionGroup::Search => &dedup,
+                _ => continue,
+            };
+            let at = text.find(&format!("{flag} ")).or_else(|| text.find(&format!("{flag}\n")));
+            let at = at.unwrap_or_else(|| panic!("{flag} is not in the help"));
+            let next = text[at + 2..].find("\n      -").map_or(text.len(), |n| at + 2 + n);
+            let shown: String = text[at..next].split_whitespace().collect::<Vec<_>>().join(" ");
+            let words: String = row.doc.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+            assert!(shown.to_lowercase().contains(&words.to_lowercase()), "{flag}: {shown}");
+            if row.kind != OptionKind::Flag && !row.default.is_null() {
+                let default = match &row.default {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Array(a) if a.is_empty() => "none".into(),
+                    v => v.to_string(),
+                };
+                assert!(shown.contains(&format!("[default: {default}]")), "{flag}: {shown}");
+            }
+        }
     }
 
     /// The long flags of a subcommand.
@@ -152,25 +194,23 @@ mod tests {
         sub.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect()
     }
 
-    /// The one option table: every pipeline and search option of the library is a flag of
-    /// `dedup`, spelled as its name with dashes (`lsh_weights` is `--lsh-weights`; a switch on
-    /// by default as `--no-` and its name, `--no-nfkc`), and every passage option one of
-    /// `overlap`. A surface that lacks one fails here.
+    /// The one option table: every option the table spells for the command line is a flag of
+    /// the commands of its group (pipeline and search options of `dedup`, passage options of
+    /// `overlap`).
     #[test]
     fn the_commands_follow_the_option_table() {
-        let flag = |name: &str| name.replace('_', "-");
-        let has = |flags: &[String], name: &str| {
-            flags.contains(&flag(name)) || flags.contains(&format!("no-{}", flag(name)))
-        };
-        let dedup = flags("dedup");
-        let pipeline = neardup::PipelineOptions::NAMES.iter().copied();
-        for name in pipeline.chain(neardup::SearchSpec::OPTIONS.iter().map(|o| o.name)) {
-            assert!(has(&dedup, name), "dedup lacks --{}", flag(name));
-        }
-        let overlap = flags("overlap");
-        // The passage check has its own units (characters, words), not the pipeline's.
-        for name in neardup::overlap::OverlapOptions::NAMES {
-            assert!(has(&overlap, name), "overlap lacks --{}", flag(name));
+        use neardup::OptionGroup;
+        let (dedup, overlap) = (flags("dedup"), flags("overlap"));
+        for row in neardup::option_table() {
+            let Some(flag) = row.cli.as_deref() else { continue };
+            let long = flag.trim_start_matches("--").to_string();
+            match row.group {
+                OptionGroup::Pipeline | OptionGroup::Search => {
+                    assert!(dedup.contains(&long), "dedup lacks {flag}")
+                }
+                OptionGroup::Passages => assert!(overlap.contains(&long), "overlap lacks {flag}"),
+                _ => {}
+            }
         }
     }
 }

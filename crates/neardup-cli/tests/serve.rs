@@ -2135,6 +2135,64 @@ fn a_check_whose_answer_could_exceed_the_memory_budget_is_refused_and_the_server
     assert_eq!(s.call("GET", "/v1/health", None).0, 200);
 }
 
+/// What GET gives, PUT accepts (issue 34): a collection's `settings` are its creation body in
+/// the option table's words, and sent back they find it created with them (200, not 409);
+/// `passages` is described by the options PUT takes (`seed_units`, `keep_quotes`), not the
+/// stored spec's fields (`seed`, `exclude_quotes`), which PUT refused.
+#[test]
+fn a_collections_settings_from_get_are_accepted_by_put() {
+    let dir = tempdir("get-put");
+    let s = Server::start(&dir, &[]);
+    let bodies = [
+        json!({}),
+        json!({"preset": "zh-news", "threshold": 0.7, "recall": 0.95}),
+        json!({"hamming": 4}),
+        json!({"method": "both", "hamming": 5, "bands": 8, "rows": 16, "verify": "cosine"}),
+        json!({"lsh_weights": [0.3, 0.7], "store_text": true}),
+        json!({"passages": {"min_units": 20, "seed_units": 4, "keep_quotes": true}}),
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        let path = format!("/v1/collections/c{i}");
+        assert_eq!(s.json("PUT", &path, body.clone()).0, 201, "{body}");
+        let (_, got) = s.call("GET", &path, None);
+        let settings = got["settings"].clone();
+        assert!(settings.is_object(), "{got}");
+        let (st, again) = s.json("PUT", &path, settings.clone());
+        assert_eq!(st, 200, "{body} gave {settings}, and PUT said {again}");
+        // Under another name it creates the same collection.
+        let (st, copy) = s.json("PUT", &format!("/v1/collections/copy{i}"), settings.clone());
+        assert_eq!(st, 201, "{copy}");
+        assert_eq!(copy["settings"], settings);
+        assert_eq!(copy["pipeline_id"], got["pipeline_id"]);
+    }
+    let (_, got) = s.call("GET", "/v1/collections/c5", None);
+    let p = &got["passages"];
+    assert_eq!(
+        (&p["min_units"], &p["seed_units"], &p["keep_quotes"]),
+        (&json!(20), &json!(4), &json!(true))
+    );
+    assert!(p.get("seed").is_none() && p.get("exclude_quotes").is_none(), "{p}");
+}
+
+/// Each value of a search or check is checked by the library: a threshold outside (0, 1] is
+/// refused naming it, whichever route sends it.
+#[test]
+fn a_query_threshold_outside_0_1_is_refused_by_name() {
+    let dir = tempdir("query-threshold");
+    let s = Server::start(&dir, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    for (route, body) in [
+        ("search", json!({"text": NEWS_A, "threshold": 1.5})),
+        ("check", json!({"id": "a", "text": NEWS_A, "threshold": 0})),
+        ("check", json!({"docs": [{"id": "a", "text": NEWS_A}], "threshold": -0.2})),
+    ] {
+        let (st, v) = s.json("POST", &format!("/v1/collections/c/{route}"), body);
+        assert_eq!((st, error_code(&v)), (400, "invalid_field"), "{v}");
+        let m = v["error"]["message"].as_str().expect("message");
+        assert!(m.starts_with("threshold: expected a number in (0, 1]"), "{m}");
+    }
+}
+
 /// Regression (sweep 3, a variant): the answer was reckoned with the largest metadata already
 /// stored, so one batch into an empty collection that stores large metadata and matches it
 /// many times was admitted for a fraction of its answer (1,000 documents of 64 KB and 600

@@ -66,6 +66,8 @@ pub enum CorpusError {
     Dedup(neardup::DedupError),
     /// An output could not be written, or the input changed between two reads.
     Runtime(String),
+    /// The passage check refused (a setting, a saved index) or failed.
+    Overlap(neardup::overlap::OverlapError),
     /// Standard output's reader went away and nothing else is being written: the run ends
     /// quietly.
     StdoutClosed,
@@ -77,7 +79,21 @@ impl fmt::Display for CorpusError {
             CorpusError::Usage(m) | CorpusError::Runtime(m) => f.write_str(m),
             CorpusError::Input(e) => e.fmt(f),
             CorpusError::Dedup(e) => e.fmt(f),
+            CorpusError::Overlap(e) => e.fmt(f),
             CorpusError::StdoutClosed => f.write_str("standard output was closed"),
+        }
+    }
+}
+
+impl CorpusError {
+    /// True when the failure is the caller's to change (the request, a setting, a directory
+    /// named as an index that holds none), not the run's.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            CorpusError::Usage(_) => true,
+            CorpusError::Dedup(neardup::DedupError::NoIndex { .. }) => true,
+            CorpusError::Overlap(e) => overlap::is_usage(e),
+            _ => false,
         }
     }
 }

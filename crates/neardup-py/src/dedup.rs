@@ -18,7 +18,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dedup_texts, m)?)?;
     m.add_function(wrap_pyfunction!(rank_values, m)?)?;
     m.add_function(wrap_pyfunction!(job_spec, m)?)?;
-    m.add_function(wrap_pyfunction!(option_table, m)?)?;
+    m.add_function(wrap_pyfunction!(option_table_json, m)?)?;
     m.add_function(wrap_pyfunction!(format_summary, m)?)?;
     Ok(())
 }
@@ -104,17 +104,12 @@ fn format_summary(summary: &str) -> PyResult<String> {
     Ok(summary.to_string())
 }
 
-/// The options of every surface, from the library's tables: `(group, name, collections, takes)`,
-/// group one of `pipeline`, `search`, `passages`; `collections` is False for a search option that
-/// only a batch run takes (`keep`, `max_bucket`, `star_width`); `takes` says what values a search
-/// option takes (empty for the others).
+/// The library's option table ([`neardup::option_table`]) as JSON text: a list of rows
+/// `{"name", "group", "kind", "default", "min", "max", "choices", "takes", "doc", "cli",
+/// "python", "http", "spark"}`, as `neardup options --json` prints it.
 #[pyfunction]
-fn option_table() -> Vec<(&'static str, &'static str, bool, &'static str)> {
-    let mut rows = Vec::new();
-    rows.extend(neardup::PipelineOptions::NAMES.iter().map(|n| ("pipeline", *n, true, "")));
-    rows.extend(SearchSpec::OPTIONS.iter().map(|o| ("search", o.name, o.collections, o.takes)));
-    rows.extend(neardup::overlap::OverlapOptions::NAMES.iter().map(|n| ("passages", *n, true, "")));
-    rows
+fn option_table_json() -> PyResult<String> {
+    serde_json::to_string(&neardup::option_table()).map_err(|e| crate::errors::input(e.to_string()))
 }
 
 /// Deduplicates a batch of texts: the same clusters as `neardup dedup` on the same documents.

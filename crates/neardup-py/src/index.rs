@@ -244,7 +244,9 @@ impl PyIndex {
     ) -> PyResult<Vec<(String, f64)>> {
         guard(|| {
             let top_k = top_k.map_or(Ok(10), |k| crate::values::count("top_k", k))?;
-            check_threshold(threshold)?;
+            // NaN and the infinities have no JSON form (refused as every float option is); the
+            // range, (0, 1], is the library's check.
+            let threshold = crate::values::finite("threshold", threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             self.read(py, |state| state.search(&q, threshold, top_k, None))?
@@ -267,7 +269,7 @@ impl PyIndex {
         guard(|| {
             let id = &doc_id(id, "id")?;
             let top_k = top_k.map_or(Ok(10), |k| crate::values::count("top_k", k))?;
-            check_threshold(threshold)?;
+            let threshold = crate::values::finite("threshold", threshold)?;
             let doc = doc_from_py(text, "text")?;
             let q = self.sketch(py, &doc)?;
             let (matches, duplicate, inserted) = self.write(py, |state| {
@@ -415,7 +417,9 @@ impl PyIndex {
                     state.insert(&id, sketch);
                 }
                 if path.join(PASSAGE_INDEX_FILE).is_file() {
-                    let mut passages = PassageIndex::load(&path, None).map_err(overlap_error)?;
+                    let mut passages =
+                        PassageIndex::load(&path, &neardup::overlap::OverlapOptions::default())
+                            .map_err(overlap_error)?;
                     passages.rename_ids(plain_id).map_err(overlap_error)?;
                     state.set_passages(passages);
                 }
@@ -451,14 +455,4 @@ fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
 /// number as written).
 fn plain_id(id: &str) -> String {
     neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
-}
-
-/// A call's own threshold: a finite number in (0, 1], else an `OptionError` naming it.
-fn check_threshold(t: Option<f64>) -> PyResult<()> {
-    match crate::values::finite("threshold", t)? {
-        Some(t) if !(t > 0.0 && t <= 1.0) => {
-            Err(crate::errors::option(format!("threshold: expected a number in (0, 1], found {t}")))
-        }
-        _ => Ok(()),
-    }
 }

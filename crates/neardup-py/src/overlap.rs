@@ -34,6 +34,12 @@ pub(crate) use crate::errors::overlap_error;
 /// `InputTypeError`, a number out of the option's range an `OptionError`, each naming the
 /// option and the value.
 pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapSpec> {
+    overlap_options(options)?.to_spec().map_err(overlap_error)
+}
+
+/// The passage options given by keyword (see [`spec_from_options`]), before they are applied to
+/// the defaults or to a saved index's settings.
+pub(crate) fn overlap_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapOptions> {
     use serde_json::Value;
     /// The option's value, if given (`null`: not given); `number`: the option takes a number
     /// (else true or false).
@@ -111,7 +117,9 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
             }
         }
     }
-    o.to_spec().map_err(overlap_error)
+    // Checked now, so that a bad value is refused before any text is read.
+    o.to_spec().map_err(overlap_error)?;
+    Ok(o)
 }
 
 /// One query's answer as a dict: the library's summary record (`query`, `chars`,
@@ -142,16 +150,7 @@ pub(crate) fn json_string_id(id: &str) -> JsonId {
 /// The numbers of the documents named in `exclude` (ids as text: the one id rule); an id the
 /// index does not hold is an error.
 pub(crate) fn excluded(index: &PassageIndex, exclude: &[String]) -> PyResult<Vec<u32>> {
-    exclude
-        .iter()
-        .map(|id| {
-            index.find(id).ok_or_else(|| {
-                crate::errors::input(format!(
-                    "exclude_source: no document of the collection has the id {id}"
-                ))
-            })
-        })
-        .collect()
+    index.numbers_of(exclude).map_err(|e| crate::errors::input(format!("exclude_source: {e}")))
 }
 
 /// The passage check of a batch: `queries` against `against` (texts with their ids) and/or a
@@ -177,7 +176,8 @@ fn overlap_texts<'py>(
     add: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     guard(|| {
-        let spec = spec_from_options(options)?;
+        let options = overlap_options(options)?;
+        let spec = options.to_spec().map_err(overlap_error)?;
         let texts = |source: &Bound<'_, PyAny>, ids: Vec<String>, what: &str| {
             let source = Source::from_py(source)?;
             let texts = source.texts_named(|i| match ids.get(i) {
@@ -218,21 +218,17 @@ fn overlap_texts<'py>(
             // would lose the documents of the one that saved first.
             let lock = save_index.as_deref().map(|dir| lock_index(dir, stop)).transpose()?;
             let mut index = match &index_dir {
-                Some(dir) => written.load(dir, Some(&spec)).map_err(overlap_error)?,
+                // A saved index's own settings, with those given applied.
+                Some(dir) => written.load(dir, &options).map_err(overlap_error)?,
                 None => PassageIndex::new(spec).map_err(overlap_error)?,
             };
             index.set_stop(Some(stop.flag()));
-            index
-                .add_documents(collection, neardup::overlap::OnExistingId::Refuse)
-                .map_err(overlap_error)?;
+            // As `neardup overlap`: a document of the collection given again with another text
+            // replaces the saved one.
+            index.join(collection).map_err(overlap_error)?;
             let exclude = excluded(&index, &exclude)?;
-            // Checked queries join the saved index only when asked (`add`), as `neardup
-            // overlap --add`: a revision checked later is not its own first draft's copy.
-            let mode = match (within, add) {
-                (true, _) => Batch::Within,
-                (false, true) => Batch::AgainstThenAdd,
-                (false, false) => Batch::Against,
-            };
+            // Checked queries join the saved index only when asked (`add`).
+            let mode = Batch::of(within, add);
             let found = if own_ids || mode != Batch::Against {
                 index.check_batch(queries, mode, &exclude).map_err(overlap_error)?
             } else {

@@ -3,6 +3,7 @@ the library's defaults and messages. A surface that lacks an option or spells it
 here (the CLI's flags and the service's schema are checked against the same table in Rust)."""
 
 import ast
+import json
 import re
 import inspect
 from pathlib import Path
@@ -14,11 +15,11 @@ import neardup.spark
 import neardup.spark.__main__ as spark_main
 from neardup import _neardup
 
-TABLE = _neardup.option_table()
-SEARCH = [name for group, name, _, _ in TABLE if group == "search"]
-COLLECTION = [name for group, name, collections, _ in TABLE if group == "search" and collections]
-PASSAGES = [name for group, name, _, _ in TABLE if group == "passages"]
-PIPELINE = [name for group, name, _, _ in TABLE if group == "pipeline"]
+TABLE = neardup.options()
+SEARCH = [r["name"] for r in TABLE if r["group"] == "search"]
+COLLECTION = [r["name"] for r in TABLE if r["group"] == "search" and r["http"]]
+PASSAGES = [r["name"] for r in TABLE if r["group"] == "passages"]
+PIPELINE = [r["name"] for r in TABLE if r["group"] == "pipeline"]
 STUB = Path(neardup.__file__).with_name("_neardup.pyi")
 
 
@@ -34,6 +35,34 @@ def stub_params(cls: str, method: str) -> set[str]:
                 if isinstance(item, ast.FunctionDef) and item.name == method:
                     return {a.arg for a in item.args.args + item.args.kwonlyargs}
     raise AssertionError(f"{cls}.{method} not in the stub")
+
+
+def test_python_and_the_command_line_give_one_table(binary):
+    from pyhelpers import run_cli
+
+    out = run_cli(binary, "options", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == TABLE
+    for r in TABLE:
+        assert set(r) >= {"name", "group", "default", "min", "max", "choices", "doc", "cli",
+                          "python", "http", "spark"}, r
+
+
+def test_each_keyword_default_is_the_tables():
+    """A keyword with a default in a signature shows the table's (the others are None: the
+    library decides)."""
+    rows = {(r["group"], r["name"]): r for r in TABLE}
+    for fn, group in [(neardup.dedup, "search"), (neardup.overlap, "passages"),
+                      (neardup.Index, "search")]:
+        for name, p in inspect.signature(fn).parameters.items():
+            r = rows.get((group, name))
+            if r is None or p.default in (None, inspect.Parameter.empty):
+                continue
+            if r["kind"] == "flag":
+                # A switch left off: the table's default is off (or the option's opposite).
+                assert p.default is False, (fn.__qualname__, name, p.default)
+            else:
+                assert p.default == r["default"], (fn.__qualname__, name, p.default, r["default"])
 
 
 def test_the_table_has_its_groups():
@@ -61,8 +90,16 @@ def test_the_stub_says_what_the_extension_takes():
 
 
 def test_the_spark_command_takes_every_search_option():
-    flags = {a.dest for a in spark_main.parser()._subparsers._group_actions[0].choices["dedup"]._actions}
+    actions = spark_main.parser()._subparsers._group_actions[0].choices["dedup"]._actions
+    flags = {a.dest for a in actions}
     assert set(SEARCH) <= flags
+    # Each with the table's spelling and its doc and default in the help.
+    for r in TABLE:
+        if r["spark"]:
+            action = next(a for a in actions if a.dest == r["name"])
+            assert r["spark"] in action.option_strings and r["doc"] in action.help, r["name"]
+            if r["default"] is not None:
+                assert f"[default: {r['default']}]" in action.help, (r["name"], action.help)
     args = spark_main.parser().parse_args(
         ["dedup", "in.jsonl", "out", "--hamming", "4", "--lsh-weights", "0.3,0.7", "--keep", "longest"])
     assert spark_main.search_options(args) == {"hamming": 4, "lsh_weights": [0.3, 0.7], "keep": "longest"}

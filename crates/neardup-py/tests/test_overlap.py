@@ -139,7 +139,7 @@ def test_a_saved_index_is_reused_and_grows(tmp_path):
     assert again["query"] == "thesis-2"
     assert sources(again) == {"thesis-1"} and again["copied_chars"] == len(QUERY)
     assert "src" in again["passages"][0]["also"]
-    with pytest.raises(ValueError, match="seed 3"):
+    with pytest.raises(ValueError, match="seed_units 3"):
         neardup.overlap(QUERY, saved, seed_units=5, min_units=20)
 
 

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use neardup::{OptionGroup, OptionKind, OptionRow};
+
 use crate::Limits;
 
 fn error_response(description: &str) -> Value {
@@ -79,6 +81,57 @@ fn with(mut operation: Value, key: &str, value: Value) -> Value {
     operation
 }
 
+/// The schema of one option of the library's table ([`neardup::option_table`]): its type,
+/// bounds, choices, default and doc, with `note` (what the service adds) after the doc.
+fn option_schema(row: &OptionRow, note: &str) -> Value {
+    let mut schema = match row.kind {
+        OptionKind::Flag => json!({"type": "boolean"}),
+        OptionKind::Integer => json!({"type": "integer"}),
+        OptionKind::Number => json!({"type": "number"}),
+        OptionKind::Choice => json!({"type": "string", "enum": row.choices}),
+        OptionKind::Choices => {
+            json!({"type": "array", "items": {"type": "string", "enum": row.choices}})
+        }
+        OptionKind::Pair => json!({"type": "array", "items": {"type": "number", "minimum": 0},
+                                   "minItems": 2, "maxItems": 2}),
+        OptionKind::Text | OptionKind::Path => json!({"type": "string"}),
+    };
+    // Bounds that fit a JSON number (a count bounded only by the machine's word is unbounded).
+    let fits = |v: &Value| v.as_f64().is_some_and(|x| x.abs() < 1e15);
+    if let Some(min) = row.min.as_ref().filter(|v| fits(v)) {
+        schema["minimum"] = min.clone();
+        if row.min_exclusive {
+            schema["exclusiveMinimum"] = json!(true);
+        }
+    }
+    if let Some(max) = row.max.as_ref().filter(|v| fits(v)) {
+        schema["maximum"] = max.clone();
+        if row.max_exclusive {
+            schema["exclusiveMaximum"] = json!(true);
+        }
+    }
+    if !row.default.is_null() {
+        schema["default"] = row.default.clone();
+    }
+    let doc = if note.is_empty() { row.doc.to_string() } else { format!("{}; {note}", row.doc) };
+    schema["description"] = json!(doc);
+    schema
+}
+
+/// The schemas of the table's options of `group` that the service takes, by their names, each
+/// with the service's note where it has one.
+fn option_schemas(group: OptionGroup, notes: &[(&str, &str)]) -> serde_json::Map<String, Value> {
+    neardup::option_table()
+        .iter()
+        .filter(|r| r.group == group)
+        .filter_map(|r| {
+            let name = r.http?;
+            let note = notes.iter().find(|(n, _)| *n == name).map_or("", |(_, note)| note);
+            Some((name.to_string(), option_schema(r, note)))
+        })
+        .collect()
+}
+
 /// The document, with the limits this server runs with.
 pub fn document(limits: &Limits) -> Value {
     let name = path_param("name", "collection name: 1-64 of [A-Za-z0-9_.-], not starting with '.'");
@@ -86,9 +139,6 @@ pub fn document(limits: &Limits) -> Value {
     let not_found = [("404", "no such collection or document")];
     let collection_errors = [("404", "no such collection"), ("409", "spec mismatch")];
     let object = json!({"type": "object"});
-    let top_k = json!({"type": "integer", "minimum": 0, "maximum": limits.max_top_k,
-                       "description": "how many hits at most (10 by default); over the limit \
-                                       (--max-top-k) is refused with 400, never cut"});
     let text_or_tokens = json!({
         "text": {"type": "string"},
         "tokens": {"type": "array", "items": {"type": "string"}}
@@ -103,63 +153,56 @@ pub fn document(limits: &Limits) -> Value {
         },
         "additionalProperties": false
     });
-    let create = json!({
-        "type": "object",
-        "properties": {
-            "preset": {"type": "string"},
-            "spec": {"type": "object"},
-            "method": {"type": "string", "enum": ["minhash", "simhash", "both"]},
-            "threshold": {"type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 1},
-            "hamming": {"type": "integer", "minimum": 0,
-                        "description": "simhash and both only (400 with minhash); given \
-                                        alone, it means method simhash, as in `neardup dedup`"},
-            "recall": {"type": "number", "exclusiveMinimum": true, "minimum": 0,
-                       "exclusiveMaximum": true, "maximum": 1,
-                       "description": "minhash and both only (400 with simhash)"},
-            "verify": {"type": "string", "enum": ["jaccard", "cosine", "hamming", "estimate"],
-                       "description": "how candidates are confirmed (the method's default: \
-                                       jaccard for minhash and both, hamming for simhash)"},
-            "bands": {"type": "integer", "minimum": 1,
-                      "description": "a fixed LSH banding, with rows (minhash and both only)"},
-            "rows": {"type": "integer", "minimum": 1,
-                     "description": "a fixed LSH banding, with bands (minhash and both only)"},
-            "lsh_weights": {"type": "array", "items": {"type": "number", "minimum": 0},
-                            "minItems": 2, "maxItems": 2,
-                            "description": "(false positive, false negative) weights of \
-                                            datasketch's banding choice, instead of recall"},
-            "store_text": {"type": "boolean"},
-            "passages": {
-                "description": "keep a passage index of the texts (which implies store_text) \
-                                for POST .../overlap: true, or the options of `neardup overlap`",
-                "oneOf": [
-                    {"type": "boolean"},
-                    {"type": "object", "additionalProperties": false, "properties": {
-                        "min_units": {"type": "integer", "minimum": 1, "maximum": 1000},
-                        "max_gap": {"type": "integer", "minimum": 0, "maximum": 1000},
-                        "min_similarity": {"type": "number", "exclusiveMinimum": true,
-                                           "minimum": 0, "maximum": 1},
-                        "seed_units": {"type": "integer", "minimum": 1, "maximum": 1000},
-                        "window": {"type": "integer", "minimum": 1, "maximum": 1000},
-                        "max_sources": {"type": "integer", "minimum": 1, "maximum": 1000000},
-                        "keep_quotes": {"type": "boolean"},
-                        "min_density": {"type": "number", "minimum": 0, "maximum": 1,
-                                        "default": 0.06},
-                        "zh_script": {"type": "string",
-                                      "enum": ["keep", "simplified", "traditional", "mainland"],
-                                      "default": "simplified"},
-                        "max_quote_chars": {"type": "integer", "minimum": 1, "maximum": 100000}
-                    }}
-                ]
-            }
-        },
-        "additionalProperties": false
-    });
+    // The options, from the library's table: types, bounds, choices, defaults and docs.
+    let mut create = option_schemas(
+        OptionGroup::Search,
+        &[
+            ("hamming", "simhash and both only (400 with minhash); given alone, it means method simhash, as in `neardup dedup`"),
+            ("recall", "minhash and both only (400 with simhash)"),
+            ("bands", "minhash and both only"),
+            ("rows", "minhash and both only"),
+        ],
+    );
+    for (k, v) in option_schemas(OptionGroup::Pipeline, &[]) {
+        create.insert(k, v);
+    }
+    create.insert(
+        "spec".into(),
+        json!({"type": "object",
+        "description": "a pipeline spec (as `neardup spec` prints it), instead of the preset"}),
+    );
+    create.insert("store_text".into(), json!({"type": "boolean"}));
+    create.insert(
+        "passages".into(),
+        json!({
+            "description": "keep a passage index of the texts (which implies store_text) \
+                            for POST .../overlap: true, or the options of `neardup overlap`",
+            "oneOf": [
+                {"type": "boolean"},
+                {"type": "object", "additionalProperties": false,
+                 "properties": option_schemas(OptionGroup::Passages, &[])}
+            ]
+        }),
+    );
+    let create = json!({"type": "object", "properties": create, "additionalProperties": false});
+    let query = option_schemas(
+        OptionGroup::Query,
+        &[("threshold", "below the collection's, every document is scanned (at most --max-scan-docs verifications per request, documents sent times documents stored, else 400 threshold_below_collection)")],
+    );
+    let threshold = query["threshold"].clone();
+    // The table's top_k, bounded by this server's limit.
+    let mut top_k = query["top_k"].clone();
+    top_k["maximum"] = json!(limits.max_top_k);
+    top_k["description"] = json!(format!(
+        "{}; over the limit (--max-top-k) is refused with 400, never cut",
+        top_k["description"].as_str().unwrap_or("")
+    ));
     let search = json!({
         "type": "object",
         "properties": {
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
             "top_k": top_k.clone(),
-            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs of them, else 400 threshold_below_collection)"}
+            "threshold": threshold.clone()
         },
         "additionalProperties": false
     });
@@ -171,7 +214,7 @@ pub fn document(limits: &Limits) -> Value {
             "text": text_or_tokens["text"], "tokens": text_or_tokens["tokens"],
             "metadata": {"description": "stored with the document; absent or null keeps a stored document's metadata"},
             "insert": {"type": "boolean"},
-            "threshold": {"type": "number", "description": "verify at this threshold instead of the collection's; below the collection's, every document is scanned (at most --max-scan-docs verifications per request, documents sent times documents stored, else 400 threshold_below_collection)"}, "top_k": top_k.clone()
+            "threshold": threshold.clone(), "top_k": top_k.clone()
         },
         "additionalProperties": false
     });
@@ -189,7 +232,7 @@ pub fn document(limits: &Limits) -> Value {
                 },
                 "additionalProperties": false
             }},
-            "insert": {"type": "boolean"}, "threshold": {"type": "number"}, "top_k": top_k
+            "insert": {"type": "boolean"}, "threshold": threshold, "top_k": top_k
         },
         "additionalProperties": false
     });

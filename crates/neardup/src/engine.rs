@@ -105,6 +105,45 @@ impl std::fmt::Display for BelowThreshold {
 
 impl std::error::Error for BelowThreshold {}
 
+/// Why a search or a check is refused before any work is done.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The threshold asked for is not a number in (0, 1].
+    Threshold {
+        /// The threshold asked for.
+        threshold: f64,
+    },
+    /// Below the index's threshold, with more documents than a scan may read.
+    BelowThreshold(BelowThreshold),
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryError::Threshold { threshold } => {
+                write!(f, "threshold: expected a number in (0, 1], found {threshold}")
+            }
+            QueryError::BelowThreshold(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            QueryError::BelowThreshold(e) => Some(e),
+            QueryError::Threshold { .. } => None,
+        }
+    }
+}
+
+impl From<BelowThreshold> for QueryError {
+    fn from(e: BelowThreshold) -> Self {
+        QueryError::BelowThreshold(e)
+    }
+}
+
 /// An in-memory index of documents keyed by `u64`, searched with exact verification.
 ///
 /// ```
@@ -382,9 +421,15 @@ impl Engine {
 
     /// How a search at `threshold` (or the configured one) finds its candidates: from the index
     /// at or above its threshold, by a scan below it while the documents are at most the scan
-    /// limit, else refused ([`BelowThreshold`]): never answered in part.
-    pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, BelowThreshold> {
+    /// limit, else refused ([`QueryError::BelowThreshold`]): never answered in part. A threshold
+    /// outside (0, 1] is refused ([`QueryError::Threshold`]).
+    pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, QueryError> {
         let index_threshold = self.config.threshold;
+        if let Some(t) = threshold {
+            if !(t > 0.0 && t <= 1.0) {
+                return Err(QueryError::Threshold { threshold: t });
+            }
+        }
         match threshold {
             // Within floating-point noise of the index's threshold is the index's threshold;
             // a pair verified by its bits passes whatever the threshold.
@@ -392,12 +437,12 @@ impl Engine {
                 if self.docs.len() <= self.scan_limit {
                     Ok(SearchPlan::Scan)
                 } else {
-                    Err(BelowThreshold {
+                    Err(QueryError::BelowThreshold(BelowThreshold {
                         threshold: t,
                         index_threshold,
                         documents: self.docs.len(),
                         scan_limit: self.scan_limit,
-                    })
+                    }))
                 }
             }
             _ => Ok(SearchPlan::Index),
@@ -412,7 +457,7 @@ impl Engine {
         query: &DocSketch,
         threshold: Option<f64>,
         top_k: usize,
-    ) -> Result<Vec<Hit>, BelowThreshold> {
+    ) -> Result<Vec<Hit>, QueryError> {
         let plan = self.plan_search(threshold)?;
         Ok(self.search_with(plan, query, threshold, top_k))
     }
@@ -635,11 +680,18 @@ mod tests {
         assert_eq!(e.plan_search(Some(0.9)), Ok(SearchPlan::Index));
         e.set_scan_limit(texts.len() - 1);
         let refused = e.search(&q, Some(0.5), 10).expect_err("too many to scan");
-        assert_eq!((refused.threshold, refused.index_threshold, refused.documents), (0.5, 0.8, 30));
+        let QueryError::BelowThreshold(below) = refused else { panic!("{refused}") };
+        assert_eq!((below.threshold, below.index_threshold, below.documents), (0.5, 0.8, 30));
         assert!(refused
             .to_string()
             .starts_with("threshold 0.5 is below this index's threshold 0.8"));
         assert!(e.search(&q, None, 10).is_ok() && e.search(&q, Some(0.8), 10).is_ok());
+        // A threshold outside (0, 1] is refused by the library, whatever the surface.
+        for t in [1.5, 0.0, -0.1, f64::NAN, f64::INFINITY] {
+            let e = e.search(&q, Some(t), 10).expect_err("out of range");
+            assert!(matches!(e, QueryError::Threshold { .. }), "{t}: {e}");
+            assert!(e.to_string().starts_with("threshold: expected a number in (0, 1]"), "{e}");
+        }
     }
 
     #[test]

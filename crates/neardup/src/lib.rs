@@ -34,6 +34,7 @@ mod record;
 mod search;
 mod spec;
 mod summary;
+mod table;
 
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
@@ -43,7 +44,7 @@ pub use dedup::{
     DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
 pub use engine::{
-    BelowThreshold, Engine, Hit, KeySource, SearchPlan, SourceError, DEFAULT_SCAN_LIMIT,
+    BelowThreshold, Engine, Hit, KeySource, QueryError, SearchPlan, SourceError, DEFAULT_SCAN_LIMIT,
 };
 pub use error::{io_message, BuildError};
 pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
@@ -66,6 +67,7 @@ pub use spec::{
     MAX_NGRAM, MAX_TOP_N, PRESETS,
 };
 pub use summary::{bytes_text, count_of, Summary};
+pub use table::{option_row, option_table, OptionGroup, OptionKind, OptionRow};
 
 /// A name that no other call gives, in this process or another: the clock, the process id and a
 /// counter, hashed to 16 hex digits. Saved indexes name their docs files with it, and the

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use crate::engine::SourceError;
 use crate::overlap::{OnExistingId, OverlapError, OverlapSpec, PassageIndex};
-use crate::{BelowThreshold, DedupError, DocSketch, Engine, SearchPlan};
+use crate::{DedupError, DocSketch, Engine, QueryError, SearchPlan};
 
 /// Reads the stored sketch of an id for an index whose engine keeps its sketches elsewhere
 /// ([`Engine::with_external_sketches`]): `None` when the id is no longer stored.
@@ -148,7 +148,7 @@ impl NamedEngine {
         threshold: Option<f64>,
         top_k: usize,
         except: Option<&str>,
-    ) -> Result<Vec<(String, f64)>, BelowThreshold> {
+    ) -> Result<Vec<(String, f64)>, QueryError> {
         let plan = self.engine.plan_search(threshold)?;
         Ok(self
             .search_with(plan, query, threshold, top_k, except, None)
@@ -165,7 +165,7 @@ impl NamedEngine {
         top_k: usize,
         except: Option<&str>,
         source: IdSource<'_>,
-    ) -> Result<Result<Vec<(String, f64)>, BelowThreshold>, SourceError> {
+    ) -> Result<Result<Vec<(String, f64)>, QueryError>, SourceError> {
         let plan = match self.engine.plan_search(threshold) {
             Ok(plan) => plan,
             Err(e) => return Ok(Err(e)),
@@ -278,7 +278,7 @@ impl NamedEngine {
 
     /// How a search at `threshold` would find its candidates, or why it is refused
     /// ([`Engine::plan_search`]).
-    pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, BelowThreshold> {
+    pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, QueryError> {
         self.engine.plan_search(threshold)
     }
 

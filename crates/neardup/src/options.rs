@@ -75,6 +75,65 @@ pub struct PipelineOptions {
     pub zh_script: Option<ZhScript>,
 }
 
+/// The values of `segmenter`, by the names every surface uses.
+pub(crate) const SEGMENTERS: &[(&str, SegmenterKind)] = &[
+    ("auto", SegmenterKind::Auto),
+    ("jieba", SegmenterKind::Jieba),
+    ("unicode", SegmenterKind::Unicode),
+    ("whitespace", SegmenterKind::Whitespace),
+    ("chars", SegmenterKind::Chars),
+];
+/// The values of `features`.
+pub(crate) const FEATURES: &[(&str, FeatureChoice)] = &[
+    ("auto", FeatureChoice::Auto),
+    ("words", FeatureChoice::Words),
+    ("shingles", FeatureChoice::Shingles),
+    ("ngrams", FeatureChoice::Ngrams),
+    ("keywords", FeatureChoice::Keywords),
+];
+/// The values of `stop_words` (a list of them).
+pub(crate) const STOP_LISTS: &[(&str, BuiltinStopWords)] =
+    &[("zh", BuiltinStopWords::Zh), ("en", BuiltinStopWords::En)];
+/// The values of `weights`.
+pub(crate) const WEIGHTS: &[(&str, Weighting)] = &[
+    ("uniform", Weighting::Uniform),
+    ("binary", Weighting::Binary),
+    ("tf", Weighting::Tf),
+    ("tfidf", Weighting::Tfidf),
+];
+/// The values of `hash`.
+pub(crate) const HASHES: &[(&str, FeatureHasher)] = &[
+    ("xxh3", FeatureHasher::Xxh3),
+    ("murmur3", FeatureHasher::Murmur3),
+    ("fnv1a", FeatureHasher::Fnv1a),
+    ("md5", FeatureHasher::Md5),
+    ("jenkins", FeatureHasher::Jenkins),
+];
+/// The values of `minhash_scheme`.
+pub(crate) const MINHASH_SCHEMES: &[(&str, MinHashScheme)] = &[
+    ("permutations", MinHashScheme::Permutations),
+    ("oph", MinHashScheme::OnePermutation { densification: Densification::Optimal }),
+    ("oph-rotation", MinHashScheme::OnePermutation { densification: Densification::Rotation }),
+];
+/// The values of `keep_chars`.
+pub(crate) const KEEP_CHARS: &[(&str, KeepFilter)] =
+    &[("all", KeepFilter::All), ("han", KeepFilter::Han), ("alnum", KeepFilter::Alphanumeric)];
+/// The values of `zh_script` (the pipeline's and the passage check's).
+pub(crate) const ZH_SCRIPTS: &[(&str, ZhScript)] = &[
+    ("keep", ZhScript::Keep),
+    ("simplified", ZhScript::Simplified),
+    ("traditional", ZhScript::Traditional),
+    ("mainland", ZhScript::Mainland),
+];
+
+/// The name of `value` in `table`.
+pub(crate) fn name_of<T: PartialEq>(
+    table: &[(&'static str, T)],
+    value: &T,
+) -> Option<&'static str> {
+    table.iter().find(|(_, v)| v == value).map(|(n, _)| *n)
+}
+
 fn invalid(field: &'static str, message: String) -> BuildError {
     BuildError::InvalidSpec { field, message }
 }
@@ -140,32 +199,8 @@ impl PipelineOptions {
         };
         match field {
             "preset" => self.preset = Some(text()?.to_string()),
-            "segmenter" => {
-                self.segmenter = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("auto", SegmenterKind::Auto),
-                        ("jieba", SegmenterKind::Jieba),
-                        ("unicode", SegmenterKind::Unicode),
-                        ("whitespace", SegmenterKind::Whitespace),
-                        ("chars", SegmenterKind::Chars),
-                    ],
-                )?)
-            }
-            "features" => {
-                self.features = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("auto", FeatureChoice::Auto),
-                        ("words", FeatureChoice::Words),
-                        ("shingles", FeatureChoice::Shingles),
-                        ("ngrams", FeatureChoice::Ngrams),
-                        ("keywords", FeatureChoice::Keywords),
-                    ],
-                )?)
-            }
+            "segmenter" => self.segmenter = Some(choose(field, text()?, SEGMENTERS)?),
+            "features" => self.features = Some(choose(field, text()?, FEATURES)?),
             "ngram" => self.ngram = Some(count()?),
             "top_n" => self.top_n = Some(count()?),
             "stop_words" => {
@@ -181,45 +216,16 @@ impl PipelineOptions {
                 };
                 let lists = names
                     .into_iter()
-                    .map(|n| {
-                        choose(
-                            field,
-                            n,
-                            &[("zh", BuiltinStopWords::Zh), ("en", BuiltinStopWords::En)],
-                        )
-                    })
+                    .map(|n| choose(field, n, STOP_LISTS))
                     .collect::<Result<_, _>>()?;
                 self.stop_words = Some(lists);
             }
             "stop_words_file" => self.stop_words_file = Some(PathBuf::from(text()?)),
             "no_stop_words" => self.no_stop_words = flag()?,
             "keep_punct" => self.keep_punct = flag()?,
-            "weights" => {
-                self.weights = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("uniform", Weighting::Uniform),
-                        ("binary", Weighting::Binary),
-                        ("tf", Weighting::Tf),
-                        ("tfidf", Weighting::Tfidf),
-                    ],
-                )?)
-            }
+            "weights" => self.weights = Some(choose(field, text()?, WEIGHTS)?),
             "idf" => self.idf = Some(PathBuf::from(text()?)),
-            "hash" => {
-                self.hash = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("xxh3", FeatureHasher::Xxh3),
-                        ("murmur3", FeatureHasher::Murmur3),
-                        ("fnv1a", FeatureHasher::Fnv1a),
-                        ("md5", FeatureHasher::Md5),
-                        ("jenkins", FeatureHasher::Jenkins),
-                    ],
-                )?)
-            }
+            "hash" => self.hash = Some(choose(field, text()?, HASHES)?),
             "bits" => {
                 let n = count()?;
                 self.bits = Some(SimHashBits::try_from(n as u32).map_err(|m| invalid(field, m))?);
@@ -231,50 +237,13 @@ impl PipelineOptions {
                 })?)
             }
             "minhash_scheme" => {
-                self.minhash_scheme = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("permutations", MinHashScheme::Permutations),
-                        (
-                            "oph",
-                            MinHashScheme::OnePermutation { densification: Densification::Optimal },
-                        ),
-                        (
-                            "oph-rotation",
-                            MinHashScheme::OnePermutation {
-                                densification: Densification::Rotation,
-                            },
-                        ),
-                    ],
-                )?)
+                self.minhash_scheme = Some(choose(field, text()?, MINHASH_SCHEMES)?)
             }
-            "keep_chars" => {
-                self.keep_chars = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("all", KeepFilter::All),
-                        ("han", KeepFilter::Han),
-                        ("alnum", KeepFilter::Alphanumeric),
-                    ],
-                )?)
-            }
+            "keep_chars" => self.keep_chars = Some(choose(field, text()?, KEEP_CHARS)?),
             "nfkc" => self.nfkc = Some(flag()?),
             "case_fold" => self.case_fold = Some(flag()?),
             "collapse_whitespace" => self.collapse_whitespace = Some(flag()?),
-            "zh_script" => {
-                self.zh_script = Some(choose(
-                    field,
-                    text()?,
-                    &[
-                        ("keep", ZhScript::Keep),
-                        ("simplified", ZhScript::Simplified),
-                        ("traditional", ZhScript::Traditional),
-                        ("mainland", ZhScript::Mainland),
-                    ],
-                )?)
-            }
+            "zh_script" => self.zh_script = Some(choose(field, text()?, ZH_SCRIPTS)?),
             _ => unreachable!("every name in NAMES is handled"),
         }
         Ok(())

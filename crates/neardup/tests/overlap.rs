@@ -253,7 +253,7 @@ proptest! {
         let whole = index(&held.iter().map(|(i, t)| (i.as_str(), t.as_str())).collect::<Vec<_>>());
         let dir = tempfile::tempdir().expect("test step");
         grown.save(&neardup::IndexLock::acquire(dir.path()).expect("lock")).expect("test step");
-        let loaded = PassageIndex::load(dir.path(), None).expect("test step");
+        let loaded = PassageIndex::load(dir.path(), &neardup::overlap::OverlapOptions::default()).expect("test step");
         let q = format!("{}{}", query, texts[0]);
         let answer = |ix: &PassageIndex| {
             let o = ix.check(None, &q, &[]).expect("test step");

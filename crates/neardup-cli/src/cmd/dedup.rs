@@ -12,10 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
-use clap::{Args, ValueEnum};
-use neardup::{
-    Dedup, DedupConfig, DedupOutcome, Keep, Method, SearchSpec, SearchSpecError, Verification,
-};
+use clap::Args;
+use neardup::{Dedup, DedupConfig, DedupOutcome, Keep, SearchSpec, SearchSpecError, Verification};
 use neardup_corpus::columnar::RecordsOutput;
 use neardup_corpus::decisions::Decisions;
 use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Lines, Sketched};
@@ -108,58 +106,36 @@ pub struct DedupArgs {
     #[arg(value_name = "INPUT", required = true)]
     inputs: Vec<PathBuf>,
 
-    /// Candidate search: minhash (LSH bands, Jaccard threshold), simhash (Hamming distance), or
-    /// both (a candidate from either).
-    #[arg(long, value_enum, value_name = "METHOD")]
-    method: Option<MethodArg>,
+    #[arg(long, value_name = "METHOD")]
+    method: Option<String>,
 
-    /// Similarity threshold for Jaccard, cosine and MinHash estimates, in (0, 1].
     #[arg(long, default_value_t = neardup::DEFAULT_THRESHOLD, value_name = "T")]
     threshold: f64,
 
-    /// Largest SimHash Hamming distance (implies --method simhash unless --method is given).
     #[arg(long, value_name = "K")]
     hamming: Option<u32>,
 
-    /// How candidates are confirmed [default: jaccard for minhash, hamming for simhash].
-    #[arg(long, value_enum, value_name = "MEASURE")]
-    verify: Option<VerifyArg>,
+    #[arg(long, value_name = "MEASURE")]
+    verify: Option<String>,
 
-    /// The probability, in (0, 1), that a pair exactly at the threshold becomes a candidate;
-    /// the cheapest bands and rows that reach it are used [default: 0.99; 0.5,0.5 LSH weights
-    /// with --verify estimate].
     #[arg(long, value_name = "R", conflicts_with_all = ["bands", "lsh_weights"])]
     recall: Option<f64>,
 
-    /// LSH bands (with --rows), instead of the choice for --recall.
     #[arg(long, value_name = "B", requires = "rows", conflicts_with = "lsh_weights")]
     bands: Option<usize>,
 
-    /// LSH rows per band (with --bands).
     #[arg(long, value_name = "R", requires = "bands")]
     rows: Option<usize>,
 
-    /// Choose the bands as datasketch's MinHashLSH does, minimising these weights of false
-    /// positives and false negatives (summing to 1), instead of reaching --recall.
     #[arg(long, value_delimiter = ',', value_name = "FP,FN")]
     lsh_weights: Option<Vec<f64>>,
 
-    /// Which document of a cluster is kept: first (in input order), longest, shortest, or by a
-    /// field of the records: max:FIELD (the largest number, the newest ISO 8601 date: keep the
-    /// latest crawl with max:fetched_at) or min:FIELD; dotted names reach into objects. Ties,
-    /// and records without the field, go to the first in input order.
     #[arg(long, default_value = "first", value_name = "RULE")]
     keep: Keep,
 
-    /// The skew guard: a candidate bucket (documents sharing a band key or a permuted table's
-    /// key) of more than N documents pairs only its first --star-width members with the others,
-    /// so thousands of near-copies of one text cost linear time (Spark applies the same rule).
-    /// [default: 2000]
     #[arg(long, value_name = "N")]
     max_bucket: Option<usize>,
 
-    /// How many first members of a bucket over --max-bucket are paired with the others.
-    /// [default: 2]
     #[arg(long, value_name = "K")]
     star_width: Option<usize>,
 
@@ -238,40 +214,16 @@ pub struct DedupArgs {
     pipeline: PipelineArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum MethodArg {
-    Minhash,
-    Simhash,
-    Both,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum VerifyArg {
-    Jaccard,
-    Cosine,
-    Hamming,
-    Estimate,
-}
-
-impl MethodArg {
-    pub(crate) fn method(self) -> Method {
-        match self {
-            MethodArg::Minhash => Method::MinHash,
-            MethodArg::Simhash => Method::SimHash,
-            MethodArg::Both => Method::Both,
-        }
-    }
-}
-
-impl VerifyArg {
-    pub(crate) fn verification(self) -> Verification {
-        match self {
-            VerifyArg::Jaccard => Verification::Jaccard,
-            VerifyArg::Cosine => Verification::Cosine,
-            VerifyArg::Hamming => Verification::Hamming,
-            VerifyArg::Estimate => Verification::Estimate,
-        }
-    }
+/// A choice flag's value as the library's value (the option table's choices are the serde
+/// names, which the command line checked already).
+pub(crate) fn choice<T: serde::de::DeserializeOwned>(
+    flag: &str,
+    value: Option<&str>,
+) -> Result<Option<T>, Failure> {
+    value
+        .map(|v| serde_json::from_value(serde_json::json!(v)))
+        .transpose()
+        .map_err(|e| Failure::Usage(anyhow!("{flag}: {e}")))
 }
 
 /// The outputs of a run, opened before the first pass and committed after the last write.
@@ -780,10 +732,10 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         }
     };
     let search = SearchSpec {
-        method: args.method.map(MethodArg::method),
+        method: choice("--method", args.method.as_deref())?,
         threshold: Some(args.threshold),
         hamming: args.hamming,
-        verify: args.verify.map(VerifyArg::verification),
+        verify: choice("--verify", args.verify.as_deref())?,
         bands: args.bands,
         rows: args.rows,
         recall: args.recall,

@@ -4,6 +4,7 @@ pub mod compare;
 pub mod dedup;
 pub mod fingerprint;
 pub mod idf;
+pub mod options;
 pub mod overlap;
 pub mod params;
 pub mod profile;

@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::build_pipeline;
-use crate::cmd::dedup::{peak_memory, search_failure, MethodArg, VerifyArg};
+use crate::cmd::dedup::{choice, peak_memory, search_failure};
 use crate::Failure;
 use neardup_corpus::read::{
     expand_inputs, io_message, read_source, ReadOptions, Record, Source, SourceDigest,
@@ -254,21 +254,17 @@ pub struct ReportArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     output: PathBuf,
 
-    /// The run's threshold, marked on the histogram.
     #[arg(long, default_value_t = neardup::DEFAULT_THRESHOLD, value_name = "T")]
     threshold: f64,
 
-    /// The run's candidate search (decides the default measure, as in `dedup`).
-    #[arg(long, value_enum, value_name = "METHOD")]
-    method: Option<MethodArg>,
+    #[arg(long, value_name = "METHOD")]
+    method: Option<String>,
 
-    /// The run's Hamming distance (simhash runs).
     #[arg(long, value_name = "K")]
     hamming: Option<u32>,
 
-    /// The measure of the similarities to the kept document [default: as `dedup`].
-    #[arg(long, value_enum, value_name = "MEASURE")]
-    verify: Option<VerifyArg>,
+    #[arg(long, value_name = "MEASURE")]
+    verify: Option<String>,
 
     /// No summary on stderr.
     #[arg(long, short = 'q')]
@@ -410,10 +406,10 @@ pub fn run(args: ReportArgs) -> Result<(), Failure> {
     let pipeline = build_pipeline(&args.pipeline)?;
     // The run's settings, read by the same rules as `dedup` reads them.
     let config = SearchSpec {
-        method: args.method.map(MethodArg::method),
+        method: choice("--method", args.method.as_deref())?,
         threshold: Some(args.threshold),
         hamming: args.hamming,
-        verify: args.verify.map(VerifyArg::verification),
+        verify: choice("--verify", args.verify.as_deref())?,
         ..SearchSpec::default()
     }
     .resolve()

@@ -208,7 +208,7 @@ fn a_saved_index_answers_as_the_collection_did_and_grows_with_the_queries() {
     let o =
         run(&["overlap", &q2, "--against", idx.to_str().expect("test step"), "--seed-units", "5"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("seed 3") && stderr(&o).contains("5"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("seed_units 3") && stderr(&o).contains("5"), "{}", stderr(&o));
 
     // A damaged index is refused by name.
     let file = idx.join("passages.ndpi");
@@ -592,6 +592,27 @@ fn a_save_says_when_it_waits_for_another_run_and_then_saves() {
         stderr(&o)
     );
     assert!(idx.join("passages.ndpi").is_file());
+}
+
+/// Regression (issue 34): the command filled every passage option with its default, so a check
+/// `--against` an index built with `--seed-units 5` was refused unless the flag was repeated.
+/// An option left out is the saved index's own; one given that the index fixes is refused by
+/// its name.
+#[test]
+fn a_saved_index_keeps_its_own_settings_unless_given() {
+    let dir = tempdir("overlap-own-settings");
+    let idx = dir.join("idx").display().to_string();
+    let coll = write(&dir, "coll.txt", SOURCE);
+    let q = write(&dir, "q.txt", &format!("Intro. {SOURCE}"));
+    let o = run(&["overlap", "--against", &coll, "--save-index", &idx, "--seed-units", "5", "-q"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["overlap", &q, "--against", &idx, "--summary", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: Value = serde_json::from_str(stdout(&o).trim()).expect("summary");
+    assert!(summary["copied"].as_f64().expect("copied") > 0.8, "{summary}");
+    let o = run(&["overlap", &q, "--against", &idx, "--seed-units", "3"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("built with seed_units 5"), "{}", stderr(&o));
 }
 
 #[test]

@@ -56,6 +56,7 @@ from .errors import (
 )
 
 __all__ = [
+    "options",
     "Pipeline",
     "Fingerprint",
     "FingerprintBatch",
@@ -192,6 +193,15 @@ class DedupResult:
             f"DedupResult(documents={self.documents}, clusters={len(self._native.clusters)}, "
             f"dropped={self.dropped})"
         )
+
+
+def options() -> list[dict[str, Any]]:
+    """The option table: every option of the pipeline, the search, the passage check and one
+    search or check, each a dict ``{"name", "group", "kind", "default", "min", "max",
+    "choices", "takes", "doc", "cli", "python", "http", "spark"}`` (a surface's spelling, or
+    ``None`` where it lacks the option): the rows ``neardup options --json`` prints, from the
+    one table in the library."""
+    return json.loads(_neardup.option_table_json())
 
 
 def _keywords(fn):

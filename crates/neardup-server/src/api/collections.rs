@@ -220,6 +220,7 @@ pub(super) fn describe(c: &Collection) -> Value {
         }
         Err(m) => (None, None, None, Some(m.clone())),
     };
+    let passages = c.info.passages.as_ref().map(OverlapOptions::of);
     json!({
         "name": c.info.name,
         "documents": documents,
@@ -229,12 +230,34 @@ pub(super) fn describe(c: &Collection) -> Value {
         "hamming": (c.info.method != Method::MinHash).then_some(c.info.hamming),
         "recall": c.info.recall,
         "store_text": c.info.store_text,
-        "passages": c.info.passages,
+        // The passage options, by the names PUT takes them.
+        "passages": passages,
+        // The body that creates this collection, as PUT takes it: what GET gives, PUT accepts.
+        "settings": settings(&c.info, passages.as_ref()),
         "verification": verification,
         "lsh": banding.map(|(b, r, p)| json!({"bands": b, "rows": r, "candidate_probability": p})),
         "pipeline_id": c.info.pipeline_id,
         "spec": c.info.spec,
         "error": error,
+    })
+}
+
+/// A collection's creation settings in the words of `PUT` (the option table's names): sent
+/// back, they create it again, or find it created with these settings.
+fn settings(info: &CollectionInfo, passages: Option<&OverlapOptions>) -> Value {
+    let (bands, rows) = info.banding.unzip();
+    json!({
+        "spec": info.spec,
+        "method": info.method,
+        "threshold": info.threshold,
+        "hamming": (info.method != Method::MinHash).then_some(info.hamming),
+        "verify": info.verify,
+        "bands": bands,
+        "rows": rows,
+        "recall": info.recall,
+        "lsh_weights": info.lsh_weights,
+        "store_text": info.store_text,
+        "passages": passages.map_or(json!(false), |p| json!(p)),
     })
 }
 

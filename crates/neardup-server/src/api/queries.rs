@@ -24,12 +24,15 @@ pub(super) fn top_k(given: Option<usize>, limits: &crate::Limits) -> Result<usiz
     }
 }
 
-pub(super) fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
-    match t {
-        Some(t) if !(t > 0.0 && t <= 1.0) => {
-            Err(ApiError::bad("invalid_field", format!("threshold {t} is not in (0, 1]")))
+/// A search or check the library refuses before any work: a threshold outside (0, 1]
+/// (`invalid_field`), or below the collection's with more documents than a scan may read
+/// (`threshold_below_collection`).
+fn refused(collection: &str, e: neardup::QueryError) -> ApiError {
+    match e {
+        neardup::QueryError::BelowThreshold(_) => {
+            ApiError::bad("threshold_below_collection", format!("collection {collection:?}: {e}"))
         }
-        _ => Ok(()),
+        _ => ApiError::bad("invalid_field", e.to_string()),
     }
 }
 
@@ -38,16 +41,13 @@ pub(super) fn check_threshold(t: Option<f64>) -> Result<(), ApiError> {
 /// refused with both thresholds named, never answered in part.
 fn search_plan(c: &Collection, threshold: Option<f64>) -> Result<neardup::SearchPlan, ApiError> {
     let live = live(c)?.read().unwrap_or_else(|p| p.into_inner());
-    live.plan_search(threshold).map_err(|e| {
-        ApiError::bad("threshold_below_collection", format!("collection {:?}: {e}", c.info.name))
-    })
+    live.plan_search(threshold).map_err(|e| refused(&c.info.name, e))
 }
 
 pub(super) async fn search(
     State(state): State<Shared>,
     OnLive { c, req }: OnLive<SearchRequest>,
 ) -> ApiResult {
-    check_threshold(req.threshold)?;
     search_plan(&c, req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
@@ -71,9 +71,7 @@ pub(super) async fn search(
                 let mut scratch = Scratch::default();
                 let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
                 // Planned again under the read lock: the collection may have grown since.
-                let below = |e: neardup::BelowThreshold| {
-                    ApiError::bad("threshold_below_collection", format!("collection {name:?}: {e}"))
-                };
+                let below = |e| refused(name, e);
                 let plan = live.plan_search(req.threshold).map_err(below)?;
                 let hits = live
                     .search_in(&q, req.threshold, top_k, None, &|id| stored.get(id))
@@ -244,7 +242,6 @@ pub(super) async fn check(
             req.top_k,
         )
     };
-    check_threshold(threshold)?;
     let plan = search_plan(&c, threshold)?;
     let top_k = top_k(asked_top_k, &limits)?;
     if plan == neardup::SearchPlan::Scan {

@@ -61,6 +61,9 @@ pub enum Method {
 }
 
 impl Method {
+    /// Every method, in the order options list them.
+    pub const ALL: [Method; 3] = [Method::MinHash, Method::SimHash, Method::Both];
+
     fn uses_minhash(self) -> bool {
         self != Method::SimHash
     }
@@ -103,6 +106,14 @@ impl Verification {
             Method::SimHash => Verification::Hamming,
         }
     }
+
+    /// Every verification, in the order options list them.
+    pub const ALL: [Verification; 4] = [
+        Verification::Jaccard,
+        Verification::Cosine,
+        Verification::Hamming,
+        Verification::Estimate,
+    ];
 
     /// The name used in options, specs and messages.
     pub fn name(self) -> &'static str {

@@ -20,7 +20,7 @@ use std::path::Path;
 use rustc_hash::FxHashMap;
 
 use super::index::{csr, Doc, PassageIndex, Text};
-use super::{IoStep, OverlapError, OverlapSpec};
+use super::{option_name, IoStep, OverlapError, OverlapOptions, OverlapSpec};
 use crate::IndexLock;
 
 /// The format of saved passage indexes this version writes and reads.
@@ -155,13 +155,15 @@ impl PassageIndex {
         Ok(())
     }
 
-    /// Loads the index saved in `dir`. With `spec`, its check settings are used and its
-    /// fingerprint settings must be the index's ([`OverlapError::Mismatch`] otherwise); without,
-    /// the saved settings are used.
+    /// Loads the index saved in `dir`, with its saved settings and the `options` given applied
+    /// over them: a check setting given changes, a fingerprint setting given must be the
+    /// index's ([`OverlapError::Mismatch`] otherwise, naming the option). A check against a
+    /// saved index needs no setting repeated (an index built with `seed_units` 5 is checked with
+    /// 5).
     ///
     /// The file is read once, front to back, and its checksum checked at the end: the texts go
     /// straight into one arena (no copy per document), the postings into their arrays.
-    pub fn load(dir: &Path, spec: Option<&OverlapSpec>) -> Result<PassageIndex, OverlapError> {
+    pub fn load(dir: &Path, options: &OverlapOptions) -> Result<PassageIndex, OverlapError> {
         let path = dir.join(PASSAGE_INDEX_FILE);
         let file = match fs::File::open(&path) {
             Ok(f) => f,
@@ -212,25 +214,20 @@ impl PassageIndex {
         let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?).map_err(|e| {
             bad(format!("damaged: its settings block is unreadable ({e}); build the index again"))
         })?;
-        let spec = match spec {
-            Some(asked) => {
-                for ((field, have), (_, want)) in
-                    saved.index_fields().into_iter().zip(asked.index_fields())
-                {
-                    if have != want {
-                        return Err(OverlapError::Mismatch {
-                            path: path.clone(),
-                            field,
-                            index: have,
-                            asked: want,
-                        });
-                    }
-                }
-                asked.clone()
+        // The index's settings, with the options given applied: the fingerprint settings must
+        // be the index's own, the others may change from one check to the next.
+        let spec = options.apply(saved.clone())?;
+        for ((field, have), (_, want)) in saved.index_fields().into_iter().zip(spec.index_fields())
+        {
+            if have != want {
+                return Err(OverlapError::Mismatch {
+                    path: path.clone(),
+                    field: option_name(field),
+                    index: have,
+                    asked: want,
+                });
             }
-            None => saved,
-        };
-        spec.validate()?;
+        }
         let ndocs = r.u64()? as usize;
         let mut docs = Vec::with_capacity(ndocs.min((len / 12) as usize));
         let mut by_id = FxHashMap::default();
@@ -458,7 +455,7 @@ mod tests {
         let mut index = index();
         index.save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("test setup");
         index.merge_postings();
-        let back = PassageIndex::load(dir.path(), None).expect("test setup");
+        let back = PassageIndex::load(dir.path(), &OverlapOptions::default()).expect("test setup");
         assert_eq!(
             (back.keys.clone(), back.postings.clone()),
             (index.keys.clone(), index.postings.clone())
@@ -470,12 +467,16 @@ mod tests {
         let mid = bytes.len() / 2;
         bytes[mid] ^= 1;
         fs::write(&path, &bytes).expect("test setup");
-        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        let e = PassageIndex::load(dir.path(), &OverlapOptions::default())
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("damaged"), "{e}");
 
         let cut = &bytes[..bytes.len() - 20];
         fs::write(&path, cut).expect("test setup");
-        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        let e = PassageIndex::load(dir.path(), &OverlapOptions::default())
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("damaged"), "{e}");
 
         // Regression (sweep 3): a changed byte in the settings was "unknown field `windo7`".
@@ -483,16 +484,21 @@ mod tests {
         let at = settings.windows(6).position(|w| w == b"window").expect("settings");
         settings[at + 5] = b'7';
         fs::write(&path, &settings).expect("test setup");
-        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        let e = PassageIndex::load(dir.path(), &OverlapOptions::default())
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("damaged: its settings block is unreadable"), "{e}");
 
         bytes[16] = 9;
         fs::write(&path, &bytes).expect("test setup");
-        let e = PassageIndex::load(dir.path(), None).expect_err("refused").to_string();
+        let e = PassageIndex::load(dir.path(), &OverlapOptions::default())
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("format 9"), "{e}");
 
-        let e =
-            PassageIndex::load(&dir.path().join("none"), None).expect_err("refused").to_string();
+        let e = PassageIndex::load(&dir.path().join("none"), &OverlapOptions::default())
+            .expect_err("refused")
+            .to_string();
         assert!(e.contains("does not exist"), "{e}");
     }
 
@@ -506,7 +512,10 @@ mod tests {
         index().save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("save");
         assert!(!stale.exists(), "the stale temporary file is removed");
         assert!(dir.path().join("notes.txt").exists());
-        assert_eq!(PassageIndex::load(dir.path(), None).expect("load").len(), 2);
+        assert_eq!(
+            PassageIndex::load(dir.path(), &OverlapOptions::default()).expect("load").len(),
+            2
+        );
     }
 
     #[test]
@@ -536,19 +545,25 @@ mod tests {
     #[test]
     fn a_check_with_other_fingerprint_settings_is_refused() {
         let dir = tempfile::tempdir().expect("test setup");
-        index().save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("test setup");
-        let asked = OverlapSpec { seed: 5, min_units: 20, ..OverlapSpec::default() };
-        let e = PassageIndex::load(dir.path(), Some(&asked)).expect_err("refused");
+        let built = OverlapSpec { seed: 5, min_units: 20, ..OverlapSpec::default() };
+        let mut ix = PassageIndex::new(built).expect("test setup");
+        ix.add_documents(vec![("a".into(), "x y z w v".into())], OnExistingId::Refuse)
+            .expect("test setup");
+        ix.save(&crate::IndexLock::acquire(dir.path()).expect("lock")).expect("test setup");
+        let asked = OverlapOptions { seed_units: Some(3), ..OverlapOptions::default() };
+        let e = PassageIndex::load(dir.path(), &asked).expect_err("refused");
         assert!(
-            matches!(&e, OverlapError::Mismatch { field: "seed", index, asked, .. }
-                if index == "3" && asked == "5"),
+            matches!(&e, OverlapError::Mismatch { field: "seed_units", index, asked, .. }
+                if index == "5" && asked == "3"),
             "{e}"
         );
-        // Check settings may change.
-        let asked = OverlapSpec { min_units: 20, ..OverlapSpec::default() };
-        assert_eq!(
-            PassageIndex::load(dir.path(), Some(&asked)).expect("test setup").spec().min_units,
-            20
-        );
+        assert!(e.to_string().contains("built with seed_units 5"), "{e}");
+        // Regression: nothing given, the index's own settings (it was refused unless every
+        // fingerprint setting was repeated); check settings may change.
+        let loaded = PassageIndex::load(dir.path(), &OverlapOptions::default()).expect("loads");
+        assert_eq!((loaded.spec().seed, loaded.spec().min_units), (5, 20));
+        let asked = OverlapOptions { min_units: Some(30), ..OverlapOptions::default() };
+        let loaded = PassageIndex::load(dir.path(), &asked).expect("loads");
+        assert_eq!((loaded.spec().seed, loaded.spec().min_units), (5, 30));
     }
 }

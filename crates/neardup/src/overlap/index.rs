@@ -106,6 +106,30 @@ pub enum Batch {
     Within,
 }
 
+impl Batch {
+    /// The mode of a batch: without a collection apart from the queries, `Within`; else against
+    /// it, the queries joining it afterwards only when asked (`add`: a revision checked later is
+    /// not its own first draft's copy).
+    pub fn of(within: bool, add: bool) -> Batch {
+        match (within, add) {
+            (true, _) => Batch::Within,
+            (false, true) => Batch::AgainstThenAdd,
+            (false, false) => Batch::Against,
+        }
+    }
+}
+
+/// How the documents given beside a saved index joined it ([`PassageIndex::join`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Joined {
+    /// Documents of new ids, added.
+    pub added: usize,
+    /// Documents of an id the index held with another text, which replaced it (a revised paper).
+    pub replaced: usize,
+    /// Documents the index held already with the same text, left as they were.
+    pub unchanged: usize,
+}
+
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
@@ -268,6 +292,32 @@ impl PassageIndex {
         doc.live = false;
         doc.text = Text::Owned(Arc::from(""));
         true
+    }
+
+    /// Documents given for the collection join it: a new id is added, a document given again
+    /// with another text replaces the one held (a revised paper), one given with the text held is
+    /// left as it is. Two documents of one id among `docs` are an error.
+    pub fn join(&mut self, docs: Vec<(String, String)>) -> Result<Joined, OverlapError> {
+        let (mut fresh, mut changed, mut unchanged) = (Vec::new(), Vec::new(), 0usize);
+        for (id, text) in docs {
+            match self.find(&id) {
+                Some(n) if self.text(n) == text => unchanged += 1,
+                Some(_) => changed.push((id, text)),
+                None => fresh.push((id, text)),
+            }
+        }
+        let joined = Joined { added: fresh.len(), replaced: changed.len(), unchanged };
+        self.add_documents(fresh, OnExistingId::Refuse)?;
+        self.add_documents(changed, OnExistingId::Replace)?;
+        Ok(joined)
+    }
+
+    /// The numbers of the documents of `ids` (sources to leave out of a check); an id the
+    /// collection does not hold is [`OverlapError::UnknownSource`].
+    pub fn numbers_of(&self, ids: &[String]) -> Result<Vec<u32>, OverlapError> {
+        ids.iter()
+            .map(|id| self.find(id).ok_or_else(|| OverlapError::UnknownSource { id: id.clone() }))
+            .collect()
     }
 
     /// Adds documents `(id, text)` (fingerprinted in parallel) and returns their numbers. An id

@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 
 pub use exclude::Exclusion;
 pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
-pub use index::{Batch, OnExistingId, PassageIndex};
+pub use index::{Batch, Joined, OnExistingId, PassageIndex};
 pub use record::{JsonId, PassageRecord, SourceRecord, SummaryRecord, WrittenIds};
 
 /// The settings of the passage check, as data. The first three define the index's fingerprints
@@ -289,29 +289,59 @@ impl OverlapOptions {
 
     /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
     pub fn to_spec(&self) -> Result<OverlapSpec, OverlapError> {
-        let d = OverlapSpec::default();
-        let keep = self.keep_quotes.unwrap_or(false);
+        self.apply(OverlapSpec::default())
+    }
+
+    /// `base` with each option given applied, checked (a saved index's settings, changed where
+    /// the caller asks).
+    pub fn apply(&self, base: OverlapSpec) -> Result<OverlapSpec, OverlapError> {
         let spec = OverlapSpec {
-            seed: self.seed_units.unwrap_or(d.seed),
-            window: self.window.unwrap_or(d.window),
-            min_units: self.min_units.unwrap_or(d.min_units),
-            max_gap: self.max_gap.unwrap_or(d.max_gap),
-            min_similarity: self.min_similarity.unwrap_or(d.min_similarity),
-            exclude_quotes: !keep,
-            exclude_references: !keep,
-            max_sources: self.max_sources.unwrap_or(d.max_sources),
-            zh_script: self.zh_script.unwrap_or(d.zh_script),
-            min_density: self.min_density.unwrap_or(d.min_density),
-            max_quote_chars: self.max_quote_chars.unwrap_or(d.max_quote_chars),
-            ..d
+            seed: self.seed_units.unwrap_or(base.seed),
+            window: self.window.unwrap_or(base.window),
+            min_units: self.min_units.unwrap_or(base.min_units),
+            max_gap: self.max_gap.unwrap_or(base.max_gap),
+            min_similarity: self.min_similarity.unwrap_or(base.min_similarity),
+            exclude_quotes: self.keep_quotes.map_or(base.exclude_quotes, |k| !k),
+            exclude_references: self.keep_quotes.map_or(base.exclude_references, |k| !k),
+            max_sources: self.max_sources.unwrap_or(base.max_sources),
+            zh_script: self.zh_script.unwrap_or(base.zh_script),
+            min_density: self.min_density.unwrap_or(base.min_density),
+            max_quote_chars: self.max_quote_chars.unwrap_or(base.max_quote_chars),
+            ..base
         };
         spec.validate().map_err(|e| match e {
-            OverlapError::InvalidSpec { field: "seed", message } => {
-                OverlapError::InvalidSpec { field: "seed_units", message }
+            OverlapError::InvalidSpec { field, message } => {
+                OverlapError::InvalidSpec { field: option_name(field), message }
             }
             e => e,
         })?;
         Ok(spec)
+    }
+
+    /// Every option of `spec`, given: what a passage collection is described as, in the words
+    /// it is created with (`GET` answers what `PUT` takes).
+    pub fn of(spec: &OverlapSpec) -> OverlapOptions {
+        OverlapOptions {
+            min_units: Some(spec.min_units),
+            max_gap: Some(spec.max_gap),
+            min_similarity: Some(spec.min_similarity),
+            seed_units: Some(spec.seed),
+            window: Some(spec.window),
+            max_sources: Some(spec.max_sources),
+            keep_quotes: Some(!spec.exclude_quotes),
+            zh_script: Some(spec.zh_script),
+            min_density: Some(spec.min_density),
+            max_quote_chars: Some(spec.max_quote_chars),
+        }
+    }
+}
+
+/// The option a field of [`OverlapSpec`] is given by (`seed` is `seed_units`), for messages.
+pub(crate) fn option_name(field: &'static str) -> &'static str {
+    match field {
+        "seed" => "seed_units",
+        "exclude_quotes" | "exclude_references" => "keep_quotes",
+        other => other,
     }
 }
 
@@ -426,6 +456,11 @@ pub enum OverlapError {
         /// Why.
         message: String,
     },
+    /// A source named to be left out (`exclude_source`) that the collection does not hold.
+    UnknownSource {
+        /// The id, as text.
+        id: String,
+    },
     /// Two documents of a collection have one id.
     DuplicateId {
         /// The id.
@@ -483,6 +518,9 @@ impl fmt::Display for OverlapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OverlapError::InvalidSpec { field, message } => write!(f, "{field}: {message}"),
+            OverlapError::UnknownSource { id } => {
+                write!(f, "no document of the collection has the id {}", crate::id_to_json(id))
+            }
             OverlapError::DuplicateId { id } => {
                 write!(f, "id {id} is given to two documents of the collection")
             }

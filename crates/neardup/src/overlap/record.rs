@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{Exclusion, Overlap, OverlapError, OverlapSpec, Passage, PassageIndex};
+use super::{Exclusion, Overlap, OverlapError, Passage, PassageIndex};
 use crate::{id_from_json, id_to_json, IdError, IndexLock};
 
 /// An id as an output writes it: a JSON string, or a number as written.
@@ -191,9 +191,9 @@ impl WrittenIds {
     pub fn load(
         &mut self,
         dir: &Path,
-        spec: Option<&OverlapSpec>,
+        options: &super::OverlapOptions,
     ) -> Result<PassageIndex, OverlapError> {
-        let mut index = PassageIndex::load(dir, spec)?;
+        let mut index = PassageIndex::load(dir, options)?;
         let mut bad = None;
         let mut plain: FxHashMap<String, String> = FxHashMap::default();
         for n in index.documents() {

@@ -723,7 +723,7 @@ class _Job:
         # The library's JobSpec, checked on the driver at once with the library's messages and
         # defaults; executors receive it as JSON. `options`: the caller's arguments, of which
         # the search options (the library's table) are taken when given.
-        search = {name for group, name, _, _ in neardup._neardup.option_table() if group == "search"}
+        search = {r["name"] for r in neardup.options() if r["group"] == "search"}
         settings = neardup._neardup.job_spec(
             pipeline, {k: v for k, v in options.items() if k in search and v is not None}
         )

@@ -39,12 +39,12 @@ def _option_value(text: str):
 
 def search_options(args: argparse.Namespace) -> dict:
     """The search options given on the command line, by their names."""
-    from neardup import _neardup
+    import neardup
 
     return {
-        name: getattr(args, name)
-        for group, name, _, _ in _neardup.option_table()
-        if group == "search" and getattr(args, name) is not None
+        r["name"]: getattr(args, r["name"])
+        for r in neardup.options()
+        if r["group"] == "search" and r["spark"] and getattr(args, r["name"]) is not None
     }
 
 
@@ -79,16 +79,18 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--max-doc-bytes", type=int, default=None,
                    help="the largest document taken, in bytes (default 32 MiB, as neardup dedup); a "
                         "larger one is a bad record")
-    # The search options: the library's one table, spelled as `neardup dedup` spells them
-    # (`--lsh-weights 0.3,0.7`); defaults and rules are the library's.
-    from neardup import _neardup
+    # The search options and the preset: the library's option table (`neardup options`), with
+    # its spellings (`--lsh-weights 0.3,0.7`), docs and defaults; its rules apply them.
+    import neardup
 
-    for group, name, _, takes in _neardup.option_table():
-        if group == "search":
-            d.add_argument("--" + name.replace("_", "-"), dest=name, type=_option_value,
-                           default=None, metavar=name.upper(),
-                           help=f"{takes} (as `neardup dedup --{name.replace('_', '-')}`)")
-    d.add_argument("--preset", default=None, help="the pipeline preset (default: default)")
+    for r in neardup.options():
+        if r["spark"] and r["group"] == "search":
+            default = "" if r["default"] is None else f" [default: {r['default']}]"
+            d.add_argument(r["spark"], dest=r["name"], type=_option_value, default=None,
+                           metavar=r["name"].upper(), help=f"{r['doc']}; {r['takes']}{default}")
+        elif r["spark"] and r["group"] == "pipeline":
+            d.add_argument(r["spark"], dest=r["name"], default=None,
+                           help=f"{r['doc']} [default: {r['default']}]")
     d.add_argument("--spec", default=None, help="a pipeline spec file (JSON, as `neardup spec`)")
     d.add_argument("--assignments", default=None, help="also write every document's cluster here")
     d.add_argument("--pairs", default=None, help="also write every verified pair here")
