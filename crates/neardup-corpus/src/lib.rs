@@ -8,6 +8,7 @@
 //!   the same input), and the JSON Lines it writes;
 //! - [`columnar`]: Parquet and Arrow IPC files, read as one record per row (columns named as
 //!   fields, dotted into structs) and written as outputs ([`columnar::TableWriter`]);
+//! - [`report`]: the HTML report of a dedup run, while it runs or from its outputs;
 //! - [`decisions`]: a reviewer's "not a duplicate" marks exported from the report;
 //! - [`write`]: outputs that never harm inputs or each other (checked before anything is opened,
 //!   written to a temporary file, renamed into place when the run succeeded, removed on a
@@ -49,6 +50,7 @@ pub mod decisions;
 pub mod dedup;
 pub mod overlap;
 pub mod read;
+pub mod report;
 pub mod write;
 
 pub use read::{InputError, InputErrorKind, ReadOptions};

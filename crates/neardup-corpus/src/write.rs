@@ -525,6 +525,23 @@ impl Write for OutputFile {
     }
 }
 
+/// The lock of the index saved in `dir` (made if need be) for `neardup COMMAND`, waiting while
+/// another run holds it: the wait is said through `say` first.
+pub fn lock_index(
+    command: &str,
+    dir: &Path,
+    say: &mut dyn FnMut(&str),
+) -> Result<neardup::IndexLock, CorpusError> {
+    if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(CorpusError::Dedup)? {
+        return Ok(lock);
+    }
+    say(&format!(
+        "neardup {command}: waiting for another run that writes the index in {}",
+        dir.display()
+    ));
+    neardup::IndexLock::acquire(dir).map_err(CorpusError::Dedup)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,6 @@
 //! GIL released).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 use pyo3::prelude::*;
@@ -14,10 +13,11 @@ use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
 
 use crate::dedup::search_config;
-use crate::interrupt::{interruptible, interruptible_with, wants_progress, Stop};
-use crate::overlap::{excluded, overlap_dict, overlap_error, spec_from_options};
+use crate::interrupt::{interruptible, wants_progress};
+use crate::overlap::{check_snapshot, overlap_error, spec_from_options};
 use crate::pipeline::{doc_from_py, Doc, PyPipeline};
 use crate::texts::Source;
+use crate::values::{doc_id, plain_id};
 use crate::{build_error, dedup_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -314,35 +314,8 @@ impl PyIndex {
                 .map(|(i, id)| doc_id(id, &format!("exclude_source[{i}]")))
                 .collect::<PyResult<Vec<String>>>()?;
             let text = doc_from_py(text, "text")?.into_display_text();
-            // Off the calling thread, so that Ctrl-C stops it (a flag of this call's own), and on
-            // a snapshot of the passage index, so that writers on other threads do not wait.
-            let flag = Arc::new(AtomicBool::new(false));
-            let stop = Stop::on(flag.clone());
-            let answer = interruptible_with(py, None, stop, |_| -> PyResult<_> {
-                let snapshot = self.state.read().map_err(poisoned)?.passages_snapshot();
-                let Some(index) = snapshot.as_deref() else {
-                    return Err(crate::errors::input(
-                        "this index keeps no passages: make it with Index(..., passages=True)",
-                    ));
-                };
-                let exclude = excluded(index, &exclude_source)?;
-                let found = index
-                    .check_until(id.as_deref(), &text, &exclude, Some(&flag))
-                    .map_err(overlap_error)?;
-                // The ids of the sources, taken under the lock.
-                let ids: std::collections::HashMap<u32, String> = found
-                    .passages
-                    .iter()
-                    .chain(&found.excluded)
-                    .flat_map(|p| std::iter::once(p.source).chain(p.also.iter().copied()))
-                    .map(|n| (n, index.id(n).to_string()))
-                    .collect();
-                Ok((found, ids))
-            });
-            let (found, ids) = answer?;
-            let name = |n: u32| crate::overlap::json_string_id(&ids[&n]);
-            let query = id.as_deref().map(crate::overlap::json_string_id);
-            overlap_dict(py, &found, query.as_deref(), &name)
+            let snapshot = || Ok(self.state.read().map_err(poisoned)?.passages_snapshot());
+            check_snapshot(py, snapshot, &text, id.as_deref(), &exclude_source)
         })
     }
 
@@ -432,27 +405,4 @@ impl PyIndex {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("Index(documents={}, pipeline={:?})", self.__len__(py)?, self.pipeline.id()))
     }
-}
-
-/// A document id as Python gives it, by the library's rule: a str, or an int standing for its
-/// decimal text (`7` and `"7"` are one id), within the length a collection stores.
-fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    let id = if let Ok(s) = obj.cast::<pyo3::types::PyString>() {
-        crate::values::utf8(s, || what.to_string())?.to_string()
-    } else if obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<PyBool>() {
-        obj.str()?.to_str()?.to_string()
-    } else {
-        return Err(crate::errors::input_type(format!(
-            "{what}: an id must be a str or an int, found {}",
-            obj.get_type().name()?
-        )));
-    };
-    neardup::check_collection_id(&id).map_err(|e| crate::errors::input(format!("{what}: {e}")))?;
-    Ok(id)
-}
-
-/// A saved id (JSON text) as the index names it: the library's rule (a string's value, or a
-/// number as written).
-fn plain_id(id: &str) -> String {
-    neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
 }

@@ -142,6 +142,46 @@ pub(crate) fn overlap_dict<'py>(
     Ok(crate::pipeline::to_py(py, &answer)?.cast_into::<PyDict>()?)
 }
 
+/// A query checked on a snapshot of a live index's passages (`Index.overlap`): off the calling
+/// thread, so that Ctrl-C stops it (a flag of this call's own), and on a snapshot, so that
+/// writers on other threads do not wait. `id` (the query's own) and `exclude_source` are never
+/// its sources.
+pub(crate) fn check_snapshot<'py>(
+    py: Python<'py>,
+    snapshot: impl FnOnce() -> PyResult<Option<std::sync::Arc<PassageIndex>>> + Send,
+    text: &str,
+    id: Option<&str>,
+    exclude_source: &[String],
+) -> PyResult<Bound<'py, PyDict>> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let flag = Arc::new(AtomicBool::new(false));
+    let stop = crate::interrupt::Stop::on(flag.clone());
+    let answer = crate::interrupt::interruptible_with(py, None, stop, |_| -> PyResult<_> {
+        let snapshot = snapshot()?;
+        let Some(index) = snapshot.as_deref() else {
+            return Err(crate::errors::input(
+                "this index keeps no passages: make it with Index(..., passages=True)",
+            ));
+        };
+        let exclude = excluded(index, exclude_source)?;
+        let found = index.check_until(id, text, &exclude, Some(&flag)).map_err(overlap_error)?;
+        // The ids of the sources, taken while the snapshot is held.
+        let ids: std::collections::HashMap<u32, String> = found
+            .passages
+            .iter()
+            .chain(&found.excluded)
+            .flat_map(|p| std::iter::once(p.source).chain(p.also.iter().copied()))
+            .map(|n| (n, index.id(n).to_string()))
+            .collect();
+        Ok((found, ids))
+    });
+    let (found, ids) = answer?;
+    let name = |n: u32| json_string_id(&ids[&n]);
+    let query = id.map(json_string_id);
+    overlap_dict(py, &found, query.as_deref(), &name)
+}
+
 /// An id (as text) as a JSON string.
 pub(crate) fn json_string_id(id: &str) -> JsonId {
     RawValue::from_string(neardup::id_to_json(id)).expect("a JSON string")

@@ -155,3 +155,28 @@ pub(crate) fn utf8<'a>(
         ))
     })
 }
+
+/// A document id as Python gives it, by the library's rule: a str, or an int standing for its
+/// decimal text (`7` and `"7"` are one id), within the length a collection stores.
+pub(crate) fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let id = if let Ok(s) = obj.cast::<pyo3::types::PyString>() {
+        crate::values::utf8(s, || what.to_string())?.to_string()
+    } else if obj.is_instance_of::<pyo3::types::PyInt>()
+        && !obj.is_instance_of::<pyo3::types::PyBool>()
+    {
+        obj.str()?.to_str()?.to_string()
+    } else {
+        return Err(crate::errors::input_type(format!(
+            "{what}: an id must be a str or an int, found {}",
+            obj.get_type().name()?
+        )));
+    };
+    neardup::check_collection_id(&id).map_err(|e| crate::errors::input(format!("{what}: {e}")))?;
+    Ok(id)
+}
+
+/// A saved id (JSON text) as the index names it: the library's rule (a string's value, or a
+/// number as written).
+pub(crate) fn plain_id(id: &str) -> String {
+    neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
+}

@@ -118,7 +118,7 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     ];
     if args.html {
         let side = |r: &Record| neardup_web::compare::Side {
-            title: crate::cmd::report::display_id(r.id.get()),
+            title: neardup_corpus::report::display_id(r.id.get()),
             text: r.body.as_document().display_text().into_owned(),
         };
         let page = neardup_web::compare::ComparePage {

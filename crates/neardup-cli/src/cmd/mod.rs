@@ -34,20 +34,6 @@ pub fn output_error(e: io::Error) -> Failure {
     }
 }
 
-/// Takes the write lock of the index directory `dir` for `neardup COMMAND`, saying on stderr
-/// when it waits for another run (it waited without a word).
-pub fn lock_index(command: &str, dir: &std::path::Path) -> Result<neardup::IndexLock, Failure> {
-    let runtime = |e: neardup::DedupError| Failure::Runtime(e.into());
-    if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(runtime)? {
-        return Ok(lock);
-    }
-    eprintln!(
-        "neardup {command}: waiting for another run that writes the index in {}",
-        dir.display()
-    );
-    neardup::IndexLock::acquire(dir).map_err(runtime)
-}
-
 /// Builds the pipeline from the options; spec mistakes are usage errors.
 pub fn build_pipeline(args: &PipelineArgs) -> Result<Pipeline, Failure> {
     build_pipeline_from(args, "default")

@@ -21,7 +21,9 @@ pub use rewrite::{remove_repeats, without_repeats, Rewritten};
 
 use crate::columnar::{check_table_inputs, RecordsOutput};
 use crate::read::ReadOptions;
-use crate::write::{check_conflicts, commit_section, stdout_closed, Input, Output, OutputFile};
+use crate::write::{
+    check_conflicts, commit_section, lock_index, stdout_closed, Input, Output, OutputFile,
+};
 use crate::CorpusError;
 
 /// Hears of the job as it goes. Each does nothing by default.
@@ -229,7 +231,10 @@ impl OverlapJob {
             planned.push(Output { option: "--save-index", path: dir.join(PASSAGE_INDEX_FILE) });
             check_conflicts(&inputs, &planned)?;
         }
-        let lock = self.save_index.as_deref().map(|dir| lock_index(dir, observer)).transpose()?;
+        let lock = match &self.save_index {
+            Some(dir) => Some(lock_index("overlap", dir, &mut |l| observer.say(l))?),
+            None => None,
+        };
 
         // Every id is text (`7` and `"7"` are one document); outputs write it as written.
         let mut written = WrittenIds::default();
@@ -425,20 +430,4 @@ impl OverlapJob {
             e => CorpusError::Overlap(e),
         })
     }
-}
-
-/// The lock of the saved index in `dir` (made if need be), waiting, said, while another run
-/// holds it.
-fn lock_index(
-    dir: &Path,
-    observer: &dyn OverlapObserver,
-) -> Result<neardup::IndexLock, CorpusError> {
-    if let Some(lock) = neardup::IndexLock::try_acquire(dir).map_err(CorpusError::Dedup)? {
-        return Ok(lock);
-    }
-    observer.say(&format!(
-        "neardup overlap: waiting for another run that writes the index in {}",
-        dir.display()
-    ));
-    neardup::IndexLock::acquire(dir).map_err(CorpusError::Dedup)
 }

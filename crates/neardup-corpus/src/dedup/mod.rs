@@ -26,6 +26,10 @@ use crate::read::{
 use crate::write::{stdout_closed, OutputFile};
 use crate::CorpusError;
 
+mod job;
+
+pub use job::{DedupJob, DedupObserver, DedupRun};
+
 /// Where a document came from, for the second pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place {
@@ -123,7 +127,7 @@ pub fn sketch_sources(
     sources: &[Source],
     opts: &ReadOptions,
     ids: &mut Ids,
-    observer: &mut impl Observer,
+    observer: &mut (impl Observer + ?Sized),
 ) -> Result<Sketched, CorpusError> {
     let mut out = Sketched { digests: vec![None; sources.len()], ..Sketched::default() };
     let mut fatal: Option<InputError> = None;
