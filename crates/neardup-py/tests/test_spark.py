@@ -339,7 +339,7 @@ def test_jsonl_lines_are_read_as_the_cli_reads_them(spark, binary, tmp_path, mon
     library's rule: dotted fields, ids as written (a number's text), escaped and raw Chinese,
     blank lines that are no record, a byte order mark on any line. The clusters, ids and kept lines are the CLI's, with the
     clusters found on the driver and by large-star / small-star alike."""
-    import neardup.spark as spark_mod
+    import neardup.spark._job as spark_mod
     from neardup.spark import dedup_jsonl
 
     docs = big_corpus()[:700]
