@@ -998,3 +998,51 @@ fn output_to_parquet_keeps_every_column_and_min_chars_drops_what_is_left_short()
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(fs::read(&arrow).expect("the output").starts_with(b"ARROW1"));
 }
+
+/// The passage index committed in `tests/fixtures/passage_index_v1` (format 1, written by the
+/// build its README names) is read by this build: the same passages and summaries, byte for
+/// byte. A later format must keep reading it, or refuse it by name.
+#[test]
+fn the_committed_passage_index_of_format_1_is_read_as_written() {
+    let fixture = repo().join("tests/fixtures/passage_index_v1");
+    let dir = tempdir("passage-index-v1");
+    // A copy: the fixture stays untouched.
+    let index = dir.join("index");
+    fs::create_dir(&index).expect("mkdir");
+    fs::copy(fixture.join("index/passages.ndpi"), index.join("passages.ndpi")).expect("copy");
+    let (passages, summary) = (dir.join("p.jsonl"), dir.join("s.jsonl"));
+    let out = run(&[
+        "overlap",
+        &fixture.join("query.jsonl").display().to_string(),
+        "--against",
+        &index.display().to_string(),
+        "--passages",
+        &passages.display().to_string(),
+        "--summary",
+        &summary.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("against 4 documents (4 from the saved index)"),
+        "{}",
+        stderr(&out)
+    );
+    for (written, expected) in
+        [(passages, "expected_passages.jsonl"), (summary, "expected_summary.jsonl")]
+    {
+        let expected = fs::read_to_string(fixture.join(expected)).expect("expected");
+        assert_eq!(fs::read_to_string(written).expect("written"), expected);
+    }
+    // Its own settings stand unless given; fingerprint settings other than its own are refused
+    // by name, not answered.
+    let out = run(&[
+        "overlap",
+        &fixture.join("query.jsonl").display().to_string(),
+        "--against",
+        &index.display().to_string(),
+        "--seed-units",
+        "5",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("seed_units"), "{}", stderr(&out));
+}
