@@ -1040,4 +1040,147 @@ mod tests {
         assert_eq!(union_len(vec![(0, 10), (5, 15), (20, 25)]), 20);
         assert_eq!(split(0, 10, &[(3, 5, Exclusion::Quote)]).len(), 3);
     }
+
+    mod brute_force {
+        //! The index's choices against brute force: winnowing, its guarantee, the postings'
+        //! cap, the sources' cap.
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Every window's rightmost minimum, by scanning every window: the fingerprints
+        /// winnowing selects.
+        fn all_window_minima(grams: &[u64], window: usize) -> Vec<u32> {
+            if grams.is_empty() {
+                return Vec::new();
+            }
+            let w = window.min(grams.len());
+            let mut out: Vec<u32> =
+                grams.windows(w).map(|g| key(*g.iter().min().expect("w >= 1"))).collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        }
+
+        /// Hashes from a small range, so that windows tie; the key is the high half.
+        fn grams(max_len: usize) -> impl Strategy<Value = Vec<u64>> {
+            prop::collection::vec((0u64..12).prop_map(|x| x << 32), 0..max_len)
+        }
+
+        /// A text over a small vocabulary (words repeat, so documents share k-grams).
+        fn text(words: usize) -> impl Strategy<Value = String> {
+            prop::collection::vec(0usize..6, words..words + 30).prop_map(|w| {
+                w.iter()
+                    .map(|&i| ["alpha", "beta", "gamma", "delta", "eps", "zeta"][i])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        }
+
+        fn doc_keys(text: &str, spec: &OverlapSpec) -> Vec<u32> {
+            let (mut u, mut g, mut out) = (Vec::new(), Vec::new(), Vec::new());
+            units(text, spec.zh_script, &mut u);
+            kgram_hashes(&u, spec.seed as usize, &mut g);
+            winnow(&g, spec.window as usize, &mut out);
+            out
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            /// Winnowing keeps exactly the keys of every window's minimum.
+            #[test]
+            fn winnowing_selects_every_window_minimum_and_nothing_else(
+                g in grams(60),
+                window in 1usize..9,
+            ) {
+                let mut out = Vec::new();
+                winnow(&g, window, &mut out);
+                prop_assert_eq!(out, all_window_minima(&g, window));
+            }
+
+            /// Schleimer et al.'s guarantee: two sequences that share a run of at least
+            /// `window` k-grams share a fingerprint.
+            #[test]
+            fn a_shared_run_of_a_window_shares_a_fingerprint(
+                a in grams(40),
+                b in grams(40),
+                run in prop::collection::vec((0u64..12).prop_map(|x| x << 32), 1..12),
+                window in 1usize..9,
+                at_a in 0usize..40,
+                at_b in 0usize..40,
+            ) {
+                prop_assume!(run.len() >= window);
+                let splice = |v: &[u64], at: usize| {
+                    let at = at.min(v.len());
+                    [&v[..at], &run[..], &v[at..]].concat()
+                };
+                let (x, y) = (splice(&a, at_a), splice(&b, at_b));
+                let (mut kx, mut ky) = (Vec::new(), Vec::new());
+                winnow(&x, window, &mut kx);
+                winnow(&y, window, &mut ky);
+                prop_assert!(kx.iter().any(|k| ky.binary_search(k).is_ok()), "{:?} {:?}", kx, ky);
+            }
+
+            /// Each key's postings are the first `max_postings` documents whose winnowed keys
+            /// hold it, in document order, whether added at once, one by one, or merged.
+            #[test]
+            fn postings_keep_the_first_max_postings_holders_of_each_key(
+                texts in prop::collection::vec(text(8), 1..14),
+                max_postings in 1u32..5,
+                one_by_one in any::<bool>(),
+            ) {
+                let spec = OverlapSpec { max_postings, seed: 3, ..OverlapSpec::default() };
+                let mut index = PassageIndex::new(spec.clone()).expect("index");
+                let docs: Vec<(String, String)> =
+                    texts.iter().enumerate().map(|(i, t)| (format!("d{i}"), t.clone())).collect();
+                if one_by_one {
+                    for d in docs {
+                        index.add_documents(vec![d], OnExistingId::Refuse).expect("add");
+                    }
+                } else {
+                    index.add_documents(docs, OnExistingId::Refuse).expect("add");
+                }
+                index.merge_postings();
+                let mut want: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+                for (d, t) in texts.iter().enumerate() {
+                    for k in doc_keys(t, &spec) {
+                        let holders = want.entry(k).or_default();
+                        if holders.len() < max_postings as usize {
+                            holders.push(d as u32);
+                        }
+                    }
+                }
+                let got: std::collections::BTreeMap<u32, Vec<u32>> = index
+                    .keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &k)| (k, index.postings[index.offsets[i] as usize..index.offsets[i + 1] as usize].to_vec()))
+                    .collect();
+                prop_assert_eq!(got, want);
+            }
+
+            /// A check names at most `max_sources` sources, and, when the query copies from no
+            /// more documents than that, each of them (long distinct passages), as with no cap.
+            #[test]
+            fn a_check_aligns_at_most_max_sources_and_finds_each_copied_one_under_it(
+                n in 1usize..7,
+                max_sources in 1u32..8,
+            ) {
+                let word = |d: usize, i: usize| format!("w{}x{}", d, i * 7 + d);
+                let docs: Vec<(String, String)> = (0..n)
+                    .map(|d| (format!("d{d}"), (0..60).map(|i| word(d, i)).collect::<Vec<_>>().join(" ")))
+                    .collect();
+                let query: String = docs.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(". ");
+                let spec = OverlapSpec { max_sources, ..OverlapSpec::default() };
+                let mut index = PassageIndex::new(spec).expect("index");
+                index.add_documents(docs, OnExistingId::Refuse).expect("add");
+                let found = index.check(None, &query, &[]).expect("check");
+                prop_assert!(found.sources.len() <= max_sources as usize, "{:?}", found.sources);
+                if n <= max_sources as usize {
+                    prop_assert_eq!(found.sources.len(), n, "{:?}", found.sources);
+                    prop_assert_eq!(found.copied_chars, found.chars - 2 * (n as u64 - 1));
+                }
+            }
+        }
+    }
 }
