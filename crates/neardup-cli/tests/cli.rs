@@ -2108,6 +2108,77 @@ fn a_string_id_and_a_number_id_with_one_text_are_one_id() {
     assert!(err.contains("cannot be loaded as a collection"), "{err}");
 }
 
+/// The conformance table's overlap rows (the library is the oracle) through the built binary:
+/// the queries against the collection, or both as one input, options as their flags.
+#[test]
+fn the_conformance_table_overlap_rows_through_the_cli() {
+    let table = common::conformance_table();
+    let o = &table["overlap"];
+    let dir = tempdir("conformance-overlap");
+    let write = |name: &str, docs: Vec<&Value>| {
+        let path = dir.join(name);
+        std::fs::write(&path, docs.iter().map(|d| format!("{d}\n")).collect::<String>())
+            .expect("write");
+        path.display().to_string()
+    };
+    let list = |key: &str| o[key].as_array().expect("documents").iter().collect::<Vec<_>>();
+    let collection = write("collection.jsonl", list("collection"));
+    let queries = write("queries.jsonl", list("queries"));
+    let all = write("all.jsonl", [list("collection"), list("queries")].concat());
+    let (passages, summary) = (dir.join("p.jsonl"), dir.join("s.jsonl"));
+    for row in o["rows"].as_array().expect("rows") {
+        let mut args: Vec<String> = vec!["overlap".into()];
+        match row["mode"].as_str().expect("mode") {
+            "against" => args.extend([queries.clone(), "--against".into(), collection.clone()]),
+            _ => args.push(all.clone()),
+        }
+        for (name, value) in row["options"].as_object().expect("options") {
+            args.push(format!("--{}", name.replace('_', "-")));
+            match value {
+                Value::Bool(true) => {}
+                Value::String(s) => args.push(s.clone()),
+                other => args.push(other.to_string()),
+            }
+        }
+        let exclude = row["exclude_source"].as_array().expect("ids");
+        if !exclude.is_empty() {
+            args.push("--exclude-source".into());
+            args.extend(exclude.iter().map(|i| i.as_str().expect("id").to_string()));
+        }
+        args.extend([
+            "--passages".into(),
+            passages.display().to_string(),
+            "--summary".into(),
+            summary.display().to_string(),
+            "-q".into(),
+        ]);
+        let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}: {}", row["name"], stderr(&o));
+        let lines = |p: &Path| -> Vec<Value> {
+            std::fs::read_to_string(p)
+                .expect("output")
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("JSON"))
+                .collect()
+        };
+        let got_passages: Vec<Value> =
+            lines(&passages).iter().map(common::conformance_passage).collect();
+        let copied: serde_json::Map<String, Value> = lines(&summary)
+            .iter()
+            .map(|s| {
+                let q = neardup::id_from_json(&s["query"].to_string()).expect("id").into_owned();
+                (q, s["copied_chars"].clone())
+            })
+            .collect();
+        assert_eq!(
+            serde_json::json!({"passages": got_passages, "copied_chars": copied}),
+            row["expect"],
+            "{}",
+            row["name"]
+        );
+    }
+}
+
 /// The conformance table's dedup rows (tests/conformance/table.json; the library is the oracle)
 /// through the built binary, each option given as its flag.
 #[test]

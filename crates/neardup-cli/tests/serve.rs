@@ -1935,6 +1935,57 @@ fn the_conformance_table_through_the_service() {
     }
 }
 
+/// The conformance table's overlap rows checked against a collection (the service has no
+/// within mode) through the real service: a passage collection per row, made with the row's
+/// options, the collection stored, each query checked with the sources left out.
+#[test]
+fn the_conformance_table_overlap_rows_through_the_service() {
+    let table = common::conformance_table();
+    let o = &table["overlap"];
+    let dir = tempdir("conformance-overlap-service");
+    let s = Server::start(&dir, &[]);
+    let mut ran = 0;
+    for (n, row) in o["rows"].as_array().expect("rows").iter().enumerate() {
+        if row["mode"] != "against" {
+            continue;
+        }
+        let path = format!("/v1/collections/o{n}");
+        let (st, v) = s.json("PUT", &path, json!({"passages": row["options"]}));
+        assert_eq!(st, 201, "{v}");
+        let (st, v) = s.json("POST", &format!("{path}/docs"), json!({"docs": o["collection"]}));
+        assert_eq!(st, 200, "{v}");
+        let (mut passages, mut copied) = (Vec::new(), serde_json::Map::new());
+        for q in o["queries"].as_array().expect("queries") {
+            let body = json!({"text": q["text"], "exclude_source": row["exclude_source"]});
+            let (st, v) = s.json("POST", &format!("{path}/overlap"), body);
+            assert_eq!(st, 200, "{v}");
+            let mut found: Vec<Value> = v["passages"]
+                .as_array()
+                .expect("passages")
+                .iter()
+                .chain(v["excluded"].as_array().expect("excluded"))
+                .map(|p| {
+                    let mut p = p.clone();
+                    p["query"] = q["id"].clone();
+                    common::conformance_passage(&p)
+                })
+                .collect();
+            found.sort_by_key(|p| (p["start"].as_u64(), p["end"].as_u64()));
+            passages.extend(found);
+            let id = neardup::id_from_json(&q["id"].to_string()).expect("id").into_owned();
+            copied.insert(id, v["copied_chars"].clone());
+        }
+        assert_eq!(
+            json!({"passages": passages, "copied_chars": copied}),
+            row["expect"],
+            "{}",
+            row["name"]
+        );
+        ran += 1;
+    }
+    assert!(ran >= 4);
+}
+
 /// Issue 20: a search below the collection's threshold found 1 of 6 stored pairs at Jaccard
 /// 0.5-0.6, silently. It now scans (said: `"scanned": true`) and finds every one, or, on a
 /// collection larger than --max-scan-docs, is refused naming both thresholds; a check too.

@@ -61,3 +61,29 @@ def test_one_summary_in_every_surface(binary, tmp_path):
         {k: v for k, v in s.items() if k not in ("pairs", "banding")})) == result.summary_text()
     with pytest.raises(neardup.InputError, match="unknown field `pairs`"):
         neardup._neardup.format_summary(json.dumps(s))
+
+
+OVERLAP = TABLE["overlap"]
+
+
+def as_mapping(docs: list) -> dict:
+    return {d["id"]: d["text"] for d in docs}
+
+
+@pytest.mark.parametrize("row", OVERLAP["rows"], ids=lambda r: r["name"])
+def test_overlap_rows(row):
+    """The overlap rows through ``neardup.overlap``: the queries against the collection, or
+    both as one input; the passages in the CLI's order (``as_table``), ids as text."""
+    if row["mode"] == "against":
+        queries, against = as_mapping(OVERLAP["queries"]), as_mapping(OVERLAP["collection"])
+    else:
+        queries, against = as_mapping(OVERLAP["collection"] + OVERLAP["queries"]), None
+    passages, summary = neardup.overlap(queries, against, exclude_source=row["exclude_source"],
+                                        as_table=True, **row["options"])
+    keys = ("start", "end", "source_start", "source_end", "exclusion")
+    got = [{"query": id_text(p["query"]), "source": id_text(p["source"]), **{k: p[k] for k in keys}}
+           for p in passages.to_pylist()]
+    copied = {id_text(s["query"]): s["copied_chars"] for s in summary.to_pylist()}
+    want = [{k: p[k] for k in ("query", "source", *keys)} for p in row["expect"]["passages"]]
+    assert {"passages": got, "copied_chars": copied} == {"passages": want,
+                                                         "copied_chars": row["expect"]["copied_chars"]}

@@ -136,3 +136,62 @@ fn check_rows_one_at_a_time_and_grouped() {
         assert_eq!(grouped.ids(), one.ids(), "row {name:?}");
     }
 }
+
+/// The overlap rows: the library's passage check, the oracle of `neardup overlap`, Python's
+/// `neardup.overlap` and the service's `POST .../overlap`. Ids are text (the one id rule); the
+/// queries against the collection, or everything as one input in the table's order.
+#[test]
+fn overlap_rows() {
+    use neardup::overlap::{Batch, OverlapOptions, PassageIndex};
+    let table = table();
+    let o = &table["overlap"];
+    let docs = |key: &str| -> Vec<(String, String)> {
+        o[key]
+            .as_array()
+            .expect("documents")
+            .iter()
+            .map(|d| (id_text(&d["id"]), text(d).to_string()))
+            .collect()
+    };
+    let (collection, queries) = (docs("collection"), docs("queries"));
+    let rows = o["rows"].as_array().expect("rows");
+    assert!(rows.len() >= 5);
+    for row in rows {
+        let name = row["name"].as_str().expect("name");
+        let options: OverlapOptions =
+            serde_json::from_value(row["options"].clone()).expect("options by the table's names");
+        let mut index = PassageIndex::new(options.to_spec().expect("valid")).expect("index");
+        let (batch, mode) = match row["mode"].as_str().expect("mode") {
+            "against" => {
+                index
+                    .add_documents(collection.clone(), neardup::overlap::OnExistingId::Refuse)
+                    .expect("collection");
+                (queries.clone(), Batch::Against)
+            }
+            _ => ([collection.clone(), queries.clone()].concat(), Batch::Within),
+        };
+        let exclude: Vec<String> =
+            serde_json::from_value(row["exclude_source"].clone()).expect("ids");
+        let exclude = index.numbers_of(&exclude).expect("held");
+        let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+        let found = index.check_batch(batch, mode, &exclude).expect("check");
+        let mut passages = Vec::new();
+        let mut copied = serde_json::Map::new();
+        for (id, answer) in ids.iter().zip(&found) {
+            for p in answer.all_passages() {
+                passages.push(serde_json::json!({
+                    "query": id,
+                    "start": p.start,
+                    "end": p.end,
+                    "source": index.id(p.source),
+                    "source_start": p.source_start,
+                    "source_end": p.source_end,
+                    "exclusion": p.exclusion.map(|e| e.as_str()),
+                }));
+            }
+            copied.insert(id.clone(), answer.copied_chars.into());
+        }
+        let got = serde_json::json!({"passages": passages, "copied_chars": copied});
+        assert_eq!(got, row["expect"], "row {name:?}");
+    }
+}

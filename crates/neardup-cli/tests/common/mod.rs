@@ -47,3 +47,19 @@ pub fn conformance_table() -> serde_json::Value {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/table.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("the table")).expect("JSON")
 }
+
+/// A passage record (`--passages`, the service's answer) in the conformance table's shape: ids
+/// as text (the one id rule), ranges in code points, the exclusion.
+pub fn conformance_passage(p: &serde_json::Value) -> serde_json::Value {
+    let id =
+        |v: &serde_json::Value| neardup::id_from_json(&v.to_string()).expect("id").into_owned();
+    serde_json::json!({
+        "query": id(&p["query"]),
+        "start": p["start"],
+        "end": p["end"],
+        "source": id(&p["source"]),
+        "source_start": p["source_start"],
+        "source_end": p["source_end"],
+        "exclusion": p["exclusion"],
+    })
+}
