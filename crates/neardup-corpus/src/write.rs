@@ -137,9 +137,13 @@ fn unregister(entry: &Cleanup) {
     }
 }
 
-/// Registers a saved index's directory, whose temporary files a signal must remove.
+/// Registers a saved index's directory (of `dedup` or of `overlap`), whose temporary files a
+/// signal must remove; the caller holds its lock, so they are this run's.
 pub fn register_index_dir(dir: &Path) {
-    register(Cleanup::Prefixed(dir.to_path_buf(), &[".docs", ".manifest.json."]));
+    register(Cleanup::Prefixed(
+        dir.to_path_buf(),
+        &[".docs", ".manifest.json.", neardup::overlap::TEMPORARY_PREFIX],
+    ));
 }
 
 /// One file the run reads, for [`check_conflicts`].

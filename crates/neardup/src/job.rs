@@ -1,12 +1,11 @@
-//! `JobSpec`: a whole job as data (the pipeline that makes fingerprints and the search over them),
-//! the one value every surface builds from what its user gave and hands to the library.
+//! `JobSpec`: a whole job as data (the pipeline that makes fingerprints and the search over them).
 //!
-//! The CLI fills it from flags, Python from keyword arguments, the service from a collection's
-//! settings, and Spark ships it to its executors as JSON, so each runs the same job. Run-time
-//! resources (threads, a spill directory) are apart, in [`RunOptions`]: they change how a job
-//! runs, never its answer, and are not part of its id.
+//! Spark ships it to its executors as JSON, so each executor runs the driver's job. The CLI,
+//! Python and the service build the same two parts from what their users gave, by the option
+//! table's names ([`crate::PipelineOptions`], [`crate::SearchSpec`]), and persist them apart (a
+//! saved index's manifest, a collection's settings). Run-time resources (threads, a spill
+//! directory) are not part of a job: they change how it runs, never its answer.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -154,16 +153,6 @@ impl CompiledJob {
     pub fn engine(&self) -> Engine {
         self.engine.empty_like()
     }
-}
-
-/// How a job runs, apart from what it answers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RunOptions {
-    /// Worker threads (`None`: one per core).
-    pub threads: Option<usize>,
-    /// Where sketches spill when they do not stay in memory (`None`: memory).
-    pub spill_dir: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `PipelineOptions`: the overrides a user gives on top of a preset, by the names every surface
 //! uses (`--segmenter jieba` on the command line, `segmenter="jieba"` in Python), turned into a
-//! [`PipelineSpec`] in one place, so that the CLI, the service, Python and Spark build the same
-//! pipeline from the same words.
+//! [`PipelineSpec`] in one place, so that the CLI, Python and Spark build the same pipeline from
+//! the same words (the service takes a preset or a whole spec).
 
 use std::path::PathBuf;
 

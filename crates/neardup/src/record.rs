@@ -144,17 +144,16 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
                 at(raw)
             )))
         }
-        (None, None) => {
-            return Err(bad(format!(
-                "no {:?} field (nor {:?}); choose the field with --text-field",
-                fields.text, fields.tokens
-            )))
-        }
+        (None, None) => return Err(bad(format!(
+            "no {:?} field (nor {:?}); choose the field with --text-field (text_field in Python \
+                 and Spark)",
+            fields.text, fields.tokens
+        ))),
     };
     let rank = match (found_rank, fields.rank) {
         // From its text, so that a number is compared as written (past 2^53 and 64 bits).
         (Some(raw), Some(field)) => Rank::from_json_text(raw.get())
-            .map_err(|e| bad(format!("field {field:?} (of --keep): {e} {}", at(raw))))?,
+            .map_err(|e| bad(format!("field {field:?} (of the keep rule): {e} {}", at(raw))))?,
         _ => None,
     };
     Ok(JsonRecord { id, body, rank })

@@ -22,7 +22,8 @@ pub use rewrite::{remove_repeats, without_repeats, Rewritten};
 use crate::columnar::{check_table_inputs, RecordsOutput};
 use crate::read::ReadOptions;
 use crate::write::{
-    check_conflicts, commit_section, lock_index, stdout_closed, Input, Output, OutputFile,
+    check_conflicts, commit_section, lock_index, register_index_dir, stdout_closed, Input, Output,
+    OutputFile,
 };
 use crate::CorpusError;
 
@@ -232,7 +233,11 @@ impl OverlapJob {
             check_conflicts(&inputs, &planned)?;
         }
         let lock = match &self.save_index {
-            Some(dir) => Some(lock_index("overlap", dir, &mut |l| observer.say(l))?),
+            Some(dir) => {
+                let lock = lock_index("overlap", dir, &mut |l| observer.say(l))?;
+                register_index_dir(dir);
+                Some(lock)
+            }
             None => None,
         };
 

@@ -47,15 +47,6 @@ impl PySketcher {
         })
     }
 
-    /// The job's id (the pipeline's and the resolved search settings').
-    #[staticmethod]
-    fn job_id(job: &str) -> PyResult<String> {
-        let job = neardup::JobSpec::from_json(job)
-            .and_then(|j| j.compile())
-            .map_err(crate::errors::job_error)?;
-        Ok(job.id().to_string())
-    }
-
     /// The method (`minhash`, `simhash` or `both`).
     #[getter]
     fn method(&self) -> &'static str {

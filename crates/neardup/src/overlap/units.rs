@@ -5,9 +5,10 @@
 //! character, as Chinese thesis checkers do), one letter with its combining marks in the other
 //! scripts written without spaces between words (Thai, Lao, Khmer, Myanmar, Tibetan, ...: a run
 //! of their letters is a whole sentence, and as one unit no copy of it could ever match in
-//! part), or one word of any other script (a maximal run of letters, digits and combining marks). Everything else (punctuation, symbols, whitespace, line
-//! breaks) separates units and is never compared, so a swapped comma, a line break inside a
-//! sentence or a doubled space changes nothing. Each character is folded as the pipeline's
+//! part), or one word of any other script (a maximal run of letters, digits and combining
+//! marks). Everything else (punctuation, symbols, whitespace, line breaks) separates units and
+//! is never compared, so a swapped comma, a line break inside a sentence or a doubled space
+//! changes nothing. Each character is folded as the pipeline's
 //! normalizer folds text (NFKC, so full-width `ＶＬＣ` is `vlc`; then lowercase), one character at
 //! a time so that every unit keeps the exact code point and byte span it came from, and Chinese
 //! is written in one script first (`zh_script`, simplified by default: a copy converted to
