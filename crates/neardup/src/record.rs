@@ -144,11 +144,13 @@ pub fn parse_json_record(line: &str, fields: &RecordFields<'_>) -> Result<JsonRe
                 at(raw)
             )))
         }
-        (None, None) => return Err(bad(format!(
+        (None, None) => {
+            return Err(bad(format!(
             "no {:?} field (nor {:?}); choose the field with --text-field (text_field in Python \
                  and Spark)",
             fields.text, fields.tokens
-        ))),
+        )))
+        }
     };
     let rank = match (found_rank, fields.rank) {
         // From its text, so that a number is compared as written (past 2^53 and 64 bits).

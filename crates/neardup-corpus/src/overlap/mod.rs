@@ -111,6 +111,37 @@ pub struct OverlapOutcome {
     pub check_time: Duration,
 }
 
+/// Checks the batch on a thread of its own while this one tells `observer` how far it is (the
+/// observer stays on the caller's thread): queries checked of all, and the rate.
+fn checked_with_progress(
+    index: &mut PassageIndex,
+    batch: Vec<(String, String)>,
+    mode: Batch,
+    exclude: &[u32],
+    observer: &dyn OverlapObserver,
+) -> Result<Vec<neardup::overlap::Overlap>, OverlapError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let (total, checked, started) = (batch.len() as u64, AtomicU64::new(0), Instant::now());
+    std::thread::scope(|scope| {
+        let work = scope.spawn(|| index.check_batch_counted(batch, mode, exclude, &checked));
+        let mut said = Instant::now();
+        while !work.is_finished() {
+            // Polled often, so that a short check is not kept waiting; said every 200 ms.
+            std::thread::sleep(Duration::from_millis(10));
+            if said.elapsed() >= Duration::from_millis(200) {
+                said = Instant::now();
+                let n = checked.load(Ordering::Relaxed);
+                let rate = n as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                observer.progress(&format!(
+                    "checked {n} of {} ({rate:.0}/s)",
+                    neardup::count_of(total, "query", "queries")
+                ));
+            }
+        }
+        work.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// True when a passage error is the caller's to change (a setting, an index of other settings,
 /// a directory that is not an index, a source that is not in the collection).
 pub fn is_usage(e: &OverlapError) -> bool {
@@ -309,9 +340,9 @@ impl OverlapJob {
         ));
         let batch: Vec<(String, String)> =
             queries.docs.into_iter().map(|d| (d.id, d.text)).collect();
-        let results = index
-            .check_batch(batch, Batch::of(outcome.within, self.add), &exclude)
-            .map_err(overlap)?;
+        let mode = Batch::of(outcome.within, self.add);
+        let results =
+            checked_with_progress(&mut index, batch, mode, &exclude, observer).map_err(overlap)?;
         outcome.check_time = started.elapsed();
         outcome.collection = index.len();
         outcome.queries = results.len() as u64;

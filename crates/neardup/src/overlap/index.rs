@@ -2,6 +2,7 @@
 //! a query against them.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -566,6 +567,22 @@ impl PassageIndex {
         mode: Batch,
         exclude: &[u32],
     ) -> Result<Vec<Overlap>, OverlapError> {
+        self.check_batch_counted(queries, mode, exclude, &AtomicU64::new(0))
+    }
+
+    /// [`PassageIndex::check_batch`], adding one to `checked` as each query's check ends, for a
+    /// caller that shows progress from another thread.
+    pub fn check_batch_counted(
+        &mut self,
+        queries: Vec<(String, String)>,
+        mode: Batch,
+        exclude: &[u32],
+        checked: &AtomicU64,
+    ) -> Result<Vec<Overlap>, OverlapError> {
+        let counted = |o: Result<Overlap, OverlapError>| {
+            checked.fetch_add(1, Ordering::Relaxed);
+            o
+        };
         let mut seen: FxHashMap<&str, ()> = FxHashMap::default();
         if let Some((id, _)) = queries.iter().find(|(id, _)| seen.insert(id, ()).is_some()) {
             return Err(OverlapError::DuplicateId { id: id.clone() });
@@ -579,7 +596,7 @@ impl PassageIndex {
                         if self.stopped() {
                             return Err(OverlapError::Stopped);
                         }
-                        self.check_member(n, exclude)
+                        counted(self.check_member(n, exclude))
                     })
                     .collect()
             }
@@ -590,7 +607,7 @@ impl PassageIndex {
                         if self.stopped() {
                             return Err(OverlapError::Stopped);
                         }
-                        self.check(Some(id), text, exclude)
+                        counted(self.check(Some(id), text, exclude))
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 if mode == Batch::AgainstThenAdd {
