@@ -212,12 +212,13 @@ fn parse_rank(row: usize, json: &str, field: &str) -> PyResult<Option<neardup::R
     rank.map_err(bad)
 }
 
-/// Ranks as two numpy arrays: the values (`NaN` for none) and their kinds.
-type RankArrays<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<i8>>);
+/// Ranks as two numpy arrays: each value's sort key (n x 20 bytes, zeros for none) and kind.
+type RankArrays<'py> = (Bound<'py, numpy::PyArray2<u8>>, Bound<'py, PyArray1<i8>>);
 
-/// The keep rule's values of a batch of rows (Spark's sketch stage): each value's number
-/// (`NaN` for none) and kind (0 none, 1 number, 2 date), as the library reads them from their
-/// JSON texts; `first_row` numbers the rows in messages.
+/// The keep rule's values of a batch of rows (Spark's sketch stage): each value's sort key
+/// ([`neardup::Rank::sort_key`]: bytes in the exact order of the values, which a double would
+/// round) and kind (0 none, 1 number, 2 date), as the library reads them from their JSON
+/// texts; `first_row` numbers the rows in messages.
 #[pyfunction]
 fn rank_values<'py>(
     py: Python<'py>,
@@ -225,18 +226,25 @@ fn rank_values<'py>(
     field: &str,
     first_row: usize,
 ) -> PyResult<RankArrays<'py>> {
-    let mut numbers = Vec::with_capacity(values.len());
+    let mut keys = Vec::with_capacity(values.len() * 20);
     let mut kinds = Vec::with_capacity(values.len());
     for (i, json) in values.iter().enumerate() {
         let rank = parse_rank(first_row + i, json, field)?;
-        numbers.push(rank.map_or(f64::NAN, |r| r.value));
-        kinds.push(match rank.map(|r| r.kind) {
-            None => 0,
-            Some(neardup::RankKind::Number) => 1,
-            Some(neardup::RankKind::Time) => 2,
-        });
+        keys.extend_from_slice(&rank.map_or([0; 20], |r| r.sort_key()));
+        kinds.push(rank_kind(rank.as_ref()));
     }
-    Ok((numbers.into_pyarray(py), kinds.into_pyarray(py)))
+    let keys = numpy::ndarray::Array2::from_shape_vec((values.len(), 20), keys)
+        .map_err(|e| crate::errors::input(e.to_string()))?;
+    Ok((keys.into_pyarray(py), kinds.into_pyarray(py)))
+}
+
+/// A rank's kind as Spark's column holds it: 0 none, 1 number, 2 date.
+pub(crate) fn rank_kind(rank: Option<&neardup::Rank>) -> i8 {
+    match rank.map(|r| r.kind) {
+        None => 0,
+        Some(neardup::RankKind::Number) => 1,
+        Some(neardup::RankKind::Time) => 2,
+    }
 }
 
 /// Pairs as three numpy arrays: first positions, second positions, similarities.

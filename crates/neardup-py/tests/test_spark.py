@@ -334,6 +334,34 @@ def test_keep_by_a_date_column_keeps_what_the_cli_keeps(spark, binary, tmp_path)
         dedup(df, keep="max:fetched")
 
 
+def test_keep_compares_values_exactly_as_the_cli_does(spark, binary, tmp_path):
+    """keep="max:FIELD" on values a double cannot tell apart (integers past 2**53, instants a
+    nanosecond apart): Spark compared doubles, so the two tied and the first was kept; the CLI
+    keeps the larger. The larger is second in each pair."""
+    from neardup.spark import dedup, dedup_jsonl
+
+    # Four texts that share no word.
+    texts = [" ".join(f"w{k}x{j}" for j in range(40)) for k in range(4)]
+    rows = []
+    for i, (lo, hi) in enumerate([(2**53, 2**53 + 1), (2**63 + 10, 2**63 + 11), (-(2**60) - 3, -(2**60) - 2)]):
+        rows += [(f"n{i}a", texts[i], lo), (f"n{i}b", texts[i], hi)]
+    path = tmp_path / "n.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t, "v": v}) + "\n" for i, t, v in rows))
+    out = run_cli(binary, "dedup", str(path), "--keep", "max:v", "-o", str(tmp_path / "kept.jsonl"), "-q")
+    assert out.returncode == 0, out.stderr
+    cli_kept = sorted(json.loads(l)["id"] for l in open(tmp_path / "kept.jsonl"))
+    assert cli_kept == ["n0b", "n1b", "n2b"]
+    result = dedup_jsonl(spark.read.text(str(path)), keep="max:v", cache_input=False)
+    kept = sorted(json.loads(r.value)["id"] for r in result.kept.collect())
+    assert kept == cli_kept
+    # A DataFrame of strings (instants a nanosecond apart) and of exact decimals.
+    stamps = [("t0a", texts[3], "2024-05-01T12:00:00.000000001Z"), ("t0b", texts[3], "2024-05-01T12:00:00.000000002Z")]
+    df = spark.createDataFrame(stamps, "id string, text string, v string")
+    assert sorted(r.id for r in dedup(df, keep="max:v").kept.select("id").collect()) == ["t0b"]
+    df = spark.createDataFrame([(i, t, str(v)) for i, t, v in rows], "id string, text string, v string")
+    assert sorted(r.id for r in dedup(df, keep="min:v").kept.select("id").collect()) == ["n0a", "n1a", "n2a"]
+
+
 def test_jsonl_lines_are_read_as_the_cli_reads_them(spark, binary, tmp_path, monkeypatch):
     """dedup_jsonl (what `python -m neardup.spark dedup` runs on JSONL) reads each line by the
     library's rule: dotted fields, ids as written (a number's text), escaped and raw Chinese,

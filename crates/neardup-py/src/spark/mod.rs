@@ -146,8 +146,8 @@ impl PySketcher {
     /// 1 a blank line, 2 a bad record), `errors` (a list of `(row, message)` for bad records),
     /// the ids as an Arrow string column's buffers (`id_offsets` int64 n+1, `id_data`, `id_valid`:
     /// false where the record has no id field; an id is its JSON string's value or its number's
-    /// text as written) and, with a keep field, `rank` (float64, NaN for none) and `rank_kind`
-    /// (0 none, 1 number, 2 date).
+    /// text as written) and, with a keep field, `rank` (n x 20 bytes: each value's sort key, zeros
+    /// for none) and `rank_kind` (0 none, 1 number, 2 date).
     #[pyo3(signature = (offsets, data, text_field, id_field, tokens_field, keep_field=None, lossy=false, max_doc_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn sketch_records<'py>(
@@ -233,17 +233,14 @@ impl PySketcher {
             out.set_item("id_data", id_data.into_pyarray(py))?;
             out.set_item("id_valid", PyArray1::from_slice(py, &id_valid))?;
             if keep_field.is_some() {
-                let value: Vec<f64> =
-                    ranks.iter().map(|r| r.map_or(f64::NAN, |r| r.value)).collect();
-                let kind: Vec<u8> = ranks
-                    .iter()
-                    .map(|r| match r.map(|r| r.kind) {
-                        None => 0,
-                        Some(neardup::RankKind::Number) => 1,
-                        Some(neardup::RankKind::Time) => 2,
-                    })
-                    .collect();
-                out.set_item("rank", value.into_pyarray(py))?;
+                // Each value's sort key (the exact order, which a double would round).
+                let keys: Vec<u8> =
+                    ranks.iter().flat_map(|r| r.map_or([0; 20], |r| r.sort_key())).collect();
+                let keys = numpy::ndarray::Array2::from_shape_vec((ranks.len(), 20), keys)
+                    .map_err(|e| crate::errors::input(e.to_string()))?;
+                let kind: Vec<i8> =
+                    ranks.iter().map(|r| crate::dedup::rank_kind(r.as_ref())).collect();
+                out.set_item("rank", keys.into_pyarray(py))?;
                 out.set_item("rank_kind", kind.into_pyarray(py))?;
             }
             Ok(out)

@@ -51,10 +51,26 @@ def _binary_array(offsets: Any, data: Any) -> Any:
     )
 
 
+def _rank_keys(keys: Any, kinds: Any) -> Any:
+    """The extension's sort keys (n x 20 bytes) as a binary column, null where there is no
+    value (kind 0): Spark orders binary values byte by byte, unsigned, which is the keys' order,
+    the values' exact order (a double column tied integers past 2**53 and nanosecond instants,
+    which ``neardup dedup`` tells apart)."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(kinds)
+    fixed = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(20), n, [pa.array(np.asarray(kinds) != 0).buffers()[1],
+                           pa.py_buffer(np.ascontiguousarray(keys))],
+    )
+    return fixed.cast(pa.binary())
+
+
 def _rank_columns(batch: Any, field: str) -> tuple[Any, Any]:
-    """The keep rule's values of a batch (its `rank_src` column) as the library reads them: a
-    double column (null for none) and their kinds (0 none, 1 number, 2 date). A value it
-    cannot read is an InputError naming its position."""
+    """The keep rule's values of a batch (its `rank_src` column) as the library reads them:
+    their sort keys (binary, null for none: :func:`_rank_keys`) and kinds (0 none, 1 number,
+    2 date). A value it cannot read is an InputError naming its position."""
     import numpy as np
     import pyarrow as pa
 
@@ -63,7 +79,7 @@ def _rank_columns(batch: Any, field: str) -> tuple[Any, Any]:
 
     values = batch.column("rank_src").to_pylist()
     try:
-        numbers, kinds = _neardup.rank_values(rank_json(values, field), field, 0)
+        keys, kinds = _neardup.rank_values(rank_json(values, field), field, 0)
     except (InputError, InputTypeError):
         # Say which document: the first value that fails alone.
         for pos, v in zip(batch.column("pos").to_pylist(), values):
@@ -72,7 +88,7 @@ def _rank_columns(batch: Any, field: str) -> tuple[Any, Any]:
             except (InputError, InputTypeError) as e:
                 raise InputError(f"the document at position {pos}: {str(e).split(': ', 1)[-1]}") from None
         raise
-    return pa.array(numbers, mask=np.isnan(numbers)), pa.array(kinds)
+    return _rank_keys(keys, kinds), pa.array(kinds)
 
 
 def _sketch_output(out: dict, n: int) -> tuple[list, list]:
@@ -100,7 +116,7 @@ def _sketch_output(out: dict, n: int) -> tuple[list, list]:
 # The sketch stage's columns after (pos, status, error[, id]): status 0 is a document, 1 a line
 # that is no record (blank), 2 a bad one (its error says why).
 _SKETCH_SCHEMA = "len long, empty boolean, exact binary, buckets array<long>, sketch binary"
-_RANK_SCHEMA = ", rank double, rank_kind byte"
+_RANK_SCHEMA = ", rank binary, rank_kind byte"
 
 
 def _sketch_batches(settings: str, max_doc_bytes: int, keep_field: Optional[str] = None):
@@ -187,8 +203,8 @@ def _sketch_lines(settings: str, fields: dict):
             columns = [batch.column("pos"), pa.array(out["status"]).cast(pa.int8()), error, ids] + columns
             names = ["pos", "status", "error", "id"] + names
             if fields.get("keep_field") is not None:
-                rank = out["rank"]
-                columns += [pa.array(rank, mask=np.isnan(rank)), pa.array(out["rank_kind"]).cast(pa.int8())]
+                kinds = out["rank_kind"]
+                columns += [_rank_keys(out["rank"], kinds), pa.array(kinds).cast(pa.int8())]
                 names += ["rank", "rank_kind"]
             yield pa.RecordBatch.from_arrays(columns, names=names)
 
