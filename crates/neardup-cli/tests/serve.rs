@@ -1074,6 +1074,50 @@ fn a_format_2_store_is_upgraded_and_answers_as_before() {
     }
 }
 
+/// The committed store of format 3 (tests/fixtures/store_v3: record checksums, a passage
+/// collection, metadata with `1.10` and a 30-digit integer) opens and answers as it did when it
+/// was written: searches, the passages of a query, the metadata byte for byte.
+#[test]
+fn a_format_3_store_answers_as_when_it_was_written() {
+    let dir = tempdir("store-v3");
+    let fixture = repo_root().join("tests/fixtures/store_v3/neardup.redb.zst");
+    let compressed = std::fs::read(&fixture).expect("fixture");
+    let bytes = zstd::decode_all(compressed.as_slice()).expect("zstd");
+    std::fs::write(dir.join("neardup.redb"), bytes).expect("write");
+    let s = Server::start(&dir, &[]);
+    let (status, health) = s.call("GET", "/v1/health", None);
+    assert_eq!((status, health["status"].as_str()), (200, Some("ok")), "{health}");
+    let query = "the quick brown fox jumps over the lazy dog near the river bank";
+    let (status, body) = s.json("POST", "/v1/collections/texts/search", json!({"text": query}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["hits"],
+        json!([
+            {"id": "d0", "similarity": 1.0, "metadata": {"n": 0}},
+            {"id": "d1", "similarity": 0.9, "metadata": {"n": 1}},
+        ])
+    );
+    let (status, body) = s.call("GET", "/v1/collections/sketches", None);
+    assert_eq!((status, body["documents"].as_u64()), (200, Some(4)), "{body}");
+    let q = "In short, public libraries in the county will extend their opening hours from next \
+             month; the council said the change follows a survey in which most residents asked \
+             for evening and weekend access. 近年來，隨著網際網路的快速發展，網路文本的數量急劇增加，\
+             重複內容的檢測成為資訊檢索領域的重要課題。";
+    let (status, v) = s.json("POST", "/v1/collections/papers/overlap", json!({"text": q}));
+    assert_eq!(status, 200, "{v}");
+    let spans: Vec<Value> = v["passages"]
+        .as_array()
+        .expect("passages")
+        .iter()
+        .map(|p| json!([p["start"], p["end"], p["source"], p["source_start"], p["source_end"]]))
+        .collect();
+    assert_eq!(spans, [json!([10, 196, "7", 0, 186]), json!([197, 246, "zh", 0, 48])], "{v}");
+    assert_eq!(v["copied_chars"], json!(235), "{v}");
+    let (status, raw) = s.text("GET", "/v1/collections/papers/docs/7", "");
+    assert_eq!(status, 200, "{raw}");
+    assert!(raw.contains(r#"{"score": 1.10, "big": 123456789012345678901234567890}"#), "{raw}");
+}
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
