@@ -2203,7 +2203,8 @@ fn the_conformance_table_through_the_cli() {
             kept.display().to_string(),
             "-q".into(),
         ];
-        for (name, value) in row["search"].as_object().expect("search") {
+        let pipeline = row["pipeline"].as_object().into_iter().flatten();
+        for (name, value) in pipeline.chain(row["search"].as_object().expect("search")) {
             args.push(format!("--{}", name.replace('_', "-")));
             args.push(match value {
                 Value::String(s) => s.clone(),

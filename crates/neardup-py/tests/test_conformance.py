@@ -24,7 +24,8 @@ def test_dedup_rows(row):
     # The corpus holds "7" and 7, one id: two documents, and said (as neardup dedup says it).
     with pytest.warns(neardup.RepeatedIdWarning, match=r"1 duplicate id .*, e\.g\. 7$"):
         result = neardup.dedup([d["text"] for d in DOCS], ids=ids,
-                               pipeline=neardup.Pipeline(row["preset"]), **row["search"])
+                               pipeline=neardup.Pipeline(row["preset"], **row.get("pipeline", {})),
+                               **row["search"])
     clusters = sorted(sorted(id_text(m) for m in c.members) for c in result.clusters)
     kept = sorted(id_text(i) for i in result.kept_ids())
     assert {"clusters": clusters, "kept": kept} == row["expect"]
@@ -55,7 +56,7 @@ def test_one_summary_in_every_surface(binary, tmp_path):
     assert len(lines) == 3 and lines[1].startswith("  removed ")
     assert lines == cli[:3]
     s = result.summary()
-    assert (s["documents"], s["clusters"], s["threshold"], s["method"]) == (8, 2, 0.5, "minhash")
+    assert (s["documents"], s["clusters"], s["threshold"], s["method"]) == (len(DOCS), 2, 0.5, "minhash")
     assert s["bytes"] == sum(len(d["text"].encode()) for d in DOCS)
     assert neardup._neardup.format_summary(json.dumps(
         {k: v for k, v in s.items() if k not in ("pairs", "banding")})) == result.summary_text()

@@ -139,7 +139,8 @@ def test_the_conformance_table_on_spark(spark):
     rows = [(n, i, d["text"]) for n, (i, d) in enumerate(zip(ids, table["corpus"]))]
     df = spark.createDataFrame(rows, "pos long, id string, text string").repartition(2)
     for row in table["dedup"]:
-        result = dedup(df, pipeline=neardup.Pipeline(row["preset"]), order_col="pos", **row["search"])
+        pipeline = neardup.Pipeline(row["preset"], **row.get("pipeline", {}))
+        result = dedup(df, pipeline=pipeline, order_col="pos", **row["search"])
         kept = sorted(r.id for r in result.kept.select("id").collect())
         assert {"clusters": clusters_of(result.assignments), "kept": kept} == row["expect"], row["name"]
 

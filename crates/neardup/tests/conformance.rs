@@ -31,9 +31,14 @@ fn search(row: &Value, usage: SearchUse) -> SearchSpec {
     spec
 }
 
+/// The row's preset with its pipeline options (by the table's names) applied.
 fn pipeline(row: &Value) -> Pipeline {
-    Pipeline::new(PipelineSpec::preset(row["preset"].as_str().expect("preset")).expect("preset"))
-        .expect("pipeline")
+    let mut options = neardup::PipelineOptions::default();
+    for (name, value) in row["pipeline"].as_object().into_iter().flatten() {
+        options.set(name, value).expect("a pipeline option");
+    }
+    let preset = PipelineSpec::preset(row["preset"].as_str().expect("preset")).expect("preset");
+    Pipeline::new(options.apply(preset).expect("options apply")).expect("pipeline")
 }
 
 fn text(doc: &Value) -> &str {
