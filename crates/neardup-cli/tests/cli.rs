@@ -2179,6 +2179,30 @@ fn the_conformance_table_overlap_rows_through_the_cli() {
     }
 }
 
+/// The conformance table's error rows through the built binary: each value is a usage error
+/// (exit 2) that names its option, by the table's name or as its flag.
+#[test]
+fn the_conformance_table_error_rows_through_the_cli() {
+    let table = common::conformance_table();
+    let dir = tempdir("conformance-errors");
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, "{\"id\": \"a\", \"text\": \"a short text of a few words\"}\n")
+        .expect("write");
+    for row in table["errors"]["rows"].as_array().expect("rows") {
+        let command = if row["group"] == "passages" { "overlap" } else { "dedup" };
+        let mut args = vec![command.to_string(), input.display().to_string(), "-q".into()];
+        for (name, value) in row["options"].as_object().expect("options") {
+            args.push(format!("--{}", name.replace('_', "-")));
+            args.push(value.as_str().map_or_else(|| value.to_string(), str::to_string));
+        }
+        let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(2), "{row}: {}", stderr(&o));
+        let name = row["names"].as_str().expect("names");
+        let said = stderr(&o).to_lowercase();
+        assert!(said.contains(name) || said.contains(&name.replace('_', "-")), "{row}: {said}");
+    }
+}
+
 /// The conformance table's dedup rows (tests/conformance/table.json; the library is the oracle)
 /// through the built binary, each option given as its flag.
 #[test]

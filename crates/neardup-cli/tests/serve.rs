@@ -2030,6 +2030,30 @@ fn the_conformance_table_overlap_rows_through_the_service() {
     assert!(ran >= 4);
 }
 
+/// The conformance table's error rows of the search and passage options (the service takes
+/// no pipeline options) through the real service: 400, naming the option.
+#[test]
+fn the_conformance_table_error_rows_through_the_service() {
+    let table = common::conformance_table();
+    let dir = tempdir("conformance-errors-service");
+    let s = Server::start(&dir, &[]);
+    let mut ran = 0;
+    for row in table["errors"]["rows"].as_array().expect("rows") {
+        let body = match row["group"].as_str() {
+            Some("search") => row["options"].clone(),
+            Some("passages") => json!({"passages": row["options"]}),
+            _ => continue,
+        };
+        let (st, v) = s.json("PUT", "/v1/collections/e", body);
+        assert_eq!(st, 400, "{row}: {v}");
+        let name = row["names"].as_str().expect("names");
+        let said = v["error"]["message"].as_str().expect("message").to_lowercase();
+        assert!(said.contains(name), "{row}: {said}");
+        ran += 1;
+    }
+    assert!(ran >= 6);
+}
+
 /// Issue 20: a search below the collection's threshold found 1 of 6 stored pairs at Jaccard
 /// 0.5-0.6, silently. It now scans (said: `"scanned": true`) and finds every one, or, on a
 /// collection larger than --max-scan-docs, is refused naming both thresholds; a check too.

@@ -88,3 +88,16 @@ def test_overlap_rows(row):
     want = [{k: p[k] for k in ("query", "source", *keys)} for p in row["expect"]["passages"]]
     assert {"passages": got, "copied_chars": copied} == {"passages": want,
                                                          "copied_chars": row["expect"]["copied_chars"]}
+
+
+@pytest.mark.parametrize("row", TABLE["errors"]["rows"], ids=lambda r: json.dumps(r["options"]))
+def test_error_rows(row):
+    """The error rows through Python: an OptionError naming the option."""
+    calls = {
+        "search": lambda o: neardup.dedup(["a short text of a few words"], **o),
+        "pipeline": lambda o: neardup.Pipeline(**o),
+        "passages": lambda o: neardup.overlap("a short text of a few words", ["another text"], **o),
+    }
+    with pytest.raises(neardup.OptionError) as e:
+        calls[row["group"]](row["options"])
+    assert row["names"] in str(e.value).lower() or row["names"] in str(e.value), str(e.value)

@@ -255,8 +255,19 @@ impl PipelineOptions {
         self.apply(spec)
     }
 
-    /// `spec` with each option given applied; validated.
+    /// `spec` with each option given applied; validated. A count out of the option table's
+    /// bounds is refused by the option's name (the spec's own check would name its field:
+    /// `features.n` for `ngram`), whichever surface set it.
     pub fn apply(&self, mut spec: PipelineSpec) -> Result<PipelineSpec, BuildError> {
+        for (name, value, hi) in [
+            ("ngram", self.ngram, crate::spec::MAX_NGRAM),
+            ("top_n", self.top_n, crate::spec::MAX_TOP_N),
+            ("num_perm", self.num_perm, neardup_sketch::MAX_NUM_PERM),
+        ] {
+            if let Some(n) = value.filter(|n| !(1..=hi).contains(n)) {
+                return Err(invalid(name, format!("must be in 1..={hi}, not {n}")));
+            }
+        }
         if let Some(s) = self.segmenter {
             spec.segmenter = s;
         }

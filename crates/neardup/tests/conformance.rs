@@ -200,3 +200,43 @@ fn overlap_rows() {
         assert_eq!(got, row["expect"], "row {name:?}");
     }
 }
+
+/// True when `message` names the option `name` (as the table spells it, or as its flag).
+fn names(message: &str, name: &str) -> bool {
+    let m = message.to_lowercase();
+    m.contains(name) || m.contains(&name.replace('_', "-"))
+}
+
+/// The error rows: each value is refused by the library, naming its option.
+#[test]
+fn error_rows() {
+    use neardup::overlap::OverlapOptions;
+    let table = table();
+    let rows = table["errors"]["rows"].as_array().expect("rows");
+    assert!(rows.len() >= 8);
+    for row in rows {
+        let name = row["names"].as_str().expect("names");
+        let options = row["options"].as_object().expect("options");
+        let message = match row["group"].as_str().expect("group") {
+            "search" => {
+                // The whole job: the settings resolved, then checked against the pipeline.
+                let mut job = neardup::JobSpec::preset("default").expect("preset");
+                let set: Result<(), String> = options.iter().try_for_each(|(k, v)| {
+                    job.search.set(k, v, SearchUse::Batch).map_err(|e| e.to_string())
+                });
+                set.and_then(|()| job.compile().map(drop).map_err(|e| e.to_string()))
+            }
+            "pipeline" => {
+                let mut o = neardup::PipelineOptions::default();
+                let set: Result<(), String> =
+                    options.iter().try_for_each(|(k, v)| o.set(k, v).map_err(|e| e.to_string()));
+                set.and_then(|()| o.to_spec("default").map(drop).map_err(|e| e.to_string()))
+            }
+            _ => OverlapOptions::from_json(&row["options"])
+                .map_err(|e| e.to_string())
+                .and_then(|o| o.to_spec().map(drop).map_err(|e| e.to_string())),
+        }
+        .expect_err(&format!("{row} is refused"));
+        assert!(names(&message, name), "{row}: {message}");
+    }
+}

@@ -63,8 +63,7 @@ pub(super) fn passage_settings(passages: Option<Value>) -> Result<Option<Overlap
         None | Some(Value::Bool(false)) | Some(Value::Null) => Ok(None),
         Some(Value::Bool(true)) => Ok(Some(OverlapSpec::default())),
         Some(v @ Value::Object(_)) => {
-            let options: OverlapOptions =
-                serde_json::from_value(v).map_err(|e| bad(e.to_string()))?;
+            let options = OverlapOptions::from_json(&v).map_err(|e| bad(e.to_string()))?;
             options.to_spec().map(Some).map_err(|e| bad(e.to_string()))
         }
         Some(_) => Err(bad(format!(

@@ -287,6 +287,40 @@ impl OverlapOptions {
         "max_quote_chars",
     ];
 
+    /// Sets one option from a JSON value by its name (`null`: not given). An unknown name, or a
+    /// value of the wrong kind, is an [`OverlapError::InvalidSpec`] naming the option (serde's
+    /// own message names only the value).
+    pub fn set(&mut self, name: &str, value: &serde_json::Value) -> Result<(), OverlapError> {
+        let field = Self::NAMES.iter().copied().find(|n| *n == name).ok_or_else(|| {
+            OverlapError::InvalidSpec {
+                field: "passages",
+                message: format!(
+                    "unknown option {name:?}: expected one of {}",
+                    Self::NAMES.join(", ")
+                ),
+            }
+        })?;
+        let mut all = serde_json::to_value(&*self).expect("options are plain data");
+        all[field] = value.clone();
+        *self = serde_json::from_value(all)
+            .map_err(|e| OverlapError::InvalidSpec { field, message: e.to_string() })?;
+        Ok(())
+    }
+
+    /// The options of a JSON object (the service's `"passages"`, a table's row), each set by
+    /// name ([`OverlapOptions::set`]).
+    pub fn from_json(value: &serde_json::Value) -> Result<OverlapOptions, OverlapError> {
+        let object = value.as_object().ok_or_else(|| OverlapError::InvalidSpec {
+            field: "passages",
+            message: format!("expected an object of options, found {value}"),
+        })?;
+        let mut options = OverlapOptions::default();
+        for (name, v) in object {
+            options.set(name, v)?;
+        }
+        Ok(options)
+    }
+
     /// The spec these options give, checked; an [`OverlapError::InvalidSpec`] names the option.
     pub fn to_spec(&self) -> Result<OverlapSpec, OverlapError> {
         self.apply(OverlapSpec::default())
