@@ -1045,11 +1045,7 @@ fn a_flipped_bit_in_a_record_is_never_served_and_health_says_so() {
 /// format, and answers as it did when it was written.
 #[test]
 fn a_format_2_store_is_upgraded_and_answers_as_before() {
-    let dir = tempdir("store-v2");
-    let fixture = repo_root().join("tests/fixtures/store_v2/neardup.redb.zst");
-    let compressed = std::fs::read(&fixture).expect("fixture");
-    let bytes = zstd::decode_all(compressed.as_slice()).expect("zstd");
-    std::fs::write(dir.join("neardup.redb"), bytes).expect("write");
+    let dir = store_fixture("store_v2");
     for round in 0..2 {
         let s = Server::start(&dir, &[]);
         let upgraded = s.stderr.lock().expect("lock").iter().any(|l| l.contains("upgraded"));
@@ -1079,11 +1075,7 @@ fn a_format_2_store_is_upgraded_and_answers_as_before() {
 /// was written: searches, the passages of a query, the metadata byte for byte.
 #[test]
 fn a_format_3_store_answers_as_when_it_was_written() {
-    let dir = tempdir("store-v3");
-    let fixture = repo_root().join("tests/fixtures/store_v3/neardup.redb.zst");
-    let compressed = std::fs::read(&fixture).expect("fixture");
-    let bytes = zstd::decode_all(compressed.as_slice()).expect("zstd");
-    std::fs::write(dir.join("neardup.redb"), bytes).expect("write");
+    let dir = store_fixture("store_v3");
     let s = Server::start(&dir, &[]);
     let (status, health) = s.call("GET", "/v1/health", None);
     assert_eq!((status, health["status"].as_str()), (200, Some("ok")), "{health}");
@@ -1116,6 +1108,16 @@ fn a_format_3_store_answers_as_when_it_was_written() {
     let (status, raw) = s.text("GET", "/v1/collections/papers/docs/7", "");
     assert_eq!(status, 200, "{raw}");
     assert!(raw.contains(r#"{"score": 1.10, "big": 123456789012345678901234567890}"#), "{raw}");
+}
+
+/// A temporary data directory holding the committed store `tests/fixtures/NAME` (decompressed).
+fn store_fixture(name: &str) -> common::TempDir {
+    let dir = tempdir(name);
+    let fixture = repo_root().join(format!("tests/fixtures/{name}/neardup.redb.zst"));
+    let compressed = std::fs::read(&fixture).expect("fixture");
+    let bytes = zstd::decode_all(compressed.as_slice()).expect("zstd");
+    std::fs::write(dir.join("neardup.redb"), bytes).expect("write");
+    dir
 }
 
 fn repo_root() -> PathBuf {
