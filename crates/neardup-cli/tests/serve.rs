@@ -1050,23 +1050,7 @@ fn a_format_2_store_is_upgraded_and_answers_as_before() {
         let s = Server::start(&dir, &[]);
         let upgraded = s.stderr.lock().expect("lock").iter().any(|l| l.contains("upgraded"));
         assert_eq!(upgraded, round == 0, "upgraded once, at the first start");
-        let (status, health) = s.call("GET", "/v1/health", None);
-        assert_eq!((status, health["status"].as_str()), (200, Some("ok")), "{health}");
-        let query = "the quick brown fox jumps over the lazy dog near the river bank";
-        let (status, body) = s.json("POST", "/v1/collections/texts/search", json!({"text": query}));
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(
-            body["hits"],
-            json!([
-                {"id": "d0", "similarity": 1.0, "metadata": {"n": 0}},
-                {"id": "d1", "similarity": 0.9, "metadata": {"n": 1}},
-            ])
-        );
-        let (status, body) = s.call("GET", "/v1/collections/texts/docs/d2", None);
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(body["text"], "一个关于机器学习和自然语言处理的长句子，用于测试中文文本");
-        let (status, body) = s.call("GET", "/v1/collections/sketches", None);
-        assert_eq!((status, body["documents"].as_u64()), (200, Some(4)), "{body}");
+        answers_as_the_committed_stores_were_written(&s);
     }
 }
 
@@ -1077,20 +1061,7 @@ fn a_format_2_store_is_upgraded_and_answers_as_before() {
 fn a_format_3_store_answers_as_when_it_was_written() {
     let dir = store_fixture("store_v3");
     let s = Server::start(&dir, &[]);
-    let (status, health) = s.call("GET", "/v1/health", None);
-    assert_eq!((status, health["status"].as_str()), (200, Some("ok")), "{health}");
-    let query = "the quick brown fox jumps over the lazy dog near the river bank";
-    let (status, body) = s.json("POST", "/v1/collections/texts/search", json!({"text": query}));
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        body["hits"],
-        json!([
-            {"id": "d0", "similarity": 1.0, "metadata": {"n": 0}},
-            {"id": "d1", "similarity": 0.9, "metadata": {"n": 1}},
-        ])
-    );
-    let (status, body) = s.call("GET", "/v1/collections/sketches", None);
-    assert_eq!((status, body["documents"].as_u64()), (200, Some(4)), "{body}");
+    answers_as_the_committed_stores_were_written(&s);
     let q = "In short, public libraries in the county will extend their opening hours from next \
              month; the council said the change follows a survey in which most residents asked \
              for evening and weekend access. 近年來，隨著網際網路的快速發展，網路文本的數量急劇增加，\
@@ -1108,6 +1079,28 @@ fn a_format_3_store_answers_as_when_it_was_written() {
     let (status, raw) = s.text("GET", "/v1/collections/papers/docs/7", "");
     assert_eq!(status, 200, "{raw}");
     assert!(raw.contains(r#"{"score": 1.10, "big": 123456789012345678901234567890}"#), "{raw}");
+}
+
+/// What both committed stores answered when they were written: health, the search of `texts`
+/// for its first text, the Chinese text stored, the documents of `sketches`.
+fn answers_as_the_committed_stores_were_written(s: &Server) {
+    let (status, health) = s.call("GET", "/v1/health", None);
+    assert_eq!((status, health["status"].as_str()), (200, Some("ok")), "{health}");
+    let query = "the quick brown fox jumps over the lazy dog near the river bank";
+    let (status, body) = s.json("POST", "/v1/collections/texts/search", json!({"text": query}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["hits"],
+        json!([
+            {"id": "d0", "similarity": 1.0, "metadata": {"n": 0}},
+            {"id": "d1", "similarity": 0.9, "metadata": {"n": 1}},
+        ])
+    );
+    let (status, body) = s.call("GET", "/v1/collections/texts/docs/d2", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["text"], "一个关于机器学习和自然语言处理的长句子，用于测试中文文本");
+    let (status, body) = s.call("GET", "/v1/collections/sketches", None);
+    assert_eq!((status, body["documents"].as_u64()), (200, Some(4)), "{body}");
 }
 
 /// A temporary data directory holding the committed store `tests/fixtures/NAME` (decompressed).

@@ -448,22 +448,16 @@ impl OverlapJob {
 
     /// The numbers of the sources left out: each id as JSON (`"a"`, `7`), else as the text given.
     fn excluded(&self, index: &PassageIndex) -> Result<Vec<u32>, CorpusError> {
-        let ids: Vec<String> = self
-            .exclude_source
+        self.exclude_source
             .iter()
-            .map(|given| neardup::id_from_json(given).map_or(given.clone(), |c| c.into_owned()))
-            .collect();
-        index.numbers_of(&ids).map_err(|e| match e {
-            OverlapError::UnknownSource { id } => {
-                let given = ids
-                    .iter()
-                    .position(|i| *i == id)
-                    .map_or(id.clone(), |i| self.exclude_source[i].clone());
-                CorpusError::Usage(format!(
-                    "--exclude-source {given}: no document of the collection has this id"
-                ))
-            }
-            e => CorpusError::Overlap(e),
-        })
+            .map(|given| {
+                let id = neardup::id_from_json(given).map_or(given.clone(), |c| c.into_owned());
+                index.find(&id).ok_or_else(|| {
+                    CorpusError::Usage(format!(
+                        "--exclude-source {given}: no document of the collection has this id"
+                    ))
+                })
+            })
+            .collect()
     }
 }
