@@ -17,7 +17,7 @@ use neardup::overlap::{
     PASSAGE_INDEX_FILE,
 };
 
-pub use rewrite::{remove_repeats, without_repeats, Rewritten};
+pub use rewrite::{remove_repeats, Rewritten};
 
 use crate::columnar::{check_table_inputs, RecordsOutput};
 use crate::read::ReadOptions;
@@ -387,7 +387,7 @@ impl OverlapJob {
                     .zip(&results)
                     .map(|(id, o)| {
                         let n = index.find(id).expect("every input is in the index");
-                        without_repeats(index.text(n), n, o)
+                        o.without_repeats(index.text(n), n)
                     })
                     .collect();
                 let mut out = RecordsOutput::create("--output", path)?;

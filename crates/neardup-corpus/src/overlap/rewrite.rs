@@ -171,29 +171,3 @@ impl RecordSink for Sink<'_> {
         self.out.rows(&rewritten, &keep, true)
     }
 }
-
-/// `text` without the byte ranges of its passages whose source is an earlier document (a
-/// passage given to a later one is this text's first occurrence, kept), and the code points
-/// removed.
-pub fn without_repeats(text: &str, own: u32, o: &Overlap) -> (String, u64) {
-    let mut cut: Vec<(usize, usize)> = o
-        .passages
-        .iter()
-        .chain(&o.excluded)
-        .filter(|p| p.source < own)
-        .map(|p| (p.start_byte as usize, p.end_byte as usize))
-        .collect();
-    cut.sort_unstable();
-    let (mut out, mut at, mut removed) = (String::with_capacity(text.len()), 0usize, 0u64);
-    for (a, b) in cut {
-        if b <= at {
-            continue;
-        }
-        let a = a.max(at);
-        out.push_str(&text[at..a]);
-        removed += text[a..b].chars().count() as u64;
-        at = b;
-    }
-    out.push_str(&text[at..]);
-    (out, removed)
-}

@@ -44,9 +44,11 @@
 //! ```
 
 mod align;
+mod check;
 mod exclude;
 mod file;
 mod index;
+pub mod parts;
 mod record;
 mod units;
 
@@ -450,6 +452,33 @@ pub struct Overlap {
 }
 
 impl Overlap {
+    /// `text` (the query's own text, document `own` of a corpus checked within itself) without
+    /// the byte ranges of its passages whose source is an earlier document (a passage given to a
+    /// later one is this text's first occurrence, kept), and the code points removed: substring
+    /// dedup, the first holder of each passage keeping it.
+    pub fn without_repeats(&self, text: &str, own: u32) -> (String, u64) {
+        let mut cut: Vec<(usize, usize)> = self
+            .passages
+            .iter()
+            .chain(&self.excluded)
+            .filter(|p| p.source < own)
+            .map(|p| (p.start_byte as usize, p.end_byte as usize))
+            .collect();
+        cut.sort_unstable();
+        let (mut out, mut at, mut removed) = (String::with_capacity(text.len()), 0usize, 0u64);
+        for (a, b) in cut {
+            if b <= at {
+                continue;
+            }
+            let a = a.max(at);
+            out.push_str(&text[at..a]);
+            removed += text[a..b].chars().count() as u64;
+            at = b;
+        }
+        out.push_str(&text[at..]);
+        (out, removed)
+    }
+
     /// The copied share of the query, in [0, 1] (0 for an empty query).
     pub fn copied(&self) -> f64 {
         if self.chars == 0 {

@@ -1,0 +1,327 @@
+//! The passage check in parts, for a run that spreads its collection over many machines (the
+//! Spark job, `python -m neardup.spark overlap`): each part is computed where its data is, and
+//! the check of each query reads the parts shipped to it, giving the answer a
+//! [`PassageIndex`](super::PassageIndex) of the whole collection gives.
+//!
+//! 1. Number the collection's documents in input order (`0..n`, as an index numbers them) and
+//!    take each one's [`fingerprints`] (the winnowed keys an index posts).
+//! 2. Group them by key; each key keeps its first `max_postings` holders, ascending (an index's
+//!    postings).
+//! 3. Take each query's [`query_keys`] (every k-gram's key) and join them with the postings.
+//! 4. [`check`] the query with the holders of its keys and the texts it asks for: it answers
+//!    [`Step::Needs`] with the documents whose texts it lacks (the candidates of its next round
+//!    of alignment, and those likely after), and [`Step::Done`] once it had every text it used.
+//!    Its answer depends only on the texts it used, so shipping them and checking again gives
+//!    the index's answer; most queries need two passes.
+//!
+//! ```
+//! use neardup::overlap::parts::{check, fingerprints, query_keys, Shipped, Step};
+//! use neardup::overlap::OverlapSpec;
+//!
+//! let spec = OverlapSpec::default();
+//! let docs = ["Winnowing selects the minimum hash in every window of consecutive k-gram \
+//!              hashes, so that any match long enough is certain to share a fingerprint."];
+//! let query = "As is known, winnowing selects the minimum hash in every window of consecutive \
+//!              k-gram hashes, so any match long enough is certain to share a fingerprint.";
+//! // The postings of the query's keys: (key, holders ascending).
+//! let held: Vec<(u32, Vec<u32>)> = query_keys(&spec, query)?
+//!     .into_iter()
+//!     .filter(|k| fingerprints(&spec, docs[0]).unwrap().contains(k))
+//!     .map(|k| (k, vec![0]))
+//!     .collect();
+//! let mut texts: Vec<(u32, String)> = Vec::new();
+//! let found = loop {
+//!     let shipped = Shipped::new(&spec, held.clone(), texts.clone())?;
+//!     match check(&spec, &shipped, query, None, &[], false)? {
+//!         Step::Done(found) => break found,
+//!         Step::Needs(docs_needed) => {
+//!             texts.extend(docs_needed.iter().map(|&d| (d, docs[d as usize].to_string())))
+//!         }
+//!     }
+//! };
+//! assert_eq!(found.passages.len(), 1);
+//! assert_eq!(found.passages[0].source, 0);
+//! # Ok::<(), neardup::overlap::OverlapError>(())
+//! ```
+
+use rustc_hash::FxHashMap;
+
+use super::align::Attribution;
+use super::check::{check_in, key, Halt, Holdings, SCRATCH};
+use super::index::winnow;
+use super::units::{kgram_hashes, units};
+use super::{Overlap, OverlapError, OverlapSpec};
+
+/// The winnowed keys of a document of the collection, sorted and each once: what a
+/// [`PassageIndex`](super::PassageIndex) posts for it.
+pub fn fingerprints(spec: &OverlapSpec, text: &str) -> Result<Vec<u32>, OverlapError> {
+    spec.validate()?;
+    let mut out = Vec::new();
+    SCRATCH.with_borrow_mut(|s| {
+        units(text, spec.zh_script, &mut s.units);
+        kgram_hashes(&s.units, spec.seed as usize, &mut s.grams);
+        winnow(&s.grams, spec.window as usize, &mut out);
+    });
+    Ok(out)
+}
+
+/// The keys of every k-gram of a query, sorted and each once: the postings a check of it reads.
+pub fn query_keys(spec: &OverlapSpec, text: &str) -> Result<Vec<u32>, OverlapError> {
+    spec.validate()?;
+    let mut out: Vec<u32> = SCRATCH.with_borrow_mut(|s| {
+        units(text, spec.zh_script, &mut s.units);
+        kgram_hashes(&s.units, spec.seed as usize, &mut s.grams);
+        s.grams.iter().map(|&h| key(h)).collect()
+    });
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// What a query's check is given of the collection: the holders of its keys and the texts of
+/// some documents.
+#[derive(Debug, Default)]
+pub struct Shipped {
+    keys: Vec<u32>,
+    offsets: Vec<u32>,
+    postings: Vec<u32>,
+    texts: FxHashMap<u32, String>,
+}
+
+impl Shipped {
+    /// The postings of the query's keys (`(key, holders)`: a key's documents in any order,
+    /// each once; the first `max_postings` of them, ascending, are kept) and the texts shipped.
+    /// Keys the collection does not hold may be left out.
+    pub fn new(
+        spec: &OverlapSpec,
+        mut held: Vec<(u32, Vec<u32>)>,
+        texts: Vec<(u32, String)>,
+    ) -> Result<Shipped, OverlapError> {
+        held.sort_unstable_by_key(|(k, _)| *k);
+        let mut shipped = Shipped { texts: texts.into_iter().collect(), ..Shipped::default() };
+        shipped.offsets.push(0);
+        for (k, mut docs) in held {
+            if shipped.keys.last() == Some(&k) {
+                return Err(OverlapError::InvalidSpec {
+                    field: "postings",
+                    message: format!("key {k} is given twice"),
+                });
+            }
+            docs.sort_unstable();
+            docs.dedup();
+            docs.truncate(spec.max_postings as usize);
+            if docs.is_empty() {
+                continue;
+            }
+            shipped.keys.push(k);
+            shipped.postings.extend(docs);
+            shipped.offsets.push(shipped.postings.len() as u32);
+        }
+        Ok(shipped)
+    }
+}
+
+impl Holdings for Shipped {
+    fn postings(&self) -> (&[u32], &[u32], &[u32]) {
+        (&self.keys, &self.offsets, &self.postings)
+    }
+
+    fn recent(&self, _key: u32) -> &[u32] {
+        &[]
+    }
+
+    fn no_keys(&self) -> bool {
+        // No key of the query is held: the check finds nothing, as against an empty index.
+        self.keys.is_empty()
+    }
+
+    fn live(&self, _doc: u32) -> bool {
+        true
+    }
+
+    fn text(&self, doc: u32) -> Option<&str> {
+        self.texts.get(&doc).map(String::as_str)
+    }
+}
+
+/// What a check of shipped parts gave.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Step {
+    /// The answer: the one an index of the whole collection gives.
+    Done(Overlap),
+    /// Check again with these documents' texts shipped too.
+    Needs(Vec<u32>),
+}
+
+/// Checks `text` with the parts shipped. `own`: the query's own number in the collection (a
+/// document of its id, or the query itself within a corpus), never a source; `exclude`: never
+/// sources either; `within`: the query is a document of the corpus checked within itself (a
+/// stretch several documents hold goes to the earliest, as
+/// [`PassageIndex::check_member`](super::PassageIndex::check_member) gives it), else it is
+/// checked against the collection ([`PassageIndex::check`](super::PassageIndex::check)).
+pub fn check(
+    spec: &OverlapSpec,
+    shipped: &Shipped,
+    text: &str,
+    own: Option<u32>,
+    exclude: &[u32],
+    within: bool,
+) -> Result<Step, OverlapError> {
+    spec.validate()?;
+    if text.len() >= u32::MAX as usize {
+        return Err(OverlapError::TooLong { id: "the query".into(), bytes: text.len() });
+    }
+    let by = if within { Attribution::Earliest } else { Attribution::BestMatch };
+    SCRATCH.with_borrow_mut(|s| {
+        match check_in(shipped, spec, text, own, exclude, by, &|| false, s) {
+            Ok(found) => Ok(Step::Done(found)),
+            Err(Halt::Needs(docs)) => Ok(Step::Needs(docs)),
+            Err(Halt::Stopped) => Err(OverlapError::Stopped),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The parts against an index of the whole collection: the same answer, whatever was
+    //! shipped first.
+    use super::*;
+    use crate::overlap::{OnExistingId, PassageIndex};
+    use proptest::prelude::*;
+
+    /// The postings of every key of the query, as the distributed run joins them: each
+    /// document's fingerprints grouped by key (all holders; [`Shipped::new`] keeps the first).
+    fn held(spec: &OverlapSpec, docs: &[String], query: &str) -> Vec<(u32, Vec<u32>)> {
+        let mut by_key: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+        for (d, t) in docs.iter().enumerate() {
+            for k in fingerprints(spec, t).expect("spec") {
+                by_key.entry(k).or_default().push(d as u32);
+            }
+        }
+        let wanted = query_keys(spec, query).expect("spec");
+        // In any order, as a shuffle brings them.
+        by_key
+            .into_iter()
+            .rev()
+            .filter(|(k, _)| wanted.binary_search(k).is_ok())
+            .map(|(k, mut v)| {
+                v.reverse();
+                (k, v)
+            })
+            .collect()
+    }
+
+    /// Checks until done, shipping what is asked; returns the answer and the passes.
+    fn by_parts(
+        spec: &OverlapSpec,
+        docs: &[String],
+        query: &str,
+        own: Option<u32>,
+        exclude: &[u32],
+        within: bool,
+    ) -> (Overlap, usize) {
+        let mut texts: Vec<(u32, String)> = Vec::new();
+        for pass in 1.. {
+            let shipped = Shipped::new(spec, held(spec, docs, query), texts.clone()).expect("new");
+            match check(spec, &shipped, query, own, exclude, within).expect("check") {
+                Step::Done(found) => return (found, pass),
+                Step::Needs(needed) => {
+                    assert!(!needed.is_empty());
+                    for d in needed {
+                        assert!(texts.iter().all(|(x, _)| *x != d), "{d} asked twice");
+                        texts.push((d, docs[d as usize].clone()));
+                    }
+                }
+            }
+        }
+        unreachable!()
+    }
+
+    /// Texts over a small vocabulary, and queries made of their stretches with words between.
+    fn corpus() -> impl Strategy<Value = (Vec<String>, String)> {
+        let vocab: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let words = prop::collection::vec(0usize..40, 10..80);
+        (
+            prop::collection::vec(words.clone(), 1..12),
+            prop::collection::vec((0usize..12, 0usize..80, 5usize..40, 0usize..5), 1..6),
+        )
+            .prop_map(move |(docs, picks)| {
+                let docs: Vec<Vec<&str>> =
+                    docs.iter().map(|d| d.iter().map(|&i| vocab[i].as_str()).collect()).collect();
+                let mut query: Vec<&str> = Vec::new();
+                for (d, at, len, noise) in picks {
+                    let doc = &docs[d % docs.len()];
+                    let at = at % doc.len();
+                    query.extend(&doc[at..(at + len).min(doc.len())]);
+                    query.extend(std::iter::repeat_n("filler", noise));
+                }
+                (docs.iter().map(|d| d.join(" ")).collect(), query.join(" "))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn a_check_by_parts_gives_the_index_answer(
+            (docs, query) in corpus(),
+            max_postings in 1u32..6,
+            max_sources in 1u32..6,
+            min_units in 3u32..10,
+            as_member in any::<bool>(),
+            exclude_first in any::<bool>(),
+        ) {
+            let spec = OverlapSpec {
+                max_postings,
+                max_sources,
+                min_units,
+                min_density: 0.0,
+                ..OverlapSpec::default()
+            };
+            let mut index = PassageIndex::new(spec.clone()).expect("index");
+            let named: Vec<(String, String)> =
+                docs.iter().enumerate().map(|(i, t)| (format!("d{i}"), t.clone())).collect();
+            index.add_documents(named, OnExistingId::Refuse).expect("add");
+            let exclude: Vec<u32> = if exclude_first && docs.len() > 1 { vec![0] } else { vec![] };
+            if as_member {
+                // Within a corpus: the last document, checked against the others.
+                let n = docs.len() as u32 - 1;
+                let want = index.check_member(n, &exclude).expect("check");
+                let (got, _) = by_parts(&spec, &docs, &docs[n as usize], Some(n), &exclude, true);
+                prop_assert_eq!(got, want);
+            } else {
+                let want = index.check(None, &query, &exclude).expect("check");
+                let (got, _) = by_parts(&spec, &docs, &query, None, &exclude, false);
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_without_a_held_key_is_done_at_once() {
+        let spec = OverlapSpec::default();
+        let docs = vec!["alpha beta gamma delta epsilon zeta eta theta".to_string()];
+        let (found, passes) =
+            by_parts(&spec, &docs, "nothing here is shared at all", None, &[], false);
+        assert_eq!((found.passages.len(), passes), (0, 1));
+    }
+
+    /// A query copying from more documents than one pass ships: more passes, the index's answer.
+    #[test]
+    fn a_query_of_many_sources_takes_more_passes_and_gives_the_index_answer() {
+        let spec = OverlapSpec::default();
+        let docs: Vec<String> = (0..150)
+            .map(|d| (0..40).map(|i| format!("d{d}w{i}")).collect::<Vec<_>>().join(" "))
+            .collect();
+        let query: String = docs.iter().map(String::as_str).collect::<Vec<_>>().join(". ");
+        let mut index = PassageIndex::new(spec.clone()).expect("index");
+        let named = docs.iter().enumerate().map(|(i, t)| (format!("d{i}"), t.clone())).collect();
+        index.add_documents(named, OnExistingId::Refuse).expect("add");
+        let want = index.check(None, &query, &[]).expect("check");
+        let (got, passes) = by_parts(&spec, &docs, &query, None, &[], false);
+        assert_eq!(want.sources.len(), 150);
+        assert!(passes >= 3, "{passes} passes");
+        assert_eq!(got, want);
+    }
+}
