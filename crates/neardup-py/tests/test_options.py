@@ -90,13 +90,16 @@ def test_the_stub_says_what_the_extension_takes():
 
 
 def test_the_spark_command_takes_every_search_option():
-    actions = spark_main.parser()._subparsers._group_actions[0].choices["dedup"]._actions
+    commands = spark_main.parser()._subparsers._group_actions[0].choices
+    actions = commands["dedup"]._actions
     flags = {a.dest for a in actions}
     assert set(SEARCH) <= flags
-    # Each with the table's spelling and its doc and default in the help.
+    # Each with the table's spelling and its doc and default in the help: the passage options
+    # in `overlap`, the others in `dedup`.
     for r in TABLE:
         if r["spark"]:
-            action = next(a for a in actions if a.dest == r["name"])
+            command = "overlap" if r["group"] == "passages" else "dedup"
+            action = next(a for a in commands[command]._actions if a.dest == r["name"])
             assert r["spark"] in action.option_strings and r["doc"] in action.help, r["name"]
             if r["default"] is not None:
                 assert f"[default: {r['default']}]" in action.help, (r["name"], action.help)

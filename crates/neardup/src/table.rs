@@ -357,7 +357,7 @@ pub fn option_table() -> Vec<OptionRow> {
     ]);
     let d = OverlapSpec::default();
     let o = |name: &'static str, kind: OptionKind, doc: &'static str| {
-        OptionRow::new(name, Passages, kind, doc).http()
+        OptionRow::new(name, Passages, kind, doc).http().spark()
     };
     rows.extend([
         o("min_units", Integer, "the shortest passage reported, in units (a Chinese character, or a word)")

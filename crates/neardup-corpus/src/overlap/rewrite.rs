@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, StringArray};
 
-
 use crate::columnar::RecordsOutput;
 use crate::dedup::{copy_records, Place, RecordSink};
 use crate::read::{Format, ReadOptions, Source, SourceDigest};

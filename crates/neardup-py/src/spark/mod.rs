@@ -16,12 +16,14 @@ use crate::guard;
 use crate::texts::Source;
 
 mod columns;
+mod passages;
 
 use columns::{
     components, pair_columns, read_line, sketch_columns, to_position, Line, PositionPairs,
 };
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    passages::register(m)?;
     m.add_class::<PySketcher>()?;
     m.add_function(wrap_pyfunction!(components, m)?)?;
     Ok(())

@@ -81,9 +81,11 @@ const BLOCK: usize = 32;
 const PER_STRETCH: usize = 8;
 /// Candidate sources aligned per round.
 const ROUND: usize = 16;
-/// Candidate sources whose texts a check that lacks some asks for at once: the round's and those
-/// likely in the next rounds, so that a distributed run ships texts in few passes.
-const PREFETCH: usize = 4 * ROUND;
+/// Candidate sources whose texts a check that lacks some asks for at once: the round's, and the
+/// documents with most hits in any stretch (any number per stretch, not the round's
+/// [`PER_STRETCH`]): those later rounds take once earlier sources explain their stretches, so
+/// that a distributed run ships texts in few passes.
+const PREFETCH: usize = 16 * ROUND;
 
 /// The most hits (a query position and a document holding its k-gram) a check keeps, 32 MiB of
 /// them: a long query of common k-grams (a text over a small vocabulary) would otherwise hold
@@ -150,7 +152,7 @@ fn hits(
 }
 
 /// The next candidate sources to align, best first: for every stretch of the query (two
-/// blocks of [`BLOCK`] k-grams, sliding by one block), the [`PER_STRETCH`] documents with
+/// blocks of [`BLOCK`] k-grams, sliding by one block), the `per_stretch` documents with
 /// most hits there, at least two; at most `limit`, by their best stretch. Hits at positions
 /// a region already found explains (`explained(doc, position)`) do not count, and documents
 /// already aligned are skipped. Choosing per stretch, and among what is left unexplained,
@@ -161,6 +163,7 @@ fn next_candidates(
     explained: impl Fn(u32, u32) -> bool,
     aligned: &FxHashSet<u32>,
     limit: usize,
+    per_stretch: usize,
 ) -> Vec<u32> {
     let mut counts: Vec<(u32, u32, u32)> = Vec::new(); // (doc, block, hits)
     for &h in hits {
@@ -193,7 +196,7 @@ fn next_candidates(
         let b = stretches[i].0;
         let mut taken = 0;
         while i < stretches.len() && stretches[i].0 == b {
-            if taken < PER_STRETCH {
+            if taken < per_stretch {
                 let (_, std::cmp::Reverse(score), d) = stretches[i];
                 let e = best.entry(d).or_insert(0);
                 *e = (*e).max(score);
@@ -265,8 +268,13 @@ pub(crate) fn check_in(
                 Attribution::Earliest => c < d,
             }
         };
-        let batch =
-            next_candidates(&hits, &explained, &aligned, ROUND.min(max_sources - aligned.len()));
+        let batch = next_candidates(
+            &hits,
+            explained,
+            &aligned,
+            ROUND.min(max_sources - aligned.len()),
+            PER_STRETCH,
+        );
         if batch.is_empty() {
             break;
         }
@@ -274,7 +282,7 @@ pub(crate) fn check_in(
             // The caller ships texts: it gets the round's candidates and those likely next
             // (ranked as they are now), and runs the check again with them.
             let mut needs: Vec<u32> = batch.clone();
-            for d in next_candidates(&hits, &explained, &aligned, PREFETCH) {
+            for d in next_candidates(&hits, explained, &aligned, PREFETCH, usize::MAX) {
                 if !needs.contains(&d) {
                     needs.push(d);
                 }

@@ -311,7 +311,7 @@ mod tests {
     #[test]
     fn a_query_of_many_sources_takes_more_passes_and_gives_the_index_answer() {
         let spec = OverlapSpec::default();
-        let docs: Vec<String> = (0..150)
+        let docs: Vec<String> = (0..300)
             .map(|d| (0..40).map(|i| format!("d{d}w{i}")).collect::<Vec<_>>().join(" "))
             .collect();
         let query: String = docs.iter().map(String::as_str).collect::<Vec<_>>().join(". ");
@@ -320,7 +320,7 @@ mod tests {
         index.add_documents(named, OnExistingId::Refuse).expect("add");
         let want = index.check(None, &query, &[]).expect("check");
         let (got, passes) = by_parts(&spec, &docs, &query, None, &[], false);
-        assert_eq!(want.sources.len(), 150);
+        assert_eq!(want.sources.len(), 300);
         assert!(passes >= 3, "{passes} passes");
         assert_eq!(got, want);
     }

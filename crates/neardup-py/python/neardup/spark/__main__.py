@@ -1,4 +1,5 @@
-"""``python -m neardup.spark dedup INPUT OUTPUT``: corpus dedup on Spark.
+"""``python -m neardup.spark dedup INPUT OUTPUT``: corpus dedup on Spark; ``python -m neardup.spark
+overlap QUERIES OUTPUT [--against COLLECTION]``: the passage check (see its --help).
 
 Reads JSON Lines (each line kept byte for byte, as ``neardup dedup`` keeps it) or Parquet with
 Spark's readers (any filesystem Spark supports), writes the kept records as JSON Lines or
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def _option_value(text: str):
@@ -97,7 +99,72 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--skip-bad", action="store_true",
                    help="skip malformed lines and rows without text (counted) instead of failing")
     d.add_argument("--master", default=None, help="the Spark master when not run by spark-submit")
+    _overlap_parser(sub)
     return ap
+
+
+def _overlap_parser(sub: Any) -> None:
+    """``overlap``: the passage check, its options from the library's table."""
+    import neardup
+
+    o = sub.add_parser(
+        "overlap",
+        help="copied passages: QUERIES against a collection (--against), or within one input",
+        description="Which passages of each query are copied from which documents of the "
+                    "collection (--against), or which passages the documents of one input repeat "
+                    "from earlier ones: the answers of `neardup overlap`, written to OUTPUT/passages "
+                    "and OUTPUT/summary (and with --remove, OUTPUT/records: the input with its "
+                    "repeated passages removed, the first holder keeping each).",
+    )
+    o.add_argument("input", nargs="+", help="the queries (or the corpus): JSONL or Parquet paths or globs")
+    o.add_argument("output", help="the directory of the answers")
+    o.add_argument("--against", action="append", default=None, metavar="COLLECTION",
+                   help="the collection: a JSONL or Parquet path or glob, repeatable (without it, "
+                        "the inputs are checked against each other)")
+    o.add_argument("--format", choices=["auto", "jsonl", "parquet"], default="auto",
+                   help="the inputs' format (default: by the files' names, else their first bytes)")
+    o.add_argument("--output-format", choices=["jsonl", "parquet"], default="jsonl",
+                   help="the answers' format (default jsonl; --remove writes the records in the "
+                        "input's format)")
+    o.add_argument("--remove", action="store_true",
+                   help="within one input: also write OUTPUT/records, each record with the passages "
+                        "it repeats from earlier ones removed (`neardup overlap -o`)")
+    o.add_argument("--min-chars", type=int, default=None,
+                   help="with --remove: drop records left shorter than this many characters")
+    o.add_argument("--exclude-source", action="append", default=[],
+                   help="an id of the collection never taken as a source (repeatable)")
+    o.add_argument("--text-field", default="text")
+    o.add_argument("--id-field", default=None,
+                   help="the id field (default: id; without one a record is named by its position)")
+    o.add_argument("--lossy", action="store_true",
+                   help="JSONL: replace invalid UTF-8 with U+FFFD instead of calling the line bad")
+    o.add_argument("--max-doc-bytes", type=int, default=None,
+                   help="the largest document taken, in bytes (default 32 MiB)")
+    o.add_argument("--skip-bad", action="store_true", help="skip malformed lines instead of failing")
+    o.add_argument("--verbose", action="store_true",
+                   help="show Spark's log (INFO) and, on a failure, the Java trace")
+    o.add_argument("--master", default=None, help="the Spark master when not run by spark-submit")
+    for r in neardup.options():
+        if r["spark"] and r["group"] == "passages":
+            kind = {"integer": int, "number": float}.get(r.get("kind"), str)
+            if r.get("kind") == "flag":
+                o.add_argument(r["spark"], dest=r["name"], action="store_true", default=None,
+                               help=f"{r['doc']} [default: {r['default']}]")
+            else:
+                o.add_argument(r["spark"], dest=r["name"], type=kind, default=None,
+                               metavar=r["name"].upper(),
+                               help=f"{r['doc']}; {r['takes']} [default: {r['default']}]")
+
+
+def passage_options(args: argparse.Namespace) -> dict:
+    """The passage options given on the command line, by their names."""
+    import neardup
+
+    return {
+        r["name"]: getattr(args, r["name"])
+        for r in neardup.options()
+        if r["group"] == "passages" and r["spark"] and getattr(args, r["name"], None) is not None
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,11 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         print(LOG4J_CONFIG.resolve().as_uri())
         return 0
     if args.command is None:
-        ap.error("a command is required: dedup")
+        ap.error("a command is required: dedup or overlap")
     import neardup
 
     try:
-        result = run(args)
+        result = run_overlap(args) if args.command == "overlap" else run(args)
+    except neardup.OptionError as e:
+        # The caller's mistake in an option, as the CLI's exit 2.
+        print(f"neardup: error: {e}", file=sys.stderr)
+        return 2
     except neardup.InputError as e:
         print(f"neardup: error: {e}\n(no output was written)", file=sys.stderr)
         return 1
@@ -178,6 +249,85 @@ def _root_cause(java: object) -> str | None:
         return f"{name}: {text[0].strip()}" if text else name
     except Exception:  # noqa: BLE001 - a detail of the message; the line stands without it
         return None
+
+
+def _session(args: argparse.Namespace, name: str) -> Any:
+    """The Spark session of a command: quiet unless --verbose, in this command's own session
+    only (a session made before, in this process, keeps its levels)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from neardup.spark._input import quiet_running_jvm, quiet_start
+
+    builder = SparkSession.builder.appName(name)
+    if args.master:
+        builder = builder.master(args.master)
+    quiet = not args.verbose and SparkContext._active_spark_context is None
+    if quiet:
+        builder = quiet_start(builder)
+    spark = builder.getOrCreate()
+    if quiet:
+        quiet_running_jvm(SparkContext)
+    return spark
+
+
+def run_overlap(args: argparse.Namespace):
+    """Runs ``overlap`` as parsed by :func:`parser` (the answers written) and returns its
+    :class:`~neardup.spark._overlap.SparkOverlapResult`."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    import neardup
+    from neardup.spark import _overlap
+    from neardup.spark._input import input_format
+    from neardup.spark._stages import _max_doc_bytes
+
+    if args.remove and args.against:
+        raise neardup.OptionError(
+            "--remove writes the inputs with the passages they repeat from each other removed: "
+            "give it without --against")
+    if args.min_chars is not None and not args.remove:
+        raise neardup.OptionError("--min-chars applies to --remove's records: give --remove too")
+    if args.min_chars is not None and not 0 <= args.min_chars <= 2**32:
+        raise neardup.OptionError(f"--min-chars must be between 0 and 4294967296, not {args.min_chars}")
+    spec = neardup._neardup.passage_spec(passage_options(args))
+    spark = _session(args, "neardup overlap")
+    fields = dict(text_field=args.text_field, id_field=args.id_field or "id", tokens_field="tokens",
+                  lossy=args.lossy, max_doc_bytes=_max_doc_bytes(args.max_doc_bytes))
+
+    def read(paths: list) -> tuple:
+        fmt = args.format if args.format != "auto" else input_format(spark, paths)
+        if fmt == "jsonl":
+            docs, _ = _overlap.read_jsonl(spark, paths, fields, args.skip_bad)
+            return fmt, docs, docs
+        docs, rows = _overlap.read_parquet(spark, paths, args.text_field, args.id_field)
+        return fmt, docs, rows
+
+    fmt, queries, rows = read(args.input)
+    collection = read(args.against)[1] if args.against else None
+    result = _overlap.overlap(queries, collection, spec, args.exclude_source)
+
+    spark.sparkContext.setJobDescription("neardup overlap: write")
+    started = time.perf_counter()
+    out = args.output.rstrip("/")
+    passages = result.passages.orderBy("q", "i").select("line")
+    summaries = result.summaries.orderBy("q").select("line")
+    if args.output_format == "jsonl":
+        passages.write.mode("errorifexists").text(f"{out}/passages")
+        summaries.write.mode("errorifexists").text(f"{out}/summary")
+    else:
+        for name, df, schema in (("passages", passages, _overlap.PASSAGE_SCHEMA),
+                                 ("summary", summaries, _overlap.SUMMARY_SCHEMA)):
+            df.select(F.from_json("line", schema).alias("r")).select("r.*") \
+                .write.mode("errorifexists").parquet(f"{out}/{name}")
+    if args.remove:
+        removed = _overlap.write_records(result.rewritten, rows, fmt, f"{out}/records", fields,
+                                         args.min_chars, args.text_field)
+        result.summary.update(removed)
+    result.summary["stage_seconds"]["write"] = time.perf_counter() - started
+    spark.sparkContext.setJobDescription(None)
+    return result
 
 
 def run(args: argparse.Namespace):
