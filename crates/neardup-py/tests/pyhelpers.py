@@ -50,3 +50,14 @@ def example_texts() -> list[str]:
     for p in sorted((ROOT / "examples" / "data").glob("*/*.txt")):
         texts.append(p.read_text(encoding="utf-8"))
     return texts
+
+
+def unpacked(name: str, part: str, dest: Path, limit: int | None = None) -> Path:
+    """A sample set's zstd JSON Lines as plain JSON Lines (Spark's reader has no zstd)."""
+    import pyarrow as pa
+
+    with pa.input_stream(str(ROOT / "tests" / "fixtures" / "passages" / name / f"{part}.jsonl.zst"), compression="zstd") as f:
+        lines = f.read().decode("utf-8").splitlines(keepends=True)
+    path = dest / f"{name}-{part}.jsonl"
+    path.write_text("".join(lines[:limit]), encoding="utf-8")
+    return path

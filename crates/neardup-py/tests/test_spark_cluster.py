@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pyhelpers import ROOT, run_cli
+from pyhelpers import ROOT, run_cli, unpacked
 from sparkcluster import SPARK_HOME, VENV_BIN, Cluster, cluster_env, packed_environment
 from test_dedup import corpus
 
@@ -38,7 +38,7 @@ def clusters_of(lines: list[str]) -> list[list]:
     return sorted(sorted(g) for g in groups.values())
 
 
-def test_dedup_on_a_standalone_cluster_with_a_packed_environment(binary, tmp_path):
+def test_dedup_and_overlap_on_a_standalone_cluster_with_a_packed_environment(binary, tmp_path):
     docs = corpus(seed=21, n=600)
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps({"id": f"d{i:04d}", "text": t}) + "\n" for i, t in enumerate(docs)))
@@ -74,6 +74,28 @@ def test_dedup_on_a_standalone_cluster_with_a_packed_environment(binary, tmp_pat
         assert clusters_of(lines) == want
         kept = [json.loads(l)["id"] for p in sorted(out.glob("part-*")) for l in p.read_text().splitlines()]
         assert kept == [json.loads(l)["id"] for l in open(tmp_path / "kept.jsonl")]
+        # The passage job on the same cluster: the CLI's passage records, byte for byte.
+        queries = unpacked("sample-zh", "queries", tmp_path, 80)
+        collection = unpacked("sample-zh", "collection", tmp_path)
+        passages = tmp_path / "passages.jsonl"
+        cli = run_cli(binary, "overlap", str(queries), "--against", str(collection), "--passages",
+                      str(passages), "-q")
+        assert cli.returncode == 0, cli.stderr
+        answers = tmp_path / "answers"
+        submit = subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master,
+             "--archives", f"{packed}#environment", "--conf", "spark.executor.memory=1g",
+             script, "overlap", str(queries), str(answers), "--against", str(collection)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        )
+        cluster.procs.append(submit)
+        stdout, stderr = submit.communicate(timeout=900)
+        said = stdout + stderr
+        assert submit.returncode == 0, said[-4000:] + cluster.logs()
+        assert "neardup overlap (spark):" in said, said[-2000:]
+        got = [l for p in sorted((answers / "passages").glob("part-*")) for l in p.read_text().splitlines()]
+        want_passages = passages.read_text().splitlines()
+        assert len(want_passages) > 50 and got == want_passages
         # Both workers ran executors, each with the archive unpacked beside it.
         for i in range(2):
             assert list((tmp_path / f"work-{i}").glob("app-*/*/environment/bin/python")), cluster.logs()

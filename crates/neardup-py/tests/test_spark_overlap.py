@@ -16,11 +16,10 @@ import pytest
 # Pinned in tests/requirements.txt: a missing pyspark fails the suite, never skips it.
 import pyspark  # noqa: E402, F401
 
-from pyhelpers import ROOT, run_cli  # noqa: E402
+from pyhelpers import ROOT, run_cli, unpacked  # noqa: E402
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
-SETS = ROOT / "tests" / "fixtures" / "passages"
 TABLE = json.loads((ROOT / "tests" / "conformance" / "table.json").read_text(encoding="utf-8"))
 
 
@@ -39,15 +38,6 @@ def spark():
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
-
-
-def unpacked(name: str, part: str, dest: pathlib.Path, limit: int | None = None) -> pathlib.Path:
-    """A sample set's zstd JSON Lines as plain JSON Lines (Spark's reader has no zstd)."""
-    with pa.input_stream(str(SETS / name / f"{part}.jsonl.zst"), compression="zstd") as f:
-        lines = f.read().decode("utf-8").splitlines(keepends=True)
-    path = dest / f"{name}-{part}.jsonl"
-    path.write_text("".join(lines[:limit]), encoding="utf-8")
-    return path
 
 
 def spark_run(tmp_path: pathlib.Path, inputs: list, *options: str) -> tuple[int, pathlib.Path]:
