@@ -22,23 +22,6 @@ from test_dedup import corpus  # noqa: E402
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[2]")
-        .appName("neardup tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
-
-
 def clusters_of(assignments) -> list[list]:
     groups: dict = {}
     for row in assignments.collect():

@@ -23,23 +23,6 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 TABLE = json.loads((ROOT / "tests" / "conformance" / "table.json").read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[2]")
-        .appName("neardup overlap tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
-
-
 def spark_run(tmp_path: pathlib.Path, inputs: list, *options: str) -> tuple[int, pathlib.Path]:
     """Runs `overlap INPUTS OUTPUT OPTIONS` in this process (the module's session); returns its
     exit code and output directory."""

@@ -333,25 +333,13 @@ def run_overlap(args: argparse.Namespace):
 def run(args: argparse.Namespace):
     """Runs ``dedup`` as parsed by :func:`parser` (the outputs written) and returns its
     :class:`~neardup.spark.SparkDedupResult`; a bad input raises ``neardup.InputError``."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     import neardup
     from neardup.spark import dedup, dedup_jsonl
-    from neardup.spark._input import input_format, quiet_running_jvm, quiet_start
+    from neardup.spark._input import input_format
 
-    builder = SparkSession.builder.appName("neardup dedup")
-    if args.master:
-        builder = builder.master(args.master)
-    # Spark's log: quiet unless --verbose, in this command's own session only (a session made
-    # before, in this process, keeps its levels).
-    quiet = not args.verbose and SparkContext._active_spark_context is None
-    if quiet:
-        builder = quiet_start(builder)
-    spark = builder.getOrCreate()
-    if quiet:
-        quiet_running_jvm(SparkContext)
+    spark = _session(args, "neardup dedup")
     fmt = args.format if args.format != "auto" else input_format(spark, args.input)
     out_fmt = args.output_format or fmt
 
