@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use neardup::overlap::{
-    Batch, Joined, OverlapError, OverlapOptions, PassageIndex, PassageRecord, WrittenIds,
-    PASSAGE_INDEX_FILE,
+    Batch, Joined, JsonId, Overlap, OverlapError, OverlapOptions, PassageIndex, PassageRecord,
+    SavedIndex, WrittenIds, PASSAGE_INDEX_FILE,
 };
 
 pub use rewrite::{remove_repeats, Rewritten};
@@ -111,19 +111,18 @@ pub struct OverlapOutcome {
     pub check_time: Duration,
 }
 
-/// Checks the batch on a thread of its own while this one tells `observer` how far it is (the
-/// observer stays on the caller's thread): queries checked of all, and the rate.
+/// Runs `work` (the check of `total` queries, adding one to its counter as each ends) on a
+/// thread of its own while this one tells `observer` how far it is (the observer stays on the
+/// caller's thread): queries checked of all, and the rate.
 fn checked_with_progress(
-    index: &mut PassageIndex,
-    batch: Vec<(String, String)>,
-    mode: Batch,
-    exclude: &[u32],
+    total: u64,
+    work: impl FnOnce(&std::sync::atomic::AtomicU64) -> Result<Vec<Overlap>, OverlapError> + Send,
     observer: &dyn OverlapObserver,
-) -> Result<Vec<neardup::overlap::Overlap>, OverlapError> {
+) -> Result<Vec<Overlap>, OverlapError> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    let (total, checked, started) = (batch.len() as u64, AtomicU64::new(0), Instant::now());
+    let (checked, started) = (AtomicU64::new(0), Instant::now());
     std::thread::scope(|scope| {
-        let work = scope.spawn(|| index.check_batch_counted(batch, mode, exclude, &checked));
+        let work = scope.spawn(|| work(&checked));
         let mut said = Instant::now();
         while !work.is_finished() {
             // Polled often, so that a short check is not kept waiting; said every 200 ms.
@@ -272,6 +271,26 @@ impl OverlapJob {
             None => None,
         };
 
+        // A check against a saved index alone reads only what each query needs of it.
+        let alone = index_dirs.len() == 1
+            && against_sources.is_empty()
+            && !self.add
+            && self.save_index.is_none()
+            && self.report.is_none();
+        if alone {
+            if let Some(saved) =
+                SavedIndex::open(&index_dirs[0], &self.options).map_err(CorpusError::Overlap)?
+            {
+                return self.run_against_saved(
+                    &saved,
+                    &query_sources,
+                    passages_path,
+                    started,
+                    observer,
+                );
+            }
+        }
+
         // Every id is text (`7` and `"7"` are one document); outputs write it as written.
         let mut written = WrittenIds::default();
         let overlap = CorpusError::Overlap;
@@ -341,8 +360,13 @@ impl OverlapJob {
         let batch: Vec<(String, String)> =
             queries.docs.into_iter().map(|d| (d.id, d.text)).collect();
         let mode = Batch::of(outcome.within, self.add);
-        let results =
-            checked_with_progress(&mut index, batch, mode, &exclude, observer).map_err(overlap)?;
+        let total = batch.len() as u64;
+        let results = checked_with_progress(
+            total,
+            |checked| index.check_batch_counted(batch, mode, &exclude, checked),
+            observer,
+        )
+        .map_err(overlap)?;
         outcome.check_time = started.elapsed();
         outcome.collection = index.len();
         outcome.queries = results.len() as u64;
@@ -406,30 +430,8 @@ impl OverlapJob {
             None => None,
         };
         let name = |n: u32| written.json(index.id(n));
-        let json = |e: serde_json::Error| CorpusError::Runtime(e.to_string());
-        let mut line = Vec::new();
-        for (written_id, overlap) in query_written.iter().zip(&results) {
-            let query = Some(&**written_id);
-            if let Some(out) = &mut passages_out {
-                for p in overlap.all_passages() {
-                    line.clear();
-                    serde_json::to_writer(&mut line, &PassageRecord::new(query, p, &name))
-                        .map_err(json)?;
-                    line.push(b'\n');
-                    out.write_bytes(&line)?;
-                }
-            }
-            if let Some(out) = &mut summary_out {
-                line.clear();
-                serde_json::to_writer(&mut line, &overlap.summary_record(query, &name))
-                    .map_err(json)?;
-                line.push(b'\n');
-                out.write_bytes(&line)?;
-            }
-            if stdout_closed() && self.save_index.is_none() {
-                return Err(CorpusError::StdoutClosed);
-            }
-        }
+        let outs = (&mut passages_out, &mut summary_out);
+        write_records(outs, &query_written, &results, &name, self.save_index.is_none())?;
         outcome.output_notes = kept_out.iter().flat_map(|o| o.notes()).collect();
         commit_section(|| -> Result<(), CorpusError> {
             for out in [passages_out, summary_out, report_out].into_iter().flatten() {
@@ -446,13 +448,99 @@ impl OverlapJob {
         Ok(outcome)
     }
 
+    /// The check of the queries against a saved index alone ([`SavedIndex`]): its postings and
+    /// the texts of the sources each query aligns are read from the file as the check needs
+    /// them, so one query costs its own keys and sources, not a load of the index.
+    fn run_against_saved(
+        &self,
+        saved: &SavedIndex,
+        query_sources: &[crate::read::Source],
+        passages_path: Option<PathBuf>,
+        started: Instant,
+        observer: &dyn OverlapObserver,
+    ) -> Result<OverlapOutcome, CorpusError> {
+        use rayon::prelude::*;
+        let mut written = WrittenIds::default();
+        let mut bytes = 0u64;
+        let queries =
+            docs::read_docs(query_sources, &self.read, &mut written, &mut bytes, observer)?;
+        docs::refuse_repeated_ids(&queries.docs, query_sources, "the queries")?;
+        let exclude = self.excluded_by(|id| saved.find(id))?;
+        let total = queries.docs.len() as u64;
+        observer.progress(&format!("checking {}", neardup::count_of(total, "query", "queries")));
+        let results = checked_with_progress(
+            total,
+            |checked| {
+                queries
+                    .docs
+                    .par_iter()
+                    .map(|q| {
+                        let found = saved.check(Some(&q.id), &q.text, &exclude);
+                        checked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        found
+                    })
+                    .collect()
+            },
+            observer,
+        )
+        .map_err(CorpusError::Overlap)?;
+        let mut outcome = OverlapOutcome {
+            loaded: saved.len(),
+            collection: saved.len(),
+            read_bytes: bytes,
+            check_time: started.elapsed(),
+            queries: results.len() as u64,
+            passages: results.iter().map(|r| r.passages.len()).sum(),
+            quoted: results.iter().map(|r| r.excluded.len()).sum(),
+            with_copies: results.iter().filter(|r| !r.passages.is_empty()).count(),
+            mean_copied: results.iter().map(|r| r.copied()).sum::<f64>()
+                / results.len().max(1) as f64,
+            chars: results.iter().map(|r| r.chars).sum(),
+            query_notes: queries.notes,
+            ..OverlapOutcome::default()
+        };
+        outcome.library_only = false;
+        let mut passages_out =
+            passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
+        let mut summary_out =
+            self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
+        // Ids as the index saved them (JSON text); one saved plain (an index of an older
+        // writer) as a JSON string.
+        let name = |n: u32| {
+            let saved_id = saved.id_json(n);
+            serde_json::value::RawValue::from_string(saved_id.to_string()).unwrap_or_else(|_| {
+                serde_json::value::to_raw_value(saved_id).expect("a string is JSON")
+            })
+        };
+        let query_written: Vec<JsonId> = queries.docs.iter().map(|q| q.written.clone()).collect();
+        write_records(
+            (&mut passages_out, &mut summary_out),
+            &query_written,
+            &results,
+            &name,
+            true,
+        )?;
+        commit_section(|| -> Result<(), CorpusError> {
+            for out in [passages_out, summary_out].into_iter().flatten() {
+                out.commit()?;
+            }
+            Ok(())
+        })?;
+        Ok(outcome)
+    }
+
     /// The numbers of the sources left out: each id as JSON (`"a"`, `7`), else as the text given.
     fn excluded(&self, index: &PassageIndex) -> Result<Vec<u32>, CorpusError> {
+        self.excluded_by(|id| index.find(id))
+    }
+
+    /// [`OverlapJob::excluded`], each id looked up by `find`.
+    fn excluded_by(&self, find: impl Fn(&str) -> Option<u32>) -> Result<Vec<u32>, CorpusError> {
         self.exclude_source
             .iter()
             .map(|given| {
                 let id = neardup::id_from_json(given).map_or(given.clone(), |c| c.into_owned());
-                index.find(&id).ok_or_else(|| {
+                find(&id).ok_or_else(|| {
                     CorpusError::Usage(format!(
                         "--exclude-source {given}: no document of the collection has this id"
                     ))
@@ -460,4 +548,39 @@ impl OverlapJob {
             })
             .collect()
     }
+}
+
+/// Writes each query's passage records and summary record (JSON Lines) to the outputs asked for;
+/// stops when standard output was closed (`head`), unless something else is still to be saved.
+fn write_records(
+    (passages_out, summary_out): (&mut Option<OutputFile>, &mut Option<OutputFile>),
+    query_written: &[JsonId],
+    results: &[Overlap],
+    name: &dyn Fn(u32) -> JsonId,
+    stop_on_closed: bool,
+) -> Result<(), CorpusError> {
+    let json = |e: serde_json::Error| CorpusError::Runtime(e.to_string());
+    let mut line = Vec::new();
+    for (written_id, overlap) in query_written.iter().zip(results) {
+        let query = Some(&**written_id);
+        if let Some(out) = passages_out {
+            for p in overlap.all_passages() {
+                line.clear();
+                serde_json::to_writer(&mut line, &PassageRecord::new(query, p, name))
+                    .map_err(json)?;
+                line.push(b'\n');
+                out.write_bytes(&line)?;
+            }
+        }
+        if let Some(out) = summary_out {
+            line.clear();
+            serde_json::to_writer(&mut line, &overlap.summary_record(query, name)).map_err(json)?;
+            line.push(b'\n');
+            out.write_bytes(&line)?;
+        }
+        if stdout_closed() && stop_on_closed {
+            return Err(CorpusError::StdoutClosed);
+        }
+    }
+    Ok(())
 }

@@ -1,17 +1,23 @@
 //! The saved passage index: one file, written beside its final name and renamed into place.
 //!
-//! Layout (integers little-endian):
+//! Layout of format 2 (integers little-endian):
 //!
 //! ```text
-//! magic "neardup-passages" (16 bytes)   format u32   spec length u32   spec JSON
-//! documents u64, then each: id length u32, id, text length u64, text
+//! magic "neardup-passages" (16 bytes)   format u32   spec length u32   spec JSON   documents u64
+//! the texts, back to back
+//! directory: each document's id length u32, id, text length u64, xxh3-64 of its text
 //! keys u64, keys [u32], offsets [u32; keys + 1], postings u64, postings [u32]
-//! xxh3-64 of every byte before it (u64)
+//! texts_at u64 (where the texts start)   directory_at u64 (where the directory starts)
+//! xxh3-64 of every byte before it but the texts (u64)
 //! ```
 //!
 //! The texts are kept because alignment and the report need them; the postings because
-//! fingerprinting the collection again costs as much as building it. A file of another format,
-//! or damaged (the checksum), is refused by name.
+//! fingerprinting the collection again costs as much as building it. They come first and each
+//! has its own checksum in the directory, so that a check reads only the directory and the keys
+//! and fetches postings and texts by position ([`super::SavedIndex`]), while a full load reads
+//! the file front to back. Format 1 (each id and text one after another, the whole file under
+//! one checksum) is still read. A file of another format, or damaged (a checksum), is refused by
+//! name.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -23,8 +29,8 @@ use super::index::{csr, Doc, PassageIndex, Text};
 use super::{option_name, IoStep, OverlapError, OverlapOptions, OverlapSpec};
 use crate::IndexLock;
 
-/// The format of saved passage indexes this version writes and reads.
-pub const PASSAGE_INDEX_FORMAT: u32 = 1;
+/// The format of saved passage indexes this version writes (it reads format 1 too).
+pub const PASSAGE_INDEX_FORMAT: u32 = 2;
 /// The file a passage index is saved as, inside its directory.
 pub const PASSAGE_INDEX_FILE: &str = "passages.ndpi";
 const MAGIC: &[u8; 16] = b"neardup-passages";
@@ -76,8 +82,12 @@ impl PassageIndex {
             .tempfile_in(dir)
             .map_err(io_err(dir, IoStep::Save))?;
         {
-            let mut w =
-                Hashing { inner: BufWriter::new(tmp.as_file_mut()), hash: Default::default() };
+            let mut w = Hashing {
+                inner: BufWriter::new(tmp.as_file_mut()),
+                hash: Default::default(),
+                hashing: true,
+                at: 0,
+            };
             self.write_to(&mut w, &id_as).map_err(io_err(&path, IoStep::Save))?;
             let digest = w.hash.digest();
             w.inner.write_all(&digest.to_le_bytes()).map_err(io_err(&path, IoStep::Save))?;
@@ -95,7 +105,11 @@ impl PassageIndex {
         Ok(())
     }
 
-    fn write_to(&self, w: &mut impl Write, id_as: impl Fn(&str) -> String) -> std::io::Result<()> {
+    fn write_to<W: Write>(
+        &self,
+        w: &mut Hashing<W>,
+        id_as: impl Fn(&str) -> String,
+    ) -> std::io::Result<()> {
         let spec = serde_json::to_vec(&self.spec).map_err(std::io::Error::other)?;
         w.write_all(MAGIC)?;
         w.write_all(&PASSAGE_INDEX_FORMAT.to_le_bytes())?;
@@ -111,13 +125,23 @@ impl PassageIndex {
             }
         }
         w.write_all(&u64::from(live).to_le_bytes())?;
+        // The texts, each under its own checksum (in the directory) instead of the file's.
+        let texts_at = w.at;
+        w.hashing = false;
+        let mut directory: Vec<(String, u64, u64)> = Vec::with_capacity(live as usize);
         for (n, d) in self.docs.iter().enumerate().filter(|(_, d)| d.live) {
-            let id = id_as(&d.id);
             let text = self.text(n as u32);
+            w.write_all(text.as_bytes())?;
+            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+            directory.push((id_as(&d.id), text.len() as u64, hash));
+        }
+        w.hashing = true;
+        let directory_at = w.at;
+        for (id, len, hash) in &directory {
             w.write_all(&(id.len() as u32).to_le_bytes())?;
             w.write_all(id.as_bytes())?;
-            w.write_all(&(text.len() as u64).to_le_bytes())?;
-            w.write_all(text.as_bytes())?;
+            w.write_all(&len.to_le_bytes())?;
+            w.write_all(&hash.to_le_bytes())?;
         }
         // Postings of live documents (replaced ones were dropped when they were replaced, but
         // a key may have been capped while it still counted them: keep what is there).
@@ -152,6 +176,8 @@ impl PassageIndex {
         write_u32s(w, &offsets)?;
         w.write_all(&(postings.len() as u64).to_le_bytes())?;
         write_u32s(w, &postings)?;
+        w.write_all(&texts_at.to_le_bytes())?;
+        w.write_all(&directory_at.to_le_bytes())?;
         Ok(())
     }
 
@@ -194,6 +220,7 @@ impl PassageIndex {
         let mut r = Stream {
             inner: std::io::BufReader::with_capacity(1 << 20, file),
             hash: Default::default(),
+            hashing: true,
             at: 0,
             body: len - 8,
             path: &path,
@@ -202,7 +229,7 @@ impl PassageIndex {
             return Err(bad("not a neardup passage index".into()));
         }
         let format = r.u32()?;
-        if format != PASSAGE_INDEX_FORMAT {
+        if format != 1 && format != PASSAGE_INDEX_FORMAT {
             return Err(bad(format!(
                 "passage index format {format}; this neardup reads format {PASSAGE_INDEX_FORMAT}: \
                  build the index again with this version"
@@ -233,24 +260,65 @@ impl PassageIndex {
         let mut by_id = FxHashMap::default();
         // Reserved, not touched: only the pages written count.
         let mut arena: Vec<u8> = Vec::with_capacity(len as usize);
-        for n in 0..ndocs {
-            let id_len = r.u32()? as usize;
-            let id = String::from_utf8(r.take(id_len)?)
-                .map_err(|_| bad(format!("damaged: the id of document {n} is not UTF-8")))?;
-            let text_len = r.u64()? as usize;
-            let start = arena.len();
-            r.take_into(&mut arena, text_len)?;
+        let mut add = |n: usize, id: String, start: usize, end: usize| {
             let id: std::sync::Arc<str> = id.into();
             if by_id.insert(id.clone(), n as u32).is_some() {
                 return Err(bad(format!("id {id} is given to two documents")));
             }
-            docs.push(Doc { id, text: Text::Arena { start, end: start + text_len }, live: true });
+            docs.push(Doc { id, text: Text::Arena { start, end }, live: true });
+            Ok(())
+        };
+        let mut places = None;
+        if format == 1 {
+            for n in 0..ndocs {
+                let id_len = r.u32()? as usize;
+                let id = String::from_utf8(r.take(id_len)?)
+                    .map_err(|_| bad(format!("damaged: the id of document {n} is not UTF-8")))?;
+                let text_len = r.u64()? as usize;
+                let start = arena.len();
+                r.take_into(&mut arena, text_len)?;
+                add(n, id, start, start + text_len)?;
+            }
+        } else {
+            // The texts (under their own checksums), then the directory.
+            let texts_at = r.at;
+            let (_, directory_at) = trailer(&path, r.inner.get_ref(), len)?;
+            if directory_at < texts_at || directory_at > r.body {
+                return Err(bad("damaged: its directory is out of place".into()));
+            }
+            r.hashing = false;
+            r.take_into(&mut arena, (directory_at - texts_at) as usize)?;
+            r.hashing = true;
+            let mut start = 0usize;
+            for n in 0..ndocs {
+                let (id, text_len, hash) = directory_entry(&mut r, n)?;
+                let end = start
+                    .checked_add(text_len as usize)
+                    .filter(|&e| e <= arena.len())
+                    .ok_or_else(|| bad("damaged: its directory does not fit its texts".into()))?;
+                if xxhash_rust::xxh3::xxh3_64(&arena[start..end]) != hash {
+                    return Err(bad(format!(
+                        "damaged: the text of document {n} does not match its checksum"
+                    )));
+                }
+                add(n, id, start, end)?;
+                start = end;
+            }
+            if start != arena.len() {
+                return Err(bad("damaged: its directory does not fit its texts".into()));
+            }
+            places = Some((texts_at, directory_at));
         }
         let nkeys = r.u64()? as usize;
         let keys = r.u32s(nkeys)?;
         let offsets = r.u32s(nkeys + 1)?;
         let npostings = r.u64()? as usize;
         let postings = r.u32s(npostings)?;
+        if let Some(places) = places {
+            if (r.u64()?, r.u64()?) != places {
+                return Err(bad("damaged: its directory is out of place".into()));
+            }
+        }
         if r.at != r.body {
             return Err(bad("damaged: its records do not fill the file".into()));
         }
@@ -302,13 +370,15 @@ impl PassageIndex {
 
 /// The saved file read front to back, hashing what it reads; every length is checked against
 /// what is left of the file before anything is allocated for it.
-struct Stream<'a> {
-    inner: std::io::BufReader<fs::File>,
-    hash: xxhash_rust::xxh3::Xxh3Default,
-    at: u64,
+pub(super) struct Stream<'a> {
+    pub inner: std::io::BufReader<fs::File>,
+    pub hash: xxhash_rust::xxh3::Xxh3Default,
+    /// False while reading what has a checksum of its own (format 2's texts).
+    pub hashing: bool,
+    pub at: u64,
     /// Bytes before the checksum.
-    body: u64,
-    path: &'a Path,
+    pub body: u64,
+    pub path: &'a Path,
 }
 
 impl Stream<'_> {
@@ -322,18 +392,20 @@ impl Stream<'_> {
         Ok(())
     }
 
-    fn take_into(&mut self, out: &mut Vec<u8>, n: usize) -> Result<(), OverlapError> {
+    pub(super) fn take_into(&mut self, out: &mut Vec<u8>, n: usize) -> Result<(), OverlapError> {
         self.check(n)?;
         let start = out.len();
         out.resize(start + n, 0);
         std::io::Read::read_exact(&mut self.inner, &mut out[start..])
             .map_err(io_err(self.path, IoStep::Read))?;
-        self.hash.update(&out[start..]);
+        if self.hashing {
+            self.hash.update(&out[start..]);
+        }
         self.at += n as u64;
         Ok(())
     }
 
-    fn take(&mut self, n: usize) -> Result<Vec<u8>, OverlapError> {
+    pub(super) fn take(&mut self, n: usize) -> Result<Vec<u8>, OverlapError> {
         let mut out = Vec::new();
         self.take_into(&mut out, n)?;
         Ok(out)
@@ -345,20 +417,22 @@ impl Stream<'_> {
         let mut out = [0u8; N];
         std::io::Read::read_exact(&mut self.inner, &mut out)
             .map_err(io_err(self.path, IoStep::Read))?;
-        self.hash.update(&out);
+        if self.hashing {
+            self.hash.update(&out);
+        }
         self.at += N as u64;
         Ok(out)
     }
 
-    fn u32(&mut self) -> Result<u32, OverlapError> {
+    pub(super) fn u32(&mut self) -> Result<u32, OverlapError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
 
-    fn u64(&mut self) -> Result<u64, OverlapError> {
+    pub(super) fn u64(&mut self) -> Result<u64, OverlapError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
-    fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
+    pub(super) fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
         self.check(n.saturating_mul(4))?;
         let mut out = Vec::with_capacity(n);
         let mut buf = Vec::with_capacity(1 << 16);
@@ -397,6 +471,58 @@ impl PassageIndex {
     }
 }
 
+/// Format 2's `(texts_at, directory_at)`, read from the end of the file (before its checksum).
+pub(super) fn trailer(path: &Path, file: &fs::File, len: u64) -> Result<(u64, u64), OverlapError> {
+    let mut buf = [0u8; 16];
+    if len < 16 + 8 {
+        return Err(OverlapError::Format {
+            path: path.to_path_buf(),
+            message: "damaged: too short".into(),
+        });
+    }
+    read_at(file, &mut buf, len - 24).map_err(io_err(path, IoStep::Read))?;
+    let word = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().expect("8 bytes"));
+    Ok((word(0), word(8)))
+}
+
+/// One entry of format 2's directory: the id, the text's length and checksum.
+pub(super) fn directory_entry(
+    r: &mut Stream<'_>,
+    n: usize,
+) -> Result<(String, u64, u64), OverlapError> {
+    let id_len = r.u32()? as usize;
+    let id = String::from_utf8(r.take(id_len)?).map_err(|_| OverlapError::Format {
+        path: r.path.to_path_buf(),
+        message: format!("damaged: the id of document {n} is not UTF-8"),
+    })?;
+    Ok((id, r.u64()?, r.u64()?))
+}
+
+/// Reads `buf.len()` bytes at `offset` without moving any cursor (a check's reads of postings
+/// and texts, from many threads at once).
+pub(super) fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = std::os::windows::fs::FileExt::seek_read(
+                file,
+                &mut buf[done..],
+                offset + done as u64,
+            )?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
 fn write_u32s(w: &mut impl Write, values: &[u32]) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(values.len().min(1 << 16) * 4);
     for chunk in values.chunks(1 << 16) {
@@ -409,16 +535,21 @@ fn write_u32s(w: &mut impl Write, values: &[u32]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A writer that hashes what passes through it.
+/// A writer that hashes what passes through it (while `hashing`) and counts every byte.
 struct Hashing<W: Write> {
     inner: W,
     hash: xxhash_rust::xxh3::Xxh3Default,
+    hashing: bool,
+    at: u64,
 }
 
 impl<W: Write> Write for Hashing<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
+        if self.hashing {
+            self.hash.update(&buf[..n]);
+        }
+        self.at += n as u64;
         Ok(n)
     }
 

@@ -50,6 +50,7 @@ mod file;
 mod index;
 pub mod parts;
 mod record;
+mod saved;
 mod units;
 
 use std::fmt;
@@ -62,6 +63,7 @@ pub use exclude::Exclusion;
 pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT, TEMPORARY_PREFIX};
 pub use index::{Batch, Joined, OnExistingId, PassageIndex};
 pub use record::{JsonId, PassageRecord, SourceRecord, SummaryRecord, WrittenIds};
+pub use saved::SavedIndex;
 
 /// The settings of the passage check, as data. The first three define the index's fingerprints
 /// and are stored with it; the others may change from one check to the next.
@@ -227,12 +229,13 @@ impl OverlapSpec {
         ]
     }
 
-    /// An id of the fingerprint settings: 16 hex digits of a hash of their canonical form and
-    /// the index format. Two indexes with one id were fingerprinted alike. (`zh_script` joins
+    /// An id of the fingerprint settings: 16 hex digits of a hash of their canonical form (with
+    /// the version of the fingerprints, 1, not the file format: format 2 files hold the same
+    /// fingerprints). Two indexes with one id were fingerprinted alike. (`zh_script` joins
     /// the canonical form when it is not `keep`, so the ids of indexes made before it stay.)
     pub fn index_id(&self) -> String {
         let canonical = format!(
-            "passages/v{PASSAGE_INDEX_FORMAT}/{}",
+            "passages/v1/{}",
             self.index_fields()
                 .into_iter()
                 .filter(|(k, v)| !(*k == "zh_script" && v == "keep"))
