@@ -153,7 +153,6 @@ impl Holdings for Shipped {
 
 /// What a check of shipped parts gave.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Step {
     /// The answer: the one an index of the whole collection gives.
     Done(Overlap),
