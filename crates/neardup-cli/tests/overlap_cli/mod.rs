@@ -299,6 +299,16 @@ fn bad_input_is_refused_or_answered_on_purpose() {
     let o = run(&["overlap", &twice, "--against", &coll]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains(&both), "{}", stderr(&o));
+    // A library indexed alone (built as it is read): the same message, and no index or
+    // temporary file left.
+    let idx = dir.join("twice-idx");
+    let o = run(&["overlap", "--against", &twice, "--save-index", &idx.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&both), "{}", stderr(&o));
+    let left: Vec<_> = fs::read_dir(&idx)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.iter().all(|n| !n.to_string_lossy().contains("passages")), "{left:?}");
     // A query longer than the bound names the option.
     let o = run(&["overlap", &q, "--against", &coll, "--max-doc-bytes", "10"]);
     assert_eq!(o.status.code(), Some(1));

@@ -77,7 +77,28 @@ pub(super) fn read_docs(
     bytes: &mut u64,
     observer: &dyn OverlapObserver,
 ) -> Result<Read, CorpusError> {
+    let mut docs = Vec::new();
+    let mut read = read_each(sources, input, written, bytes, observer, &mut |d| {
+        docs.push(d);
+        Ok(())
+    })?;
+    read.docs = docs;
+    Ok(read)
+}
+
+/// [`read_docs`], each document given to `sink` as it is read instead of kept (a library
+/// indexed as it is read); an error of `sink` stops the reading and is returned.
+pub(super) fn read_each(
+    sources: &[Source],
+    input: &ReadOptions,
+    written: &mut WrittenIds,
+    bytes: &mut u64,
+    observer: &dyn OverlapObserver,
+    sink: &mut dyn FnMut(Doc) -> Result<(), CorpusError>,
+) -> Result<Read, CorpusError> {
     let mut read = Read::default();
+    let mut count = 0usize;
+    let mut failed: Option<CorpusError> = None;
     let mut fatal: Option<InputError> = None;
     let mut replaced = 0u64;
     for (si, source) in sources.iter().enumerate() {
@@ -109,11 +130,14 @@ pub(super) fn read_docs(
                     }
                 };
                 let place = Place { source: si as u32, line: record.line };
-                read.docs.push(Doc { id, written: record.id, text, place, tokens });
-                if read.docs.len().is_multiple_of(1024) {
+                if let Err(e) = sink(Doc { id, written: record.id, text, place, tokens }) {
+                    failed = Some(e);
+                    return ControlFlow::Break(());
+                }
+                count += 1;
+                if count.is_multiple_of(1024) {
                     observer.progress(&format!(
-                        "read {} documents, {:.1} MB",
-                        read.docs.len(),
+                        "read {count} documents, {:.1} MB",
                         *bytes as f64 / 1e6
                     ));
                 }
@@ -129,6 +153,9 @@ pub(super) fn read_docs(
             }
         });
         read.digests.push(Some(digest));
+        if let Some(e) = failed {
+            return Err(e);
+        }
         if let Some(e) = fatal {
             let hint = if e.skippable() { "; use --skip-bad to skip bad records" } else { "" };
             return Err(CorpusError::Runtime(format!("{e}\n(no output was written{hint})")));
@@ -164,21 +191,32 @@ pub(super) fn refuse_repeated_ids(
     sources: &[Source],
     what: &str,
 ) -> Result<(), CorpusError> {
+    let mut seen: HashMap<&str, Place> = HashMap::new();
+    for d in docs {
+        if let Some(first) = seen.insert(d.id.as_str(), d.place) {
+            return Err(repeated_id(sources, what, &d.written, first, d.place));
+        }
+    }
+    Ok(())
+}
+
+/// The error of an id (as written) given to the documents at `first` and `second`.
+pub(super) fn repeated_id(
+    sources: &[Source],
+    what: &str,
+    written: &RawValue,
+    first: Place,
+    second: Place,
+) -> CorpusError {
     let place = |p: Place| match p.line {
         0 => sources[p.source as usize].name(),
         n => format!("{}:{n}", sources[p.source as usize].name()),
     };
-    let mut seen: HashMap<&str, Place> = HashMap::new();
-    for d in docs {
-        if let Some(first) = seen.insert(d.id.as_str(), d.place) {
-            return Err(CorpusError::Runtime(format!(
-                "{what}: id {} is given to two documents, {} and {}: each needs its own id \
-                 (--id-field chooses the field; 7 and \"7\" are one id)",
-                d.written.get(),
-                place(first),
-                place(d.place)
-            )));
-        }
-    }
-    Ok(())
+    CorpusError::Runtime(format!(
+        "{what}: id {} is given to two documents, {} and {}: each needs its own id \
+         (--id-field chooses the field; 7 and \"7\" are one id)",
+        written.get(),
+        place(first),
+        place(second)
+    ))
 }

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use neardup::overlap::{
-    Batch, Joined, JsonId, Overlap, OverlapError, OverlapOptions, PassageIndex, PassageRecord,
-    SavedIndex, WrittenIds, PASSAGE_INDEX_FILE,
+    Batch, IndexBuilder, Joined, JsonId, Overlap, OverlapError, OverlapOptions, PassageIndex,
+    PassageRecord, SavedIndex, WrittenIds, PASSAGE_INDEX_FILE,
 };
 
 pub use rewrite::{remove_repeats, Rewritten};
@@ -271,6 +271,11 @@ impl OverlapJob {
             None => None,
         };
 
+        // A library indexed alone is built as it is read: its texts go to the file, only its
+        // fingerprints stay in memory.
+        if let (true, true, Some(lock)) = (self.inputs.is_empty(), index_dirs.is_empty(), &lock) {
+            return self.run_build(spec, &against_sources, lock, started, observer);
+        }
         // A check against a saved index alone reads only what each query needs of it.
         let alone = index_dirs.len() == 1
             && against_sources.is_empty()
@@ -526,6 +531,63 @@ impl OverlapJob {
             }
             Ok(())
         })?;
+        Ok(outcome)
+    }
+
+    /// Indexes the collection alone as it is read ([`IndexBuilder`]), in batches of up to
+    /// 64 MB: the memory is the fingerprints' (8 bytes a kept k-gram) and one batch's, not the
+    /// collection's.
+    fn run_build(
+        &self,
+        spec: neardup::overlap::OverlapSpec,
+        sources: &[crate::read::Source],
+        lock: &neardup::IndexLock,
+        started: Instant,
+        observer: &dyn OverlapObserver,
+    ) -> Result<OverlapOutcome, CorpusError> {
+        const BATCH_BYTES: usize = 64 << 20;
+        let overlap = CorpusError::Overlap;
+        let mut builder = IndexBuilder::new(spec, lock).map_err(overlap)?;
+        let mut written = WrittenIds::default();
+        let mut bytes = 0u64;
+        let mut batch: Vec<(String, String, String)> = Vec::new();
+        let mut batch_bytes = 0usize;
+        let mut seen: std::collections::HashMap<String, crate::dedup::Place> = Default::default();
+        let mut repeated = None;
+        let read =
+            docs::read_each(sources, &self.read, &mut written, &mut bytes, observer, &mut |d| {
+                if let Some(first) = seen.insert(d.id.clone(), d.place) {
+                    repeated = Some((d.written.clone(), first, d.place));
+                    return Err(CorpusError::Runtime(String::new()));
+                }
+                // As a saved index keeps ids (`WrittenIds`): a number as written, else a JSON string.
+                let saved = match d.written.get().trim_start().starts_with('"') {
+                    true => neardup::id_to_json(&d.id),
+                    false => d.written.get().trim().to_string(),
+                };
+                batch_bytes += d.text.len();
+                batch.push((d.id, saved, d.text));
+                if batch_bytes >= BATCH_BYTES {
+                    batch_bytes = 0;
+                    builder.add(std::mem::take(&mut batch)).map_err(overlap)?;
+                }
+                Ok(())
+            });
+        if let Some((id, first, second)) = repeated {
+            return Err(docs::repeated_id(sources, "--against", &id, first, second));
+        }
+        let read = read?;
+        builder.add(batch).map_err(overlap)?;
+        let outcome = OverlapOutcome {
+            library_only: true,
+            within: false,
+            collection: builder.len(),
+            read_bytes: bytes,
+            collection_notes: read.notes,
+            check_time: started.elapsed(),
+            ..OverlapOutcome::default()
+        };
+        commit_section(|| builder.finish().map_err(overlap))?;
         Ok(outcome)
     }
 

@@ -3,9 +3,10 @@
 //! Layout of format 2 (integers little-endian):
 //!
 //! ```text
-//! magic "neardup-passages" (16 bytes)   format u32   spec length u32   spec JSON   documents u64
+//! magic "neardup-passages" (16 bytes)   format u32   spec length u32   spec JSON
 //! the texts, back to back
-//! directory: each document's id length u32, id, text length u64, xxh3-64 of its text
+//! directory: documents u64, then each document's id length u32, id, text length u64, xxh3-64
+//!   of its text
 //! keys u64, keys [u32], offsets [u32; keys + 1], postings u64, postings [u32]
 //! texts_at u64 (where the texts start)   directory_at u64 (where the directory starts)
 //! xxh3-64 of every byte before it but the texts (u64)
@@ -124,7 +125,6 @@ impl PassageIndex {
                 live += 1;
             }
         }
-        w.write_all(&u64::from(live).to_le_bytes())?;
         // The texts, each under its own checksum (in the directory) instead of the file's.
         let texts_at = w.at;
         w.hashing = false;
@@ -137,6 +137,7 @@ impl PassageIndex {
         }
         w.hashing = true;
         let directory_at = w.at;
+        w.write_all(&u64::from(live).to_le_bytes())?;
         for (id, len, hash) in &directory {
             w.write_all(&(id.len() as u32).to_le_bytes())?;
             w.write_all(id.as_bytes())?;
@@ -255,8 +256,7 @@ impl PassageIndex {
                 });
             }
         }
-        let ndocs = r.u64()? as usize;
-        let mut docs = Vec::with_capacity(ndocs.min((len / 12) as usize));
+        let mut docs = Vec::new();
         let mut by_id = FxHashMap::default();
         // Reserved, not touched: only the pages written count.
         let mut arena: Vec<u8> = Vec::with_capacity(len as usize);
@@ -270,6 +270,7 @@ impl PassageIndex {
         };
         let mut places = None;
         if format == 1 {
+            let ndocs = r.u64()? as usize;
             for n in 0..ndocs {
                 let id_len = r.u32()? as usize;
                 let id = String::from_utf8(r.take(id_len)?)
@@ -289,6 +290,7 @@ impl PassageIndex {
             r.hashing = false;
             r.take_into(&mut arena, (directory_at - texts_at) as usize)?;
             r.hashing = true;
+            let ndocs = r.u64()? as usize;
             let mut start = 0usize;
             for n in 0..ndocs {
                 let (id, text_len, hash) = directory_entry(&mut r, n)?;
@@ -334,7 +336,7 @@ impl PassageIndex {
             || offsets.last().map(|&o| o as usize) != Some(npostings)
             || offsets.windows(2).any(|w| w[0] > w[1])
             || keys.windows(2).any(|w| w[0] >= w[1])
-            || postings.iter().any(|&d| d as usize >= ndocs)
+            || postings.iter().any(|&d| d as usize >= docs.len())
         {
             return Err(bad("damaged: its postings are inconsistent".into()));
         }
@@ -471,6 +473,170 @@ impl PassageIndex {
     }
 }
 
+/// Builds a saved passage index from documents given in batches, as a collection is read: each
+/// batch's texts go to the file as they come and only their fingerprints stay in memory (8 bytes
+/// a kept k-gram), so that indexing a library needs memory for its postings, not for its texts.
+/// The file is the one [`PassageIndex::save`] writes for the same documents, written beside its
+/// name and renamed into place by [`IndexBuilder::finish`] (dropped unfinished, it is removed).
+pub struct IndexBuilder<'a> {
+    spec: OverlapSpec,
+    lock: &'a IndexLock,
+    tmp: tempfile::NamedTempFile,
+    w: Hashing<BufWriter<fs::File>>,
+    texts_at: u64,
+    /// Each document's id as saved, text length and checksum.
+    directory: Vec<(Box<str>, u64, u64)>,
+    ids: rustc_hash::FxHashSet<Box<str>>,
+    /// `key << 32 | document` of every document's fingerprints.
+    pairs: Vec<u64>,
+}
+
+impl std::fmt::Debug for IndexBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexBuilder")
+            .field("dir", &self.lock.dir())
+            .field("documents", &self.directory.len())
+            .field("fingerprints", &self.pairs.len())
+            .finish()
+    }
+}
+
+impl<'a> IndexBuilder<'a> {
+    /// Starts an index with these settings in the directory of `lock` (the writer's lock on it).
+    pub fn new(spec: OverlapSpec, lock: &'a IndexLock) -> Result<IndexBuilder<'a>, OverlapError> {
+        spec.validate()?;
+        let dir = lock.dir();
+        remove_stale_temporaries(dir);
+        let tmp = tempfile::Builder::new()
+            .prefix(TEMPORARY_PREFIX)
+            .tempfile_in(dir)
+            .map_err(io_err(dir, IoStep::Save))?;
+        let path = dir.join(PASSAGE_INDEX_FILE);
+        let file = tmp.as_file().try_clone().map_err(io_err(&path, IoStep::Save))?;
+        let mut w = Hashing {
+            inner: BufWriter::with_capacity(1 << 20, file),
+            hash: Default::default(),
+            hashing: true,
+            at: 0,
+        };
+        let head = serde_json::to_vec(&spec)
+            .map_err(|e| OverlapError::InvalidSpec { field: "passages", message: e.to_string() })?;
+        (|| -> std::io::Result<()> {
+            w.write_all(MAGIC)?;
+            w.write_all(&PASSAGE_INDEX_FORMAT.to_le_bytes())?;
+            w.write_all(&(head.len() as u32).to_le_bytes())?;
+            w.write_all(&head)
+        })()
+        .map_err(io_err(&path, IoStep::Save))?;
+        let texts_at = w.at;
+        w.hashing = false;
+        Ok(IndexBuilder {
+            spec,
+            lock,
+            tmp,
+            w,
+            texts_at,
+            directory: Vec::new(),
+            ids: Default::default(),
+            pairs: Vec::new(),
+        })
+    }
+
+    /// Documents in the index so far.
+    pub fn len(&self) -> usize {
+        self.directory.len()
+    }
+
+    /// True before the first document.
+    pub fn is_empty(&self) -> bool {
+        self.directory.is_empty()
+    }
+
+    /// Adds a batch of documents `(id, saved id, text)`, fingerprinted on every core: `id` is
+    /// the id as text (the one id rule), `saved` how the file keeps it (a saved index's ids are
+    /// JSON text: [`super::WrittenIds`]). An id given before is
+    /// [`OverlapError::DuplicateId`], and nothing of the batch is added.
+    pub fn add(&mut self, docs: Vec<(String, String, String)>) -> Result<(), OverlapError> {
+        use rayon::prelude::*;
+        let mut batch = rustc_hash::FxHashSet::default();
+        for (id, _, text) in &docs {
+            if text.len() >= u32::MAX as usize {
+                return Err(OverlapError::TooLong { id: id.clone(), bytes: text.len() });
+            }
+            if self.ids.contains(id.as_str()) || !batch.insert(id.as_str()) {
+                return Err(OverlapError::DuplicateId { id: id.clone() });
+            }
+        }
+        if self.directory.len() + docs.len() >= u32::MAX as usize {
+            return Err(OverlapError::InvalidSpec {
+                field: "documents",
+                message: "a passage index holds fewer than 4,294,967,295 documents".into(),
+            });
+        }
+        let keys: Vec<Vec<u32>> = docs
+            .par_iter()
+            .map(|(_, _, text)| super::parts::fingerprints(&self.spec, text))
+            .collect::<Result<_, _>>()?;
+        let path = self.lock.dir().join(PASSAGE_INDEX_FILE);
+        for ((id, saved, text), keys) in docs.into_iter().zip(keys) {
+            let n = self.directory.len() as u64;
+            self.w.write_all(text.as_bytes()).map_err(io_err(&path, IoStep::Save))?;
+            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+            self.directory.push((saved.into_boxed_str(), text.len() as u64, hash));
+            self.ids.insert(id.into_boxed_str());
+            self.pairs.extend(keys.into_iter().map(|k| (u64::from(k) << 32) | n));
+        }
+        Ok(())
+    }
+
+    /// Writes the directory and the postings and renames the file into place: a reader sees the
+    /// old index or the new one, never a mix.
+    pub fn finish(mut self) -> Result<(), OverlapError> {
+        use rayon::prelude::*;
+        let dir = self.lock.dir().to_path_buf();
+        let path = dir.join(PASSAGE_INDEX_FILE);
+        let save = io_err(&path, IoStep::Save);
+        self.ids = Default::default();
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.par_sort_unstable();
+        let (keys, offsets, postings) = csr(&pairs, self.spec.max_postings as usize);
+        drop(pairs);
+        let w = &mut self.w;
+        w.hashing = true;
+        let directory_at = w.at;
+        (|| -> std::io::Result<()> {
+            w.write_all(&(self.directory.len() as u64).to_le_bytes())?;
+            for (id, len, hash) in &self.directory {
+                w.write_all(&(id.len() as u32).to_le_bytes())?;
+                w.write_all(id.as_bytes())?;
+                w.write_all(&len.to_le_bytes())?;
+                w.write_all(&hash.to_le_bytes())?;
+            }
+            w.write_all(&(keys.len() as u64).to_le_bytes())?;
+            write_u32s(w, &keys)?;
+            write_u32s(w, &offsets)?;
+            w.write_all(&(postings.len() as u64).to_le_bytes())?;
+            write_u32s(w, &postings)?;
+            w.write_all(&self.texts_at.to_le_bytes())?;
+            w.write_all(&directory_at.to_le_bytes())?;
+            let digest = w.hash.digest();
+            w.inner.write_all(&digest.to_le_bytes())?;
+            w.inner.flush()
+        })()
+        .map_err(&save)?;
+        self.tmp.as_file().sync_all().map_err(&save)?;
+        self.tmp.persist(&path).map_err(|e| OverlapError::Io {
+            path: path.clone(),
+            step: IoStep::Save,
+            source: e.error,
+        })?;
+        if let Ok(d) = fs::File::open(&dir) {
+            d.sync_all().map_err(io_err(&dir, IoStep::Save))?;
+        }
+        Ok(())
+    }
+}
+
 /// Format 2's `(texts_at, directory_at)`, read from the end of the file (before its checksum).
 pub(super) fn trailer(path: &Path, file: &fs::File, len: u64) -> Result<(u64, u64), OverlapError> {
     let mut buf = [0u8; 16];
@@ -578,6 +744,37 @@ mod tests {
             )
             .expect("test setup");
         index
+    }
+
+    /// Built in batches as a collection is read, the file is the one the index saves, byte for
+    /// byte; an id given twice is refused.
+    #[test]
+    fn a_built_index_is_the_saved_one() {
+        let (a, b) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+        let docs: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                let text =
+                    (0..30 + i).map(|w| format!("w{}", (w * 7 + i) % 50)).collect::<Vec<_>>();
+                (format!("d{i}"), text.join(" "))
+            })
+            .collect();
+        let spec = OverlapSpec { max_postings: 3, ..OverlapSpec::default() };
+        let mut index = PassageIndex::new(spec.clone()).expect("index");
+        index.add_documents(docs.clone(), OnExistingId::Refuse).expect("add");
+        index.save(&crate::IndexLock::acquire(a.path()).expect("lock")).expect("save");
+        let lock = crate::IndexLock::acquire(b.path()).expect("lock");
+        let mut built = IndexBuilder::new(spec, &lock).expect("builder");
+        for chunk in docs.chunks(7) {
+            built
+                .add(chunk.iter().map(|(i, t)| (i.clone(), i.clone(), t.clone())).collect())
+                .expect("add");
+        }
+        let again = vec![("d3".to_string(), "d3".to_string(), "x y z".to_string())];
+        assert!(matches!(built.add(again), Err(OverlapError::DuplicateId { .. })));
+        built.finish().expect("finish");
+        let read =
+            |d: &tempfile::TempDir| fs::read(d.path().join(PASSAGE_INDEX_FILE)).expect("read");
+        assert_eq!(read(&b), read(&a));
     }
 
     #[test]

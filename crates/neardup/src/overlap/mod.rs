@@ -60,7 +60,7 @@ use neardup_text::ZhScript;
 use serde::{Deserialize, Serialize};
 
 pub use exclude::Exclusion;
-pub use file::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT, TEMPORARY_PREFIX};
+pub use file::{IndexBuilder, PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT, TEMPORARY_PREFIX};
 pub use index::{Batch, Joined, OnExistingId, PassageIndex};
 pub use record::{JsonId, PassageRecord, SourceRecord, SummaryRecord, WrittenIds};
 pub use saved::SavedIndex;

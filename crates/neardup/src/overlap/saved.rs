@@ -85,7 +85,6 @@ impl SavedIndex {
                 });
             }
         }
-        let ndocs = r.u64()? as usize;
         let texts_at = r.at;
         let (_, directory_at) = trailer(&path, &file, len)?;
         if directory_at < texts_at || directory_at > r.body {
@@ -94,6 +93,7 @@ impl SavedIndex {
         std::io::Seek::seek(&mut r.inner, std::io::SeekFrom::Start(directory_at))
             .map_err(io(IoStep::Read))?;
         r.at = directory_at;
+        let ndocs = r.u64()? as usize;
         let (mut ids, mut texts) = (Vec::with_capacity(ndocs.min(1 << 24)), Vec::new());
         let mut by_id = FxHashMap::default();
         let mut start = texts_at;
