@@ -434,6 +434,31 @@ impl Stream<'_> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
+    /// Reads `n` u32s a block at a time (4 MiB: read past the buffer, without a copy), giving
+    /// each block to `f` (hashed, not kept) until it says false; returns whether every block
+    /// was accepted.
+    pub(super) fn each_u32s(
+        &mut self,
+        n: u64,
+        f: &mut dyn FnMut(&mut dyn Iterator<Item = u32>) -> bool,
+    ) -> Result<bool, OverlapError> {
+        self.check(usize::try_from(n.saturating_mul(4)).unwrap_or(usize::MAX))?;
+        let mut buf = Vec::with_capacity(1 << 22);
+        let mut left = n;
+        while left > 0 {
+            let chunk = left.min(1 << 20) as usize;
+            buf.clear();
+            self.take_into(&mut buf, chunk * 4)?;
+            let mut values =
+                buf.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")));
+            if !f(&mut values) {
+                return Ok(false);
+            }
+            left -= chunk as u64;
+        }
+        Ok(true)
+    }
+
     pub(super) fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
         self.check(n.saturating_mul(4))?;
         let mut out = Vec::with_capacity(n);
@@ -473,6 +498,9 @@ impl PassageIndex {
     }
 }
 
+/// Fingerprints per block of the builder's pairs (64 MiB).
+const PAIR_BLOCK: usize = 1 << 23;
+
 /// Builds a saved passage index from documents given in batches, as a collection is read: each
 /// batch's texts go to the file as they come and only their fingerprints stay in memory (8 bytes
 /// a kept k-gram), so that indexing a library needs memory for its postings, not for its texts.
@@ -487,8 +515,10 @@ pub struct IndexBuilder<'a> {
     /// Each document's id as saved, text length and checksum.
     directory: Vec<(Box<str>, u64, u64)>,
     ids: rustc_hash::FxHashSet<Box<str>>,
-    /// `key << 32 | document` of every document's fingerprints.
-    pairs: Vec<u64>,
+    /// `key << 32 | document` of every document's fingerprints, in blocks (gathered into one
+    /// array of the exact size at the end: a growing array would briefly hold half again as
+    /// much).
+    pairs: Vec<Vec<u64>>,
 }
 
 impl std::fmt::Debug for IndexBuilder<'_> {
@@ -496,7 +526,7 @@ impl std::fmt::Debug for IndexBuilder<'_> {
         f.debug_struct("IndexBuilder")
             .field("dir", &self.lock.dir())
             .field("documents", &self.directory.len())
-            .field("fingerprints", &self.pairs.len())
+            .field("fingerprints", &self.pairs.iter().map(Vec::len).sum::<usize>())
             .finish()
     }
 }
@@ -584,7 +614,11 @@ impl<'a> IndexBuilder<'a> {
             let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
             self.directory.push((saved.into_boxed_str(), text.len() as u64, hash));
             self.ids.insert(id.into_boxed_str());
-            self.pairs.extend(keys.into_iter().map(|k| (u64::from(k) << 32) | n));
+            if self.pairs.last().is_none_or(|p| p.len() + keys.len() > PAIR_BLOCK) {
+                self.pairs.push(Vec::with_capacity(PAIR_BLOCK.max(keys.len())));
+            }
+            let block = self.pairs.last_mut().expect("a block was just added");
+            block.extend(keys.into_iter().map(|k| (u64::from(k) << 32) | n));
         }
         Ok(())
     }
@@ -597,10 +631,12 @@ impl<'a> IndexBuilder<'a> {
         let path = dir.join(PASSAGE_INDEX_FILE);
         let save = io_err(&path, IoStep::Save);
         self.ids = Default::default();
-        let mut pairs = std::mem::take(&mut self.pairs);
+        let blocks = std::mem::take(&mut self.pairs);
+        let mut pairs: Vec<u64> = Vec::with_capacity(blocks.iter().map(Vec::len).sum());
+        for block in blocks {
+            pairs.extend_from_slice(&block);
+        }
         pairs.par_sort_unstable();
-        let (keys, offsets, postings) = csr(&pairs, self.spec.max_postings as usize);
-        drop(pairs);
         let w = &mut self.w;
         w.hashing = true;
         let directory_at = w.at;
@@ -612,10 +648,71 @@ impl<'a> IndexBuilder<'a> {
                 w.write_all(&len.to_le_bytes())?;
                 w.write_all(&hash.to_le_bytes())?;
             }
-            w.write_all(&(keys.len() as u64).to_le_bytes())?;
-            write_u32s(w, &keys)?;
+            // The postings straight from the sorted pairs, as `csr` makes them, without holding
+            // them twice: the keys as they come (and each key's count of postings kept), then
+            // the offsets, then a second pass for the postings.
+            let cap = self.spec.max_postings as u64;
+            let mut counts: Vec<u32> = Vec::new();
+            let mut keys_buf: Vec<u32> = Vec::with_capacity(1 << 16);
+            let mut nkeys = 0u64;
+            let key_of = |p: u64| (p >> 32) as u32;
+            // The number of keys first (it precedes them).
+            let mut i = 0;
+            while i < pairs.len() {
+                let k = key_of(pairs[i]);
+                let mut j = i;
+                while j < pairs.len() && key_of(pairs[j]) == k {
+                    j += 1;
+                }
+                counts.push(((j - i) as u64).min(cap) as u32);
+                nkeys += 1;
+                i = j;
+            }
+            w.write_all(&nkeys.to_le_bytes())?;
+            let mut i = 0;
+            while i < pairs.len() {
+                let k = key_of(pairs[i]);
+                keys_buf.push(k);
+                if keys_buf.len() == keys_buf.capacity() {
+                    write_u32s(w, &keys_buf)?;
+                    keys_buf.clear();
+                }
+                while i < pairs.len() && key_of(pairs[i]) == k {
+                    i += 1;
+                }
+            }
+            write_u32s(w, &keys_buf)?;
+            let mut offsets: Vec<u32> = Vec::with_capacity(1 << 16);
+            let mut at = 0u32;
+            offsets.push(0);
+            for c in &counts {
+                at += c;
+                offsets.push(at);
+                if offsets.len() == offsets.capacity() {
+                    write_u32s(w, &offsets)?;
+                    offsets.clear();
+                }
+            }
             write_u32s(w, &offsets)?;
-            w.write_all(&(postings.len() as u64).to_le_bytes())?;
+            drop(counts);
+            w.write_all(&u64::from(at).to_le_bytes())?;
+            let mut postings: Vec<u32> = Vec::with_capacity(1 << 16);
+            let mut i = 0;
+            while i < pairs.len() {
+                let k = key_of(pairs[i]);
+                let mut taken = 0u64;
+                while i < pairs.len() && key_of(pairs[i]) == k {
+                    if taken < cap {
+                        postings.push(pairs[i] as u32);
+                        taken += 1;
+                        if postings.len() == postings.capacity() {
+                            write_u32s(w, &postings)?;
+                            postings.clear();
+                        }
+                    }
+                    i += 1;
+                }
+            }
             write_u32s(w, &postings)?;
             w.write_all(&self.texts_at.to_le_bytes())?;
             w.write_all(&directory_at.to_le_bytes())?;

@@ -6,10 +6,14 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::cell::{OnceCell, RefCell};
+
 use rustc_hash::FxHashMap;
 
-use super::file::{directory_entry, read_at, trailer, Stream};
-use super::parts::{self, Shipped, Step};
+use super::align::Attribution;
+use super::check::{check_in, Halt, Holdings, SCRATCH};
+use super::file::{read_at, trailer, Stream};
+use super::parts::{self, Shipped};
 use super::{option_name, IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
 use super::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
 
@@ -21,14 +25,37 @@ pub struct SavedIndex {
     path: PathBuf,
     file: fs::File,
     spec: OverlapSpec,
-    /// Each document's id as saved (JSON text), and where its text is: (start, length, xxh3).
-    ids: Vec<Box<str>>,
+    /// The documents' ids as saved (JSON text), one after another; document `n`'s ends at
+    /// `id_ends[n]`.
+    ids: String,
+    id_ends: Vec<usize>,
+    /// Each document's text: where it starts, its length and checksum.
     texts: Vec<(u64, u64, u64)>,
+    /// Documents by the hash of their id (as text); ids whose hash another holds, by id.
+    by_hash: FxHashMap<u64, u32>,
     by_id: FxHashMap<Box<str>, u32>,
-    keys: Vec<u32>,
-    offsets: Vec<u32>,
-    /// Where the postings start in the file.
+    /// Every [`KEY_BLOCK`]-th key: the block of keys a key is in, read by position.
+    sample: Vec<u32>,
+    nkeys: u64,
+    keys_at: u64,
+    offsets_at: u64,
     postings_at: u64,
+}
+
+/// Where id `n` starts in the ids' arena.
+fn id_ends_start(ends: &[usize], n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        ends[n - 1]
+    }
+}
+
+/// Keys per block read when a key is looked up (1 KiB).
+const KEY_BLOCK: u64 = 256;
+
+fn id_hash(id: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id.as_bytes())
 }
 
 impl SavedIndex {
@@ -94,39 +121,88 @@ impl SavedIndex {
             .map_err(io(IoStep::Read))?;
         r.at = directory_at;
         let ndocs = r.u64()? as usize;
-        let (mut ids, mut texts) = (Vec::with_capacity(ndocs.min(1 << 24)), Vec::new());
-        let mut by_id = FxHashMap::default();
+        let cap = ndocs.min((len / 24) as usize);
+        let (mut ids, mut id_ends, mut texts) =
+            (Vec::new(), Vec::with_capacity(cap), Vec::with_capacity(cap));
+        let mut by_hash = FxHashMap::with_capacity_and_hasher(cap, Default::default());
+        let mut by_id: FxHashMap<Box<str>, u32> = FxHashMap::default();
         let mut start = texts_at;
         for n in 0..ndocs {
-            let (id, text_len, hash) = directory_entry(&mut r, n)?;
+            let id_len = r.u32()? as usize;
+            let id_start = ids.len();
+            r.take_into(&mut ids, id_len)?;
+            let id = std::str::from_utf8(&ids[id_start..])
+                .map_err(|_| bad(format!("damaged: the id of document {n} is not UTF-8")))?;
+            let (text_len, hash) = (r.u64()?, r.u64()?);
             if start.checked_add(text_len).is_none_or(|end| end > directory_at) {
                 return Err(bad("damaged: its directory does not fit its texts".into()));
             }
-            let plain = crate::id_from_json(&id).map_or_else(|_| id.clone(), |c| c.into_owned());
-            if by_id.insert(plain.into_boxed_str(), n as u32).is_some() {
-                return Err(bad(format!("id {id} is given to two documents")));
+            let plain = crate::id_from_json(id).unwrap_or(std::borrow::Cow::Borrowed(id));
+            let twice = || bad(format!("id {id} is given to two documents"));
+            match by_hash.entry(id_hash(&plain)) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(n as u32);
+                }
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let other = *o.get() as usize;
+                    let other_id =
+                        std::str::from_utf8(&ids[id_ends_start(&id_ends, other)..id_ends[other]])
+                            .unwrap_or_default();
+                    let other_plain = crate::id_from_json(other_id)
+                        .unwrap_or(std::borrow::Cow::Borrowed(other_id));
+                    if other_plain == plain || by_id.insert(plain.into(), n as u32).is_some() {
+                        return Err(twice());
+                    }
+                }
             }
-            ids.push(id.into_boxed_str());
+            id_ends.push(ids.len());
             texts.push((start, text_len, hash));
             start += text_len;
         }
         if start != directory_at {
             return Err(bad("damaged: its directory does not fit its texts".into()));
         }
-        let nkeys = r.u64()? as usize;
-        let keys = r.u32s(nkeys)?;
-        let offsets = r.u32s(nkeys + 1)?;
-        let npostings = r.u64()?;
-        let postings_at = r.at;
-        // The postings are read for the checksum only, a block at a time.
-        let mut left = npostings.saturating_mul(4);
-        let mut buf = Vec::with_capacity(1 << 20);
-        while left > 0 {
-            let n = left.min(1 << 20) as usize;
-            buf.clear();
-            r.take_into(&mut buf, n)?;
-            left -= n as u64;
+        let ids = String::from_utf8(ids).map_err(|_| bad("damaged: an id is not UTF-8".into()))?;
+        // Keys, offsets and postings, streamed: checked, hashed, and of the keys every
+        // KEY_BLOCK-th kept; each is read by position when a check looks a key up.
+        let inconsistent = || bad("damaged: its postings are inconsistent".into());
+        let nkeys = r.u64()?;
+        let keys_at = r.at;
+        let mut sample = Vec::with_capacity((nkeys / KEY_BLOCK + 1) as usize);
+        let (mut i, mut last) = (0u64, None);
+        let keys_ok = r.each_u32s(nkeys, &mut |block| {
+            for k in block {
+                if last.is_some_and(|l| l >= k) {
+                    return false;
+                }
+                if i % KEY_BLOCK == 0 {
+                    sample.push(k);
+                }
+                (i, last) = (i + 1, Some(k));
+            }
+            true
+        })?;
+        if !keys_ok {
+            return Err(inconsistent());
         }
+        let offsets_at = r.at;
+        let (mut seen, mut before) = (0u64, 0u32);
+        let offsets_ok = r.each_u32s(nkeys + 1, &mut |block| {
+            for o in block {
+                if (seen == 0 && o != 0) || o < before {
+                    return false;
+                }
+                (seen, before) = (seen + 1, o);
+            }
+            true
+        })?;
+        let npostings = r.u64()?;
+        if !offsets_ok || u64::from(before) != npostings {
+            return Err(inconsistent());
+        }
+        let postings_at = r.at;
+        // The postings only for the checksum: each is checked when a check reads it.
+        r.each_u32s(npostings, &mut |_| true)?;
         if (r.u64()?, r.u64()?) != (texts_at, directory_at) || r.at != r.body {
             return Err(bad("damaged: its records do not fill the file".into()));
         }
@@ -138,14 +214,21 @@ impl SavedIndex {
                 "damaged: its checksum does not match (truncated or overwritten)".into()
             ));
         }
-        if offsets.first() != Some(&0)
-            || offsets.last().map(|&o| u64::from(o)) != Some(npostings)
-            || offsets.windows(2).any(|w| w[0] > w[1])
-            || keys.windows(2).any(|w| w[0] >= w[1])
-        {
-            return Err(bad("damaged: its postings are inconsistent".into()));
-        }
-        Ok(Some(SavedIndex { path, file, spec, ids, texts, by_id, keys, offsets, postings_at }))
+        Ok(Some(SavedIndex {
+            path,
+            file,
+            spec,
+            ids,
+            id_ends,
+            texts,
+            by_hash,
+            by_id,
+            sample,
+            nkeys,
+            keys_at,
+            offsets_at,
+            postings_at,
+        }))
     }
 
     /// The settings checks use.
@@ -155,12 +238,12 @@ impl SavedIndex {
 
     /// Documents in the index.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.id_ends.len()
     }
 
     /// True when the index holds no document.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.id_ends.is_empty()
     }
 
     /// The id of document `n` as it was saved (JSON text: a string's quotes, a number's digits).
@@ -168,12 +251,19 @@ impl SavedIndex {
     /// # Panics
     /// If `n` is not a document of the index.
     pub fn id_json(&self, n: u32) -> &str {
-        &self.ids[n as usize]
+        let n = n as usize;
+        &self.ids[id_ends_start(&self.id_ends, n)..self.id_ends[n]]
     }
 
     /// The number of the document with this id (as text: `7` and `"7"` are one id).
     pub fn find(&self, id: &str) -> Option<u32> {
-        self.by_id.get(id).copied()
+        if let Some(&n) = self.by_id.get(id) {
+            return Some(n);
+        }
+        let n = *self.by_hash.get(&id_hash(id))?;
+        let saved = self.id_json(n);
+        let plain = crate::id_from_json(saved).unwrap_or(std::borrow::Cow::Borrowed(saved));
+        (plain == id).then_some(n)
     }
 
     /// The text of document `n`, read from the file and checked against its checksum.
@@ -196,22 +286,49 @@ impl SavedIndex {
             .map_err(|_| bad(format!("damaged: the text of document {n} is not UTF-8")))
     }
 
-    /// The holders of each of the query's keys that the index holds, read from the file.
+    /// Reads `n` little-endian u32s at `offset`.
+    fn u32s_at(&self, offset: u64, n: usize, buf: &mut Vec<u8>) -> Result<Vec<u32>, OverlapError> {
+        buf.resize(n * 4, 0);
+        read_at(&self.file, buf, offset).map_err(|source| OverlapError::Io {
+            path: self.path.clone(),
+            step: IoStep::Read,
+            source,
+        })?;
+        Ok(buf
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+
+    /// The holders of each of the query's keys that the index holds, read from the file: for
+    /// each key its block of keys (found in the sample), then its two offsets and its postings.
     fn held(&self, text: &str) -> Result<Vec<(u32, Vec<u32>)>, OverlapError> {
         let mut held = Vec::new();
         let mut buf = Vec::new();
+        let mut block: (u64, Vec<u32>) = (u64::MAX, Vec::new());
         for k in parts::query_keys(&self.spec, text)? {
-            let Ok(i) = self.keys.binary_search(&k) else { continue };
-            let (a, b) = (self.offsets[i], self.offsets[i + 1]);
-            buf.resize((b - a) as usize * 4, 0);
-            read_at(&self.file, &mut buf, self.postings_at + u64::from(a) * 4).map_err(
-                |source| OverlapError::Io { path: self.path.clone(), step: IoStep::Read, source },
-            )?;
-            let docs: Vec<u32> = buf
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-                .collect();
-            if docs.iter().any(|&d| d as usize >= self.ids.len()) {
+            let b = match self.sample.partition_point(|&s| s <= k) {
+                0 => continue,
+                p => (p - 1) as u64,
+            };
+            if block.0 != b {
+                let first = b * KEY_BLOCK;
+                let n = KEY_BLOCK.min(self.nkeys - first) as usize;
+                block = (b, self.u32s_at(self.keys_at + first * 4, n, &mut buf)?);
+            }
+            let Ok(j) = block.1.binary_search(&k) else { continue };
+            let i = b * KEY_BLOCK + j as u64;
+            let range = self.u32s_at(self.offsets_at + i * 4, 2, &mut buf)?;
+            let (a, z) = (range[0], range[1]);
+            if z < a {
+                return Err(OverlapError::Format {
+                    path: self.path.clone(),
+                    message: "damaged: its postings are inconsistent".into(),
+                });
+            }
+            let docs =
+                self.u32s_at(self.postings_at + u64::from(a) * 4, (z - a) as usize, &mut buf)?;
+            if docs.iter().any(|&d| d as usize >= self.len()) {
                 return Err(OverlapError::Format {
                     path: self.path.clone(),
                     message: "damaged: its postings are inconsistent".into(),
@@ -224,8 +341,8 @@ impl SavedIndex {
 
     /// Checks `text` against the index, as [`super::PassageIndex::check`] checks it against the
     /// same index loaded whole: the document of the query's own id (`own_id`) and those numbered
-    /// in `exclude` are not sources. Reads the postings of its keys, then the texts of the
-    /// sources it aligns, a round of candidates at a time.
+    /// in `exclude` are not sources. Reads the postings of its keys, then each source's text
+    /// when the check first aligns it.
     pub fn check(
         &self,
         own_id: Option<&str>,
@@ -233,17 +350,86 @@ impl SavedIndex {
         exclude: &[u32],
     ) -> Result<Overlap, OverlapError> {
         let own = own_id.and_then(|id| self.find(id));
-        let mut shipped = Shipped::new(&self.spec, self.held(text)?, Vec::new())?;
-        loop {
-            match parts::check(&self.spec, &shipped, text, own, exclude, false)? {
-                Step::Done(found) => return Ok(found),
-                Step::Needs(docs) => {
-                    for d in docs {
-                        shipped.add_text(d, self.text(d)?);
-                    }
+        let held = self.held(text)?;
+        // Every source a check can align holds one of the query's keys: a cell for each.
+        let mut cells: FxHashMap<u32, OnceCell<String>> = FxHashMap::default();
+        for (_, docs) in &held {
+            for &d in docs {
+                cells.entry(d).or_default();
+            }
+        }
+        let in_place = InPlace {
+            saved: self,
+            shipped: Shipped::new(&self.spec, held, Vec::new())?,
+            cells,
+            failed: RefCell::new(None),
+        };
+        let found = SCRATCH.with_borrow_mut(|s| {
+            check_in(
+                &in_place,
+                &self.spec,
+                text,
+                own,
+                exclude,
+                Attribution::BestMatch,
+                &|| false,
+                s,
+            )
+        });
+        if let Some(e) = in_place.failed.into_inner() {
+            return Err(e);
+        }
+        found.map_err(|h| match h {
+            Halt::Stopped => OverlapError::Stopped,
+            Halt::Needs(docs) => OverlapError::Format {
+                path: self.path.clone(),
+                message: format!("damaged: its postings name documents it lacks ({docs:?})"),
+            },
+        })
+    }
+}
+
+/// A saved index as one check reads it: the postings of the query's keys, and each source's
+/// text read from the file the first time the check asks for it (a cell per document the
+/// postings name). A text that cannot be read is `None`, and the error kept for the caller.
+struct InPlace<'a> {
+    saved: &'a SavedIndex,
+    shipped: Shipped,
+    cells: FxHashMap<u32, OnceCell<String>>,
+    failed: RefCell<Option<OverlapError>>,
+}
+
+impl Holdings for InPlace<'_> {
+    fn postings(&self) -> (&[u32], &[u32], &[u32]) {
+        self.shipped.postings()
+    }
+
+    fn recent(&self, _key: u32) -> &[u32] {
+        &[]
+    }
+
+    fn no_keys(&self) -> bool {
+        self.shipped.no_keys()
+    }
+
+    fn live(&self, _doc: u32) -> bool {
+        true
+    }
+
+    fn text(&self, doc: u32) -> Option<&str> {
+        let cell = self.cells.get(&doc)?;
+        if cell.get().is_none() {
+            match self.saved.text(doc) {
+                Ok(t) => {
+                    let _ = cell.set(t);
+                }
+                Err(e) => {
+                    self.failed.borrow_mut().get_or_insert(e);
+                    return None;
                 }
             }
         }
+        cell.get().map(String::as_str)
     }
 }
 
