@@ -236,26 +236,7 @@ impl PassageIndex {
                  build the index again with this version"
             )));
         }
-        let spec_len = r.u32()? as usize;
-        // A format this version reads whose settings do not parse was changed after it was
-        // written (the checksum at the end would say so too, but is read last).
-        let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?).map_err(|e| {
-            bad(format!("damaged: its settings block is unreadable ({e}); build the index again"))
-        })?;
-        // The index's settings, with the options given applied: the fingerprint settings must
-        // be the index's own, the others may change from one check to the next.
-        let spec = options.apply(saved.clone())?;
-        for ((field, have), (_, want)) in saved.index_fields().into_iter().zip(spec.index_fields())
-        {
-            if have != want {
-                return Err(OverlapError::Mismatch {
-                    path: path.clone(),
-                    field: option_name(field),
-                    index: have,
-                    asked: want,
-                });
-            }
-        }
+        let spec = settings(&mut r, options)?;
         let mut docs = Vec::new();
         let mut by_id = FxHashMap::default();
         // Reserved, not touched: only the pages written count.
@@ -732,6 +713,37 @@ impl<'a> IndexBuilder<'a> {
         }
         Ok(())
     }
+}
+
+/// A saved index's settings block, with the options given applied: the fingerprint settings
+/// must be the index's own ([`OverlapError::Mismatch`] naming the option), the others may change
+/// from one check to the next.
+pub(super) fn settings(
+    r: &mut Stream<'_>,
+    options: &OverlapOptions,
+) -> Result<OverlapSpec, OverlapError> {
+    let spec_len = r.u32()? as usize;
+    // A format this version reads whose settings do not parse was changed after it was written
+    // (the checksum at the end would say so too, but is read last).
+    let saved: OverlapSpec =
+        serde_json::from_slice(&r.take(spec_len)?).map_err(|e| OverlapError::Format {
+            path: r.path.to_path_buf(),
+            message: format!(
+                "damaged: its settings block is unreadable ({e}); build the index again"
+            ),
+        })?;
+    let spec = options.apply(saved.clone())?;
+    for ((field, have), (_, want)) in saved.index_fields().into_iter().zip(spec.index_fields()) {
+        if have != want {
+            return Err(OverlapError::Mismatch {
+                path: r.path.to_path_buf(),
+                field: option_name(field),
+                index: have,
+                asked: want,
+            });
+        }
+    }
+    Ok(spec)
 }
 
 /// Format 2's `(texts_at, directory_at)`, read from the end of the file (before its checksum).

@@ -12,9 +12,9 @@ use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
 use super::check::{check_in, Halt, Holdings, SCRATCH};
-use super::file::{read_at, trailer, Stream};
+use super::file::{read_at, settings, trailer, Stream};
 use super::parts::{self, Shipped};
-use super::{option_name, IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
+use super::{IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
 use super::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
 
 /// A saved passage index (format 2) opened for checks: the settings, the documents' ids and
@@ -96,22 +96,7 @@ impl SavedIndex {
                 )))
             }
         }
-        let spec_len = r.u32()? as usize;
-        let saved: OverlapSpec = serde_json::from_slice(&r.take(spec_len)?).map_err(|e| {
-            bad(format!("damaged: its settings block is unreadable ({e}); build the index again"))
-        })?;
-        let spec = options.apply(saved.clone())?;
-        for ((field, have), (_, want)) in saved.index_fields().into_iter().zip(spec.index_fields())
-        {
-            if have != want {
-                return Err(OverlapError::Mismatch {
-                    path: path.clone(),
-                    field: option_name(field),
-                    index: have,
-                    asked: want,
-                });
-            }
-        }
+        let spec = settings(&mut r, options)?;
         let texts_at = r.at;
         let (_, directory_at) = trailer(&path, &file, len)?;
         if directory_at < texts_at || directory_at > r.body {
