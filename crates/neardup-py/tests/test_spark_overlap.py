@@ -134,6 +134,12 @@ def test_mistakes_are_refused_by_name(spark, tmp_path, capsys):
     ok.write_text('{"id": 1, "text": "a b c d e f g h i j k l m n o p"}\n')
     assert spark_run(tmp_path, [ok], "--against", str(ok), "--exclude-source", "nope")[0] == 1
     assert "--exclude-source nope: no document" in capsys.readouterr().err
+    # --remove rewrites a text field: a record given as tokens has none, refused before the run.
+    tokens = tmp_path / "tokens.jsonl"
+    tokens.write_text('{"id": "t", "tokens": ["a", "b", "c"]}\n')
+    code, out = spark_run(tmp_path, [tokens], "--remove")
+    assert code == 1 and not out.exists()
+    assert 'document "t" has tokens' in capsys.readouterr().err
     with pytest.raises(SystemExit):
         spark_run(tmp_path, [ok], "--min-units", "many")
     assert spark_run(tmp_path, [ok], "--min-units", "0")[0] == 2

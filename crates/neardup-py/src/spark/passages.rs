@@ -42,7 +42,7 @@ fn passage_spec(options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
 
 /// JSON Lines records read by the library's rule for a record (as `neardup overlap` reads a
 /// file's lines): for each line `(status, error, id, id_json, text)`, status 0 a document, 1 a
-/// blank line, 2 a bad line (`error` says why); `id` the id as text (the one id rule) and
+/// blank line, 2 a bad line (`error` says why), 3 a document given as tokens; `id` the id as text (the one id rule) and
 /// `id_json` as written, None for a record without one.
 #[pyfunction]
 #[pyo3(signature = (lines, text_field, id_field, tokens_field, lossy, max_doc_bytes))]
@@ -91,7 +91,13 @@ fn passage_records(
                     },
                     None => (None, None),
                 };
-                (0, None, id, written, Some(record.body.into_display_text()))
+                // A token list (no text field) is a document too, its text the tokens joined:
+                // status 3, which a rewrite of the text field refuses.
+                let status = match record.body {
+                    neardup::OwnedDocument::Tokens(_) => 3,
+                    _ => 0,
+                };
+                (status, None, id, written, Some(record.body.into_display_text()))
             })
             .collect()
     }))

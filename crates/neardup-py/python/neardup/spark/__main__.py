@@ -306,6 +306,8 @@ def run_overlap(args: argparse.Namespace):
 
     fmt, queries, rows = read(args.input)
     collection = read(args.against)[1] if args.against else None
+    if args.remove:
+        _overlap.refuse_tokens(rows)
     result = _overlap.overlap(queries, collection, spec, args.exclude_source)
 
     spark.sparkContext.setJobDescription("neardup overlap: write")

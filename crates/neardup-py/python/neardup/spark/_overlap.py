@@ -359,7 +359,8 @@ def read_jsonl(spark: Any, paths: list, fields: dict, skip_bad: bool) -> tuple[A
                 "--skip-bad skips bad records)"
             )
         skipped = bad.count()
-    return records.where(F.col("status") == 0).drop("status", "error"), skipped
+    docs = records.where(F.col("status").isin(0, 3)).withColumn("tokens", F.col("status") == 3)
+    return docs.drop("status", "error"), skipped
 
 
 def read_parquet(spark: Any, paths: list, text_field: str, id_field: Optional[str]) -> tuple[Any, Any]:
@@ -428,6 +429,18 @@ def _splice_stage(fields: dict):
                                              names=["pos", "line"])
 
     return run
+
+
+def refuse_tokens(rows: Any) -> None:
+    """--remove rewrites a text field: a record given as tokens has none (the CLI's rule)."""
+    from pyspark.sql import functions as F
+
+    if "tokens" in rows.columns:
+        given = rows.where(F.col("tokens")).select("id_json").first()
+        if given is not None:
+            raise InputError(
+                f"--remove rewrites a text field, and document {given['id_json']} has tokens "
+                "(--tokens-field): give its text")
 
 
 def write_records(rewritten: Any, rows: Any, fmt: str, path: str, fields: dict,
