@@ -489,7 +489,7 @@ impl OverlapJob {
             observer,
         )
         .map_err(CorpusError::Overlap)?;
-        let mut outcome = OverlapOutcome {
+        let outcome = OverlapOutcome {
             loaded: saved.len(),
             collection: saved.len(),
             read_bytes: bytes,
@@ -504,7 +504,6 @@ impl OverlapJob {
             query_notes: queries.notes,
             ..OverlapOutcome::default()
         };
-        outcome.library_only = false;
         let mut passages_out =
             passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
         let mut summary_out =
@@ -553,12 +552,16 @@ impl OverlapJob {
         let mut batch: Vec<(String, String, String)> = Vec::new();
         let mut batch_bytes = 0usize;
         let mut seen: std::collections::HashMap<String, crate::dedup::Place> = Default::default();
-        let mut repeated = None;
         let read =
             docs::read_each(sources, &self.read, &mut written, &mut bytes, observer, &mut |d| {
                 if let Some(first) = seen.insert(d.id.clone(), d.place) {
-                    repeated = Some((d.written.clone(), first, d.place));
-                    return Err(CorpusError::Runtime(String::new()));
+                    return Err(docs::repeated_id(
+                        sources,
+                        "--against",
+                        &d.written,
+                        first,
+                        d.place,
+                    ));
                 }
                 // As a saved index keeps ids (`WrittenIds`): a number as written, else a JSON string.
                 let saved = match d.written.get().trim_start().starts_with('"') {
@@ -572,11 +575,7 @@ impl OverlapJob {
                     builder.add(std::mem::take(&mut batch)).map_err(overlap)?;
                 }
                 Ok(())
-            });
-        if let Some((id, first, second)) = repeated {
-            return Err(docs::repeated_id(sources, "--against", &id, first, second));
-        }
-        let read = read?;
+            })?;
         builder.add(batch).map_err(overlap)?;
         let outcome = OverlapOutcome {
             library_only: true,

@@ -200,7 +200,18 @@ fn passage_check(
                 .map(RawValue::from_string)
                 .transpose()
                 .map_err(|e| crate::errors::input(format!("a query's id: {e}")))?;
-            let name = |n: u32| names.get(&n).cloned().unwrap_or_else(|| id_of_number(n));
+            // Every source a passage names was aligned, so its text (and id) was shipped.
+            if let Some(d) = found
+                .all_passages()
+                .iter()
+                .flat_map(|p| std::iter::once(p.source).chain(p.also.iter().copied()))
+                .find(|d| !names.contains_key(d))
+            {
+                return Err(crate::errors::input(format!(
+                    "source {d} was not shipped with its id"
+                )));
+            }
+            let name = |n: u32| names[&n].clone();
             let json = |e: serde_json::Error| crate::errors::input(e.to_string());
             let lines = found
                 .all_passages()
@@ -218,12 +229,6 @@ fn passage_check(
         };
         py.detach(|| queries.into_par_iter().map(run).collect())
     })
-}
-
-/// A document named by its number (a source the check used is always shipped with its id; this
-/// is a fallback that cannot be reached through `passage_check`'s own answers).
-fn id_of_number(n: u32) -> JsonId {
-    RawValue::from_string(n.to_string()).expect("a number is JSON")
 }
 
 /// JSON Lines records with their text field's value replaced (`-o`'s rewrite, as

@@ -121,13 +121,6 @@ impl Shipped {
     }
 }
 
-impl Shipped {
-    /// Ships one more text (document `doc`'s).
-    pub fn add_text(&mut self, doc: u32, text: String) {
-        self.texts.insert(doc, text);
-    }
-}
-
 impl Holdings for Shipped {
     fn postings(&self) -> (&[u32], &[u32], &[u32]) {
         (&self.keys, &self.offsets, &self.postings)
