@@ -18,6 +18,10 @@ pub(crate) trait Holdings {
     /// The built postings: keys sorted, each once; `postings[offsets[i]..offsets[i + 1]]` the
     /// documents holding `keys[i]`, ascending.
     fn postings(&self) -> (&[u32], &[u32], &[u32]);
+    /// Where `key` is in the built postings' keys, if there.
+    fn find_key(&self, key: u32) -> Option<usize> {
+        self.postings().0.binary_search(&key).ok()
+    }
     /// The holders of a key added since the postings were built, ascending (after the built
     /// ones).
     fn recent(&self, key: u32) -> &[u32];
@@ -73,6 +77,115 @@ pub(crate) struct Scratch {
     pub units: Vec<Unit>,
     pub grams: Vec<u64>,
     pub hashes: Vec<u64>,
+    /// The hashes of sources aligned often by the checks of one unchanging collection.
+    pub sources: SourceCache,
+}
+
+/// Where a check may reuse the hashes of sources that earlier checks on its thread computed:
+/// a number that names one collection in one state (a batch over an index it does not change,
+/// a saved index), from [`new_scope`]; [`NO_SCOPE`] reuses nothing.
+pub(crate) type Scope = u64;
+/// The scope of a check that reuses nothing.
+pub(crate) const NO_SCOPE: Scope = 0;
+
+/// A scope no other collection or batch has had.
+pub(crate) fn new_scope() -> Scope {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Slots of the source cache (one source each, placed by its number; a power of two).
+const CACHE_SLOTS: usize = 8192;
+/// The most units the cache of one thread holds at once, 16 bytes each (32 MiB).
+const CACHE_UNITS: usize = 1 << 21;
+/// A source longer than this is not cached (one would crowd out hundreds of others).
+const CACHE_MAX_SOURCE_UNITS: usize = 1 << 14;
+
+/// The k-gram and unit hashes of the sources a thread aligned, kept for the next checks of the
+/// same [`Scope`]. Within a corpus most candidate sources are chance ones (they share a few
+/// common k-grams with the query and are aligned to nothing), and the same few thousand
+/// documents, those holding many common k-grams among the first holders, are such candidates
+/// of most queries: reading their units again was most of a check's cost. A slot keeps the
+/// source used more often (each use counts one, each miss that wants the slot takes one), so
+/// sources aligned once do not push out those aligned for every query. The answers are the
+/// same with or without it: only where the hashes come from changes.
+#[derive(Default)]
+pub(crate) struct SourceCache {
+    scope: Scope,
+    slots: Vec<CachedSource>,
+    units: usize,
+}
+
+#[derive(Default)]
+struct CachedSource {
+    doc: u32,
+    uses: u32,
+    held: bool,
+    grams: Vec<u64>,
+    hashes: Vec<u64>,
+}
+
+impl SourceCache {
+    /// Serves `scope` from now on: what another scope cached is dropped.
+    pub(crate) fn enter(&mut self, scope: Scope) {
+        if scope != self.scope {
+            self.slots = Vec::new();
+            self.units = 0;
+            self.scope = scope;
+        }
+    }
+
+    fn slot(doc: u32) -> usize {
+        // Fibonacci hashing: the product's top bits, as many as the slots need.
+        (u64::from(doc).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CACHE_SLOTS.trailing_zeros()))
+            as usize
+    }
+}
+
+/// The k-gram hashes and the unit hashes of source `d`: from the thread's cache when an earlier
+/// check of the same scope kept them, else computed from `text` (and kept when the slot's
+/// source is used less).
+fn source_hashes<'s, 't>(
+    s: &'s mut Scratch,
+    d: u32,
+    text: impl FnOnce() -> &'t str,
+    spec: &OverlapSpec,
+) -> (&'s [u64], &'s [u64]) {
+    let Scratch { units: u, grams, hashes, sources } = s;
+    let cached = sources.scope != NO_SCOPE;
+    if cached {
+        if sources.slots.is_empty() {
+            sources.slots.resize_with(CACHE_SLOTS, CachedSource::default);
+        }
+        let i = SourceCache::slot(d);
+        if sources.slots[i].held && sources.slots[i].doc == d {
+            let slot = &mut sources.slots[i];
+            slot.uses = slot.uses.saturating_add(1);
+            return (&slot.grams, &slot.hashes);
+        }
+    }
+    units(text(), spec.zh_script, u);
+    kgram_hashes(u, spec.seed as usize, grams);
+    hashes.clear();
+    hashes.extend(u.iter().map(|u| u.hash));
+    if cached && hashes.len() <= CACHE_MAX_SOURCE_UNITS {
+        let i = SourceCache::slot(d);
+        let slot = &mut sources.slots[i];
+        if slot.held && slot.uses > 0 {
+            slot.uses -= 1;
+        } else {
+            let freed = if slot.held { slot.hashes.len() } else { 0 };
+            if sources.units - freed + hashes.len() <= CACHE_UNITS {
+                sources.units = sources.units - freed + hashes.len();
+                slot.doc = d;
+                slot.uses = 1;
+                slot.held = true;
+                slot.grams.clone_from(grams);
+                slot.hashes.clone_from(hashes);
+            }
+        }
+    }
+    (grams, hashes)
 }
 
 /// K-grams per block of the candidate search.
@@ -111,14 +224,14 @@ fn hits(
     qgrams: &[u64],
     usable: impl Fn(u32) -> bool,
 ) -> (Vec<u64>, Vec<u32>) {
-    let (keys, offsets, postings) = c.postings();
+    let (_, offsets, postings) = c.postings();
     let recent = |h: u64| c.recent(key(h));
     // The range of each k-gram's key in the built postings (8 bytes a position).
     let ranges: Vec<(u32, u32)> = qgrams
         .iter()
-        .map(|&h| match keys.binary_search(&key(h)) {
-            Ok(j) => (offsets[j], offsets[j + 1]),
-            Err(_) => (0, 0),
+        .map(|&h| match c.find_key(key(h)) {
+            Some(j) => (offsets[j], offsets[j + 1]),
+            None => (0, 0),
         })
         .collect();
     let total: usize = ranges
@@ -152,23 +265,51 @@ fn hits(
 }
 
 /// The next candidate sources to align, best first: for every stretch of the query (two
-/// blocks of [`BLOCK`] k-grams, sliding by one block), the `per_stretch` documents with
-/// most hits there, at least two; at most `limit`, by their best stretch. Hits at positions
-/// a region already found explains (`explained(doc, position)`) do not count, and documents
-/// already aligned are skipped. Choosing per stretch, and among what is left unexplained,
-/// finds the source of each part of a text that copies from many, even where many
-/// documents share long common text (a license, boilerplate) with the query.
+/// blocks of [`BLOCK`] k-grams, sliding by one block), the `per_stretch` documents not yet
+/// aligned with most hits there, at least two; at most `limit`, by their best stretch. Hits at
+/// positions a region already found explains do not count ([`stretches`]). Choosing per
+/// stretch, and among what is left unexplained, finds the source of each part of a text that
+/// copies from many, even where many documents share long common text (a license,
+/// boilerplate) with the query.
 fn next_candidates(
-    hits: &[u64],
-    explained: impl Fn(u32, u32) -> bool,
+    stretches: &[Stretch],
     aligned: &FxHashSet<u32>,
     limit: usize,
     per_stretch: usize,
 ) -> Vec<u32> {
+    let mut best: FxHashMap<u32, u32> = FxHashMap::default();
+    let mut i = 0;
+    while i < stretches.len() {
+        let b = stretches[i].0;
+        let mut taken = 0;
+        while i < stretches.len() && stretches[i].0 == b {
+            let (_, std::cmp::Reverse(score), d) = stretches[i];
+            if taken < per_stretch && !aligned.contains(&d) {
+                let e = best.entry(d).or_insert(0);
+                *e = (*e).max(score);
+                taken += 1;
+            }
+            i += 1;
+        }
+    }
+    let mut out: Vec<(u32, u32)> = best.into_iter().collect();
+    out.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(limit);
+    out.into_iter().map(|(d, _)| d).collect()
+}
+
+/// A stretch of the query and a document with hits there: `(block, hits, document)`.
+type Stretch = (u32, std::cmp::Reverse<u32>, u32);
+
+/// Every stretch with at least two hits of a document, in the order [`next_candidates`] reads
+/// them (by block, most hits first); hits at positions a region already found explains
+/// (`explained(doc, position)`) do not count. It depends on what is explained, not on what was aligned
+/// (those are skipped when candidates are taken): a round that explains nothing new keeps it.
+fn stretches(hits: &[u64], explained: impl Fn(u32, u32) -> bool) -> Vec<Stretch> {
     let mut counts: Vec<(u32, u32, u32)> = Vec::new(); // (doc, block, hits)
     for &h in hits {
         let (d, pos) = ((h >> 32) as u32, h as u32);
-        if aligned.contains(&d) || explained(d, pos) {
+        if explained(d, pos) {
             continue;
         }
         let b = pos / BLOCK as u32;
@@ -190,25 +331,7 @@ fn next_candidates(
         }
     }
     stretches.sort_unstable();
-    let mut best: FxHashMap<u32, u32> = FxHashMap::default();
-    let mut i = 0;
-    while i < stretches.len() {
-        let b = stretches[i].0;
-        let mut taken = 0;
-        while i < stretches.len() && stretches[i].0 == b {
-            if taken < per_stretch {
-                let (_, std::cmp::Reverse(score), d) = stretches[i];
-                let e = best.entry(d).or_insert(0);
-                *e = (*e).max(score);
-                taken += 1;
-            }
-            i += 1;
-        }
-    }
-    let mut out: Vec<(u32, u32)> = best.into_iter().collect();
-    out.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    out.truncate(limit);
-    out.into_iter().map(|(d, _)| d).collect()
+    stretches
 }
 
 fn align_params(spec: &OverlapSpec) -> AlignParams {
@@ -221,6 +344,9 @@ fn align_params(spec: &OverlapSpec) -> AlignParams {
     }
 }
 
+/// Checks `text` against the collection `c` holds. `own` and `exclude` are never sources;
+/// `scope` says which earlier checks on this thread saw the same collection unchanged, whose
+/// sources' hashes it may reuse ([`SourceCache`]; [`NO_SCOPE`] for none).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn check_in(
     c: &impl Holdings,
@@ -231,7 +357,9 @@ pub(crate) fn check_in(
     by: Attribution,
     stopped: &dyn Fn() -> bool,
     s: &mut Scratch,
+    scope: Scope,
 ) -> Result<Overlap, Halt> {
+    s.sources.enter(scope);
     let p = align_params(spec);
     let seed = spec.seed as usize;
     let mut overlap = Overlap { chars: text.chars().count() as u64, ..Overlap::default() };
@@ -260,6 +388,9 @@ pub(crate) fn check_in(
     let mut covered = vec![u32::MAX; qgrams.len()]; // lowest source explaining each k-gram
     let mut aligned = FxHashSet::default();
     let max_sources = spec.max_sources as usize;
+    // The stretches of the hits left unexplained, counted again only when a round explains
+    // more (most rounds, of chance candidates, explain nothing).
+    let mut ranked: Option<Vec<Stretch>> = None;
     while aligned.len() < max_sources {
         let explained = |d: u32, pos: u32| {
             let c = covered[pos as usize];
@@ -268,13 +399,9 @@ pub(crate) fn check_in(
                 Attribution::Earliest => c < d,
             }
         };
-        let batch = next_candidates(
-            &hits,
-            explained,
-            &aligned,
-            ROUND.min(max_sources - aligned.len()),
-            PER_STRETCH,
-        );
+        let order: &[Stretch] = ranked.get_or_insert_with(|| stretches(&hits, explained));
+        let batch =
+            next_candidates(order, &aligned, ROUND.min(max_sources - aligned.len()), PER_STRETCH);
         if batch.is_empty() {
             break;
         }
@@ -282,7 +409,7 @@ pub(crate) fn check_in(
             // The caller ships texts: it gets the round's candidates and those likely next
             // (ranked as they are now), and runs the check again with them.
             let mut needs: Vec<u32> = batch.clone();
-            for d in next_candidates(&hits, explained, &aligned, PREFETCH, usize::MAX) {
+            for d in next_candidates(order, &aligned, PREFETCH, usize::MAX) {
                 if !needs.contains(&d) {
                     needs.push(d);
                 }
@@ -290,6 +417,7 @@ pub(crate) fn check_in(
             needs.retain(|&d| c.text(d).is_none());
             return Err(Halt::Needs(needs));
         }
+        let mut stale = false;
         for d in batch {
             // A long check stops between sources when the caller asks (a Ctrl-C, a
             // request given up).
@@ -297,11 +425,8 @@ pub(crate) fn check_in(
                 return Err(Halt::Stopped);
             }
             aligned.insert(d);
-            units(c.text(d).unwrap_or_default(), spec.zh_script, &mut s.units);
-            kgram_hashes(&s.units, seed, &mut s.grams);
-            s.hashes.clear();
-            s.hashes.extend(s.units.iter().map(|u| u.hash));
-            let mut found = align(&query, d, &s.grams, (&qhashes, &s.hashes), &p);
+            let (grams, hashes) = source_hashes(s, d, || c.text(d).unwrap_or_default(), spec);
+            let mut found = align(&query, d, grams, (&qhashes, hashes), &p);
             // Significance: a passage needs evidence for its length. Its k-grams are
             // weighed by how many documents hold them besides those holding the passage
             // itself, so that a text standing in several documents is still a copy, and a
@@ -313,6 +438,10 @@ pub(crate) fn check_in(
             found.retain(|r| {
                 r.evidence >= p.min_evidence && r.evidence >= min_density * r.len() as f32
             });
+            if !found.is_empty() {
+                // What is explained changed: the stretches are counted again next round.
+                stale = true;
+            }
             for r in &found {
                 let end = (r.q1 as usize).min(covered.len());
                 for x in &mut covered[r.q0 as usize..end] {
@@ -320,6 +449,9 @@ pub(crate) fn check_in(
                 }
             }
             regions.extend(found);
+        }
+        if stale {
+            ranked = None;
         }
     }
     let settled = settle(regions, &p, by);
@@ -552,6 +684,48 @@ fn union_len(mut ranges: Vec<(u64, u64)>) -> u64 {
 mod tests {
     use super::*;
     use crate::overlap::{OnExistingId, PassageIndex};
+
+    /// The source cache gives each source's own hashes: two sources that share a slot, used in
+    /// turn (the more used one stays, the other is computed each time), a long source never
+    /// kept, a new scope dropping what the last one kept.
+    #[test]
+    fn the_source_cache_gives_each_source_its_own_hashes() {
+        let spec = OverlapSpec::default();
+        let direct = |text: &str| {
+            let (mut u, mut g) = (Vec::new(), Vec::new());
+            units(text, spec.zh_script, &mut u);
+            kgram_hashes(&u, spec.seed as usize, &mut g);
+            (g, u.iter().map(|u| u.hash).collect::<Vec<u64>>())
+        };
+        let a = 0u32;
+        let b = (1..).find(|&d| SourceCache::slot(d) == SourceCache::slot(a)).expect("a collision");
+        let long = "word ".repeat(CACHE_MAX_SOURCE_UNITS + 5);
+        let texts = [(a, "one two three four five"), (b, "six seven eight nine ten")];
+        let mut s = Scratch::default();
+        for scope in [new_scope(), new_scope()] {
+            s.sources.enter(scope);
+            for round in 0..6 {
+                for &(d, t) in &texts[..1 + round % 2] {
+                    let (g, h) = source_hashes(&mut s, d, || t, &spec);
+                    assert_eq!((g.to_vec(), h.to_vec()), direct(t), "doc {d} round {round}");
+                }
+                let (g, h) = source_hashes(&mut s, 7, || long.as_str(), &spec);
+                assert_eq!((g.to_vec(), h.to_vec()), direct(&long));
+            }
+            assert!(s.sources.units <= CACHE_UNITS);
+            assert!(s
+                .sources
+                .slots
+                .iter()
+                .all(|c| !c.held || c.hashes.len() <= CACHE_MAX_SOURCE_UNITS));
+        }
+        // The same number in another scope is another document.
+        s.sources.enter(new_scope());
+        let (g, _) = source_hashes(&mut s, a, || "eleven twelve thirteen", &spec);
+        assert_eq!(g.to_vec(), direct("eleven twelve thirteen").0);
+        s.sources.enter(NO_SCOPE);
+        assert!(s.sources.slots.is_empty());
+    }
 
     /// Regression (sweep 3): a long query over a small vocabulary held positions times
     /// holders (an 8 MB text over 50 words took 1.4 GB per check). The hits are bounded by

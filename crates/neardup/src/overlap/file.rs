@@ -340,6 +340,7 @@ impl PassageIndex {
             spec,
             docs,
             by_id,
+            key_directory: super::index::KeyDirectory::new(&keys),
             keys: keys.into(),
             offsets: offsets.into(),
             postings: postings.into(),

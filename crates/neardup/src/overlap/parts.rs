@@ -47,7 +47,7 @@
 use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
-use super::check::{check_in, key, Halt, Holdings, SCRATCH};
+use super::check::{check_in, key, Halt, Holdings, NO_SCOPE, SCRATCH};
 use super::index::winnow;
 use super::units::{kgram_hashes, units};
 use super::{Overlap, OverlapError, OverlapSpec};
@@ -173,7 +173,7 @@ pub fn check(
     }
     let by = if within { Attribution::Earliest } else { Attribution::BestMatch };
     SCRATCH.with_borrow_mut(|s| {
-        match check_in(shipped, spec, text, own, exclude, by, &|| false, s) {
+        match check_in(shipped, spec, text, own, exclude, by, &|| false, s, NO_SCOPE) {
             Ok(found) => Ok(Step::Done(found)),
             Err(Halt::Needs(docs)) => Ok(Step::Needs(docs)),
             Err(Halt::Stopped) => Err(OverlapError::Stopped),

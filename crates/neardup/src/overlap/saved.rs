@@ -11,7 +11,7 @@ use std::cell::{OnceCell, RefCell};
 use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
-use super::check::{check_in, Halt, Holdings, SCRATCH};
+use super::check::{check_in, new_scope, Halt, Holdings, Scope, SCRATCH};
 use super::file::{read_at, settings, trailer, Stream};
 use super::parts::{self, Shipped};
 use super::{IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
@@ -40,6 +40,8 @@ pub struct SavedIndex {
     keys_at: u64,
     offsets_at: u64,
     postings_at: u64,
+    /// Checks of this index share the hashes of the sources they align (it never changes).
+    scope: Scope,
 }
 
 /// Where id `n` starts in the ids' arena.
@@ -213,6 +215,7 @@ impl SavedIndex {
             keys_at,
             offsets_at,
             postings_at,
+            scope: new_scope(),
         }))
     }
 
@@ -359,6 +362,7 @@ impl SavedIndex {
                 Attribution::BestMatch,
                 &|| false,
                 s,
+                self.scope,
             )
         });
         if let Some(e) = in_place.failed.into_inner() {

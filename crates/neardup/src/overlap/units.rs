@@ -30,18 +30,31 @@ pub(crate) struct Unit {
     pub end_byte: u32,
 }
 
-/// A word being read: its folded bytes and where it started.
+/// A word being read: where it started, and its folded bytes (one buffer reused for every word
+/// of a text: a string per word made allocation most of the cost of reading a source).
 struct Word {
     folded: String,
     start: u32,
     start_byte: u32,
     /// One letter of a script written without spaces: only combining marks join it.
     letter: bool,
+    /// A word is being read (the fields above are its).
+    open: bool,
 }
 
 impl Word {
-    fn new(start: u32, start_byte: u32, letter: bool) -> Word {
-        Word { folded: String::new(), start, start_byte, letter }
+    fn is_some_and(&self, f: impl Fn(&Word) -> bool) -> bool {
+        self.open && f(self)
+    }
+
+    /// The word being read, or a new one starting here.
+    fn get_or_insert(&mut self, start: u32, start_byte: u32, letter: bool) -> &mut Word {
+        if !self.open {
+            self.folded.clear();
+            (self.start, self.start_byte, self.letter, self.open) =
+                (start, start_byte, letter, true);
+        }
+        self
     }
 }
 
@@ -53,7 +66,8 @@ pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
     out.clear();
     let converted = zh_script_chars(text, script);
     let mut converted = converted.iter().peekable();
-    let mut word: Option<Word> = None;
+    let mut word =
+        Word { folded: String::new(), start: 0, start_byte: 0, letter: false, open: false };
     let mut chars = 0u32;
     for (byte, given) in text.char_indices() {
         let c = match converted.peek() {
@@ -69,10 +83,10 @@ pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
         let end_byte = byte + given.len_utf8() as u32;
         if c.is_ascii() {
             if c.is_ascii_alphanumeric() {
-                if word.as_ref().is_some_and(|w| w.letter) {
+                if word.is_some_and(|w| w.letter) {
                     end_word(&mut word, start, byte, out);
                 }
-                let w = word.get_or_insert_with(|| Word::new(start, byte, false));
+                let w = word.get_or_insert(start, byte, false);
                 w.folded.push(c.to_ascii_lowercase());
             } else {
                 end_word(&mut word, start, byte, out);
@@ -110,16 +124,14 @@ pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
                     // Vowel signs are alphabetic marks: they stay with their letter.
                     let mark = is_combining_mark(n);
                     let letter = is_unspaced_alphabetic(n) && !mark;
-                    if letter || (!mark && word.as_ref().is_some_and(|w| w.letter)) {
+                    if letter || (!mark && word.is_some_and(|w| w.letter)) {
                         end_word(&mut word, start, byte, out);
                     }
-                    let w = word.get_or_insert_with(|| Word::new(start, byte, letter));
+                    let w = word.get_or_insert(start, byte, letter);
                     w.folded.push(n);
-                } else if is_combining_mark(n) && word.is_some() {
+                } else if is_combining_mark(n) && word.open {
                     // An accent written apart (`e` + U+0301) stays inside its word.
-                    if let Some(w) = word.as_mut() {
-                        w.folded.push(n);
-                    }
+                    word.folded.push(n);
                 } else {
                     end_word(&mut word, start, byte, out);
                 }
@@ -130,8 +142,9 @@ pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
 }
 
 /// Ends the word being read, if any, at code point `end` and byte `end_byte`.
-fn end_word(word: &mut Option<Word>, end: u32, end_byte: u32, out: &mut Vec<Unit>) {
-    if let Some(w) = word.take() {
+fn end_word(w: &mut Word, end: u32, end_byte: u32, out: &mut Vec<Unit>) {
+    if w.open {
+        w.open = false;
         out.push(Unit {
             hash: xxh3_64(w.folded.as_bytes()),
             start: w.start,
