@@ -74,10 +74,16 @@ pub fn id_from_json(raw: &str) -> Result<Cow<'_, str>, IdError> {
                 .map_err(|e| IdError::Malformed { message: e.to_string() });
         }
         Some(b'-' | b'0'..=b'9') => {
+            // A whole number without a leading zero is valid JSON as it stands (most numeric
+            // ids; a saved index's million of them were parsed at every open).
+            let digits = raw.as_bytes();
+            if digits.iter().all(u8::is_ascii_digit) && (digits[0] != b'0' || digits.len() == 1) {
+                return Ok(Cow::Borrowed(raw));
+            }
             return match serde_json::from_str::<serde_json::Number>(raw) {
                 Ok(_) => Ok(Cow::Borrowed(raw)),
                 Err(e) => Err(IdError::Malformed { message: e.to_string() }),
-            }
+            };
         }
         Some(b'{') => "an object",
         Some(b'[') => "an array",
@@ -161,6 +167,14 @@ mod tests {
         assert_eq!(id_from_json("\"\"").expect("empty string"), "");
         assert!(matches!(id_from_json("\"").expect_err("not an id"), IdError::Malformed { .. }));
         assert!(matches!(id_from_json("07").expect_err("not an id"), IdError::Malformed { .. }));
+        // Whole numbers take a path of their own; JSON's verdict on each is kept.
+        for raw in ["0", "10", "-3", "00", "1e3", "123456789012345678901234567890", "12a"] {
+            let json = serde_json::from_str::<serde_json::Number>(raw).is_ok();
+            assert_eq!(id_from_json(raw).is_ok(), json, "{raw}");
+            if json {
+                assert_eq!(id_from_json(raw).expect("number"), raw);
+            }
+        }
         for (raw, found) in [("{}", "an object"), ("[7]", "an array"), ("null", "null")] {
             assert_eq!(
                 id_from_json(raw).expect_err("not an id"),

@@ -417,28 +417,41 @@ impl Stream<'_> {
     }
 
     /// Reads `n` u32s a block at a time (4 MiB: read past the buffer, without a copy), giving
-    /// each block to `f` (hashed, not kept) until it says false; returns whether every block
-    /// was accepted.
+    /// each block to `f` (hashed when the stream hashes, not kept) until it says false; returns
+    /// whether every block was accepted.
     pub(super) fn each_u32s(
         &mut self,
         n: u64,
-        f: &mut dyn FnMut(&mut dyn Iterator<Item = u32>) -> bool,
+        f: &mut dyn FnMut(&[u32]) -> bool,
     ) -> Result<bool, OverlapError> {
         self.check(usize::try_from(n.saturating_mul(4)).unwrap_or(usize::MAX))?;
         let mut buf = Vec::with_capacity(1 << 22);
+        let mut values: Vec<u32> = Vec::with_capacity(1 << 20);
         let mut left = n;
         while left > 0 {
             let chunk = left.min(1 << 20) as usize;
             buf.clear();
             self.take_into(&mut buf, chunk * 4)?;
-            let mut values =
-                buf.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")));
-            if !f(&mut values) {
+            values.clear();
+            values.extend(
+                buf.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))),
+            );
+            if !f(&values) {
                 return Ok(false);
             }
             left -= chunk as u64;
         }
         Ok(true)
+    }
+
+    /// Skips `n` bytes (each checked against what is left of the file), not hashed: what a
+    /// caller checks apart.
+    pub(super) fn skip(&mut self, n: u64) -> Result<(), OverlapError> {
+        self.check(usize::try_from(n).unwrap_or(usize::MAX))?;
+        std::io::Seek::seek_relative(&mut self.inner, n as i64)
+            .map_err(io_err(self.path, IoStep::Read))?;
+        self.at += n;
+        Ok(())
     }
 
     pub(super) fn u32s(&mut self, n: usize) -> Result<Vec<u32>, OverlapError> {
@@ -776,6 +789,23 @@ pub(super) fn directory_entry(
 
 /// Reads `buf.len()` bytes at `offset` without moving any cursor (a check's reads of postings
 /// and texts, from many threads at once).
+/// The xxh3 of the bytes of `ranges` of `file`, one after another, read by position in blocks of
+/// 8 MiB: a saved index's checksum, computed beside the reading of what it covers.
+pub(super) fn hash_ranges(file: &fs::File, ranges: &[(u64, u64)]) -> std::io::Result<u64> {
+    let mut hash = xxhash_rust::xxh3::Xxh3Default::new();
+    let mut buf = vec![0u8; 1 << 23];
+    for &(start, end) in ranges {
+        let mut at = start;
+        while at < end {
+            let n = ((end - at) as usize).min(buf.len());
+            read_at(file, &mut buf[..n], at)?;
+            hash.update(&buf[..n]);
+            at += n as u64;
+        }
+    }
+    Ok(hash.digest())
+}
+
 pub(super) fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {

@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
 use super::check::{check_in, new_scope, Halt, Holdings, Scope, SCRATCH};
-use super::file::{read_at, settings, trailer, Stream};
+use super::file::{hash_ranges, read_at, settings, trailer, Stream};
 use super::parts::{self, Shipped};
 use super::{IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
 use super::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
@@ -31,9 +31,8 @@ pub struct SavedIndex {
     id_ends: Vec<usize>,
     /// Each document's text: where it starts, its length and checksum.
     texts: Vec<(u64, u64, u64)>,
-    /// Documents by the hash of their id (as text); ids whose hash another holds, by id.
-    by_hash: FxHashMap<u64, u32>,
-    by_id: FxHashMap<Box<str>, u32>,
+    /// Every document's id hash (of the id as text) and number, sorted ([`id_table`]).
+    by_hash: Vec<(u64, u32)>,
     /// Every [`KEY_BLOCK`]-th key: the block of keys a key is in, read by position.
     sample: Vec<u32>,
     nkeys: u64,
@@ -80,7 +79,8 @@ impl SavedIndex {
                 file.try_clone().map_err(io(IoStep::Read))?,
             ),
             hash: Default::default(),
-            hashing: true,
+            // The checksum is computed apart, on a second thread (below).
+            hashing: false,
             at: 0,
             body: len.saturating_sub(8),
             path: &path,
@@ -104,96 +104,27 @@ impl SavedIndex {
         if directory_at < texts_at || directory_at > r.body {
             return Err(bad("damaged: its directory is out of place".into()));
         }
-        std::io::Seek::seek(&mut r.inner, std::io::SeekFrom::Start(directory_at))
-            .map_err(io(IoStep::Read))?;
-        r.at = directory_at;
-        let ndocs = r.u64()? as usize;
-        let cap = ndocs.min((len / 24) as usize);
-        let (mut ids, mut id_ends, mut texts) =
-            (Vec::new(), Vec::with_capacity(cap), Vec::with_capacity(cap));
-        let mut by_hash = FxHashMap::with_capacity_and_hasher(cap, Default::default());
-        let mut by_id: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut start = texts_at;
-        for n in 0..ndocs {
-            let id_len = r.u32()? as usize;
-            let id_start = ids.len();
-            r.take_into(&mut ids, id_len)?;
-            let id = std::str::from_utf8(&ids[id_start..])
-                .map_err(|_| bad(format!("damaged: the id of document {n} is not UTF-8")))?;
-            let (text_len, hash) = (r.u64()?, r.u64()?);
-            if start.checked_add(text_len).is_none_or(|end| end > directory_at) {
-                return Err(bad("damaged: its directory does not fit its texts".into()));
-            }
-            let plain = crate::id_from_json(id).unwrap_or(std::borrow::Cow::Borrowed(id));
-            let twice = || bad(format!("id {id} is given to two documents"));
-            match by_hash.entry(id_hash(&plain)) {
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(n as u32);
-                }
-                std::collections::hash_map::Entry::Occupied(o) => {
-                    let other = *o.get() as usize;
-                    let other_id =
-                        std::str::from_utf8(&ids[id_ends_start(&id_ends, other)..id_ends[other]])
-                            .unwrap_or_default();
-                    let other_plain = crate::id_from_json(other_id)
-                        .unwrap_or(std::borrow::Cow::Borrowed(other_id));
-                    if other_plain == plain || by_id.insert(plain.into(), n as u32).is_some() {
-                        return Err(twice());
-                    }
-                }
-            }
-            id_ends.push(ids.len());
-            texts.push((start, text_len, hash));
-            start += text_len;
-        }
-        if start != directory_at {
-            return Err(bad("damaged: its directory does not fit its texts".into()));
-        }
-        let ids = String::from_utf8(ids).map_err(|_| bad("damaged: an id is not UTF-8".into()))?;
-        // Keys, offsets and postings, streamed: checked, hashed, and of the keys every
-        // KEY_BLOCK-th kept; each is read by position when a check looks a key up.
-        let inconsistent = || bad("damaged: its postings are inconsistent".into());
-        let nkeys = r.u64()?;
-        let keys_at = r.at;
-        let mut sample = Vec::with_capacity((nkeys / KEY_BLOCK + 1) as usize);
-        let (mut i, mut last) = (0u64, None);
-        let keys_ok = r.each_u32s(nkeys, &mut |block| {
-            for k in block {
-                if last.is_some_and(|l| l >= k) {
-                    return false;
-                }
-                if i % KEY_BLOCK == 0 {
-                    sample.push(k);
-                }
-                (i, last) = (i + 1, Some(k));
-            }
-            true
-        })?;
-        if !keys_ok {
-            return Err(inconsistent());
-        }
-        let offsets_at = r.at;
-        let (mut seen, mut before) = (0u64, 0u32);
-        let offsets_ok = r.each_u32s(nkeys + 1, &mut |block| {
-            for o in block {
-                if (seen == 0 && o != 0) || o < before {
-                    return false;
-                }
-                (seen, before) = (seen + 1, o);
-            }
-            true
-        })?;
-        let npostings = r.u64()?;
-        if !offsets_ok || u64::from(before) != npostings {
-            return Err(inconsistent());
-        }
-        let postings_at = r.at;
-        // The postings only for the checksum: each is checked when a check reads it.
-        r.each_u32s(npostings, &mut |_| true)?;
-        if (r.u64()?, r.u64()?) != (texts_at, directory_at) || r.at != r.body {
-            return Err(bad("damaged: its records do not fill the file".into()));
-        }
-        let digest = r.hash.digest();
+        // The checksum covers everything but the texts. It is computed on a second thread from
+        // the file's bytes while this one reads the directory and checks the keys and offsets
+        // (an open took twice as long with both on one).
+        let body = r.body;
+        let (parsed, digest) = std::thread::scope(|scope| {
+            let hasher = scope.spawn(|| hash_ranges(&file, &[(0, texts_at), (directory_at, body)]));
+            let parsed = read_directory_and_keys(&mut r, texts_at, directory_at, len);
+            (parsed, hasher.join().expect("hashing does not panic"))
+        });
+        let Directory {
+            ids,
+            id_ends,
+            texts,
+            by_hash,
+            sample,
+            nkeys,
+            keys_at,
+            offsets_at,
+            postings_at,
+        } = parsed?;
+        let digest = digest.map_err(io(IoStep::Read))?;
         let mut tail = [0u8; 8];
         read_at(&file, &mut tail, r.body).map_err(io(IoStep::Read))?;
         if digest != u64::from_le_bytes(tail) {
@@ -209,7 +140,6 @@ impl SavedIndex {
             id_ends,
             texts,
             by_hash,
-            by_id,
             sample,
             nkeys,
             keys_at,
@@ -245,13 +175,13 @@ impl SavedIndex {
 
     /// The number of the document with this id (as text: `7` and `"7"` are one id).
     pub fn find(&self, id: &str) -> Option<u32> {
-        if let Some(&n) = self.by_id.get(id) {
-            return Some(n);
-        }
-        let n = *self.by_hash.get(&id_hash(id))?;
-        let saved = self.id_json(n);
-        let plain = crate::id_from_json(saved).unwrap_or(std::borrow::Cow::Borrowed(saved));
-        (plain == id).then_some(n)
+        let h = id_hash(id);
+        let from = self.by_hash.partition_point(|&(x, _)| x < h);
+        self.by_hash[from..]
+            .iter()
+            .take_while(|&&(x, _)| x == h)
+            .map(|&(_, n)| n)
+            .find(|&n| plain_id(&self.ids, &self.id_ends, n as usize) == id)
     }
 
     /// The text of document `n`, read from the file and checked against its checksum.
@@ -378,6 +308,153 @@ impl SavedIndex {
     }
 }
 
+/// What an open reads of a saved index besides its settings: the directory and where the keys,
+/// offsets and postings are ([`SavedIndex`]'s fields of the same names).
+struct Directory {
+    ids: String,
+    id_ends: Vec<usize>,
+    texts: Vec<(u64, u64, u64)>,
+    by_hash: Vec<(u64, u32)>,
+    sample: Vec<u32>,
+    nkeys: u64,
+    keys_at: u64,
+    offsets_at: u64,
+    postings_at: u64,
+}
+
+/// Reads the directory of a saved index (format 2) from `r` and checks its keys and offsets, up
+/// to the checksum: the texts lie between `texts_at` and `directory_at`, the file is `len`
+/// bytes. Nothing read here is hashed (the caller checks the checksum apart).
+fn read_directory_and_keys(
+    r: &mut Stream<'_>,
+    texts_at: u64,
+    directory_at: u64,
+    len: u64,
+) -> Result<Directory, OverlapError> {
+    let path = r.path;
+    let bad = |message: String| OverlapError::Format { path: path.to_path_buf(), message };
+    let io = |source| OverlapError::Io { path: path.to_path_buf(), step: IoStep::Read, source };
+    std::io::Seek::seek(&mut r.inner, std::io::SeekFrom::Start(directory_at)).map_err(io)?;
+    r.at = directory_at;
+    let ndocs = r.u64()? as usize;
+    let cap = ndocs.min((len / 24) as usize);
+    let (mut ids, mut id_ends, mut texts) =
+        (Vec::new(), Vec::with_capacity(cap), Vec::with_capacity(cap));
+    let mut start = texts_at;
+    for n in 0..ndocs {
+        let id_len = r.u32()? as usize;
+        let id_start = ids.len();
+        r.take_into(&mut ids, id_len)?;
+        if std::str::from_utf8(&ids[id_start..]).is_err() {
+            return Err(bad(format!("damaged: the id of document {n} is not UTF-8")));
+        }
+        let (text_len, hash) = (r.u64()?, r.u64()?);
+        if start.checked_add(text_len).is_none_or(|end| end > directory_at) {
+            return Err(bad("damaged: its directory does not fit its texts".into()));
+        }
+        id_ends.push(ids.len());
+        texts.push((start, text_len, hash));
+        start += text_len;
+    }
+    if start != directory_at {
+        return Err(bad("damaged: its directory does not fit its texts".into()));
+    }
+    let ids = String::from_utf8(ids).map_err(|_| bad("damaged: an id is not UTF-8".into()))?;
+    // The ids' map is built on a thread of its own while this one checks the keys and offsets.
+    let (maps, keys) = std::thread::scope(|scope| {
+        let maps = scope.spawn(|| id_table(&ids, &id_ends));
+        let keys = read_keys(r, len, (texts_at, directory_at));
+        (maps.join().expect("building the id map does not panic"), keys)
+    });
+    let (sample, nkeys, keys_at, offsets_at, postings_at) = keys?;
+    let by_hash = maps.map_err(|id| bad(format!("id {id} is given to two documents")))?;
+    Ok(Directory { ids, id_ends, texts, by_hash, sample, nkeys, keys_at, offsets_at, postings_at })
+}
+
+/// Every document's id hash (of the id as text) and number, sorted: an id is found by a binary
+/// search and a comparison of the ids of its hash. (A hash map of a million ids took a third of
+/// a second to fill, most of an open; this takes a tenth.) Or the id given to two documents.
+fn id_table(ids: &str, id_ends: &[usize]) -> Result<Vec<(u64, u32)>, String> {
+    let plain = |n: usize| plain_id(ids, id_ends, n);
+    let mut table: Vec<(u64, u32)> =
+        (0..id_ends.len()).map(|n| (id_hash(&plain(n)), n as u32)).collect();
+    table.sort_unstable();
+    for run in table.chunk_by(|a, b| a.0 == b.0).filter(|run| run.len() > 1) {
+        for (i, &(_, a)) in run.iter().enumerate() {
+            if run[i + 1..].iter().any(|&(_, b)| plain(a as usize) == plain(b as usize)) {
+                return Err(ids[id_ends_start(id_ends, a as usize)..id_ends[a as usize]].into());
+            }
+        }
+    }
+    Ok(table)
+}
+
+/// Document `n`'s id as text (the saved JSON's string or number).
+fn plain_id<'a>(ids: &'a str, id_ends: &[usize], n: usize) -> std::borrow::Cow<'a, str> {
+    let id = &ids[id_ends_start(id_ends, n)..id_ends[n]];
+    crate::id_from_json(id).unwrap_or(std::borrow::Cow::Borrowed(id))
+}
+
+/// Reads and checks the keys (sorted, each once) and the offsets (from 0, never falling, ending at
+/// the postings' count) that follow the directory, keeping every [`KEY_BLOCK`]-th key, and skips
+/// the postings, up to the two `positions` the file ends with (the texts' and the directory's):
+/// the key sample, the key count, and where the keys, offsets and postings are.
+fn read_keys(
+    r: &mut Stream<'_>,
+    len: u64,
+    positions: (u64, u64),
+) -> Result<(Vec<u32>, u64, u64, u64, u64), OverlapError> {
+    let path = r.path;
+    let bad = |message: String| OverlapError::Format { path: path.to_path_buf(), message };
+    // Keys, offsets and postings, streamed: checked, hashed, and of the keys every
+    // KEY_BLOCK-th kept; each is read by position when a check looks a key up.
+    let inconsistent = || bad("damaged: its postings are inconsistent".into());
+    let nkeys = r.u64()?;
+    let keys_at = r.at;
+    // Bounded by the file's length before anything is allocated for it: a damaged count asked
+    // for hundreds of gigabytes, and the allocation's failure aborted the process.
+    let mut sample = Vec::with_capacity((nkeys.min(len / 4) / KEY_BLOCK + 1) as usize);
+    let (mut i, mut last) = (0u64, None);
+    let keys_ok = r.each_u32s(nkeys, &mut |block| {
+        for &k in block {
+            if last.is_some_and(|l| l >= k) {
+                return false;
+            }
+            if i % KEY_BLOCK == 0 {
+                sample.push(k);
+            }
+            (i, last) = (i + 1, Some(k));
+        }
+        true
+    })?;
+    if !keys_ok {
+        return Err(inconsistent());
+    }
+    let offsets_at = r.at;
+    let (mut seen, mut before) = (0u64, 0u32);
+    let offsets_ok = r.each_u32s(nkeys + 1, &mut |block| {
+        for &o in block {
+            if (seen == 0 && o != 0) || o < before {
+                return false;
+            }
+            (seen, before) = (seen + 1, o);
+        }
+        true
+    })?;
+    let npostings = r.u64()?;
+    if !offsets_ok || u64::from(before) != npostings {
+        return Err(inconsistent());
+    }
+    let postings_at = r.at;
+    // The postings only for the checksum (the other thread's): each is checked when a
+    // check reads it.
+    r.skip(npostings.checked_mul(4).ok_or_else(inconsistent)?)?;
+    if (r.u64()?, r.u64()?) != positions || r.at != r.body {
+        return Err(bad("damaged: its records do not fill the file".into()));
+    }
+    Ok((sample, nkeys, keys_at, offsets_at, postings_at))
+}
+
 /// A saved index as one check reads it: the postings of the query's keys, and each source's
 /// text read from the file the first time the check asks for it (a cell per document the
 /// postings name). A text that cannot be read is `None`, and the error kept for the caller.
@@ -490,5 +567,78 @@ mod tests {
         // A full load reads every text and refuses the file at once.
         let e = PassageIndex::load(dir.path(), &OverlapOptions::default()).expect_err("damaged");
         assert!(e.to_string().contains("document 0 does not match its checksum"), "{e}");
+    }
+
+    /// Every byte outside the texts is under the checksum, computed on another thread than the
+    /// one reading the directory: a byte changed anywhere there (the header, the directory, the
+    /// keys, the offsets, the postings, the positions) refuses the open by name, and the full
+    /// load. Regression: a changed key count made the open allocate hundreds of gigabytes, and
+    /// the failed allocation aborted the process.
+    #[test]
+    fn a_byte_changed_outside_the_texts_refuses_the_open() {
+        let docs = vec![("a", words("alpha", 60)), ("b", words("beta", 60)), ("c", words("c", 9))];
+        let (dir, _) = saved(&docs);
+        let path = dir.path().join(PASSAGE_INDEX_FILE);
+        let bytes = fs::read(&path).expect("test setup");
+        let len = bytes.len() as u64;
+        let file = fs::File::open(&path).expect("test setup");
+        let (texts_at, directory_at) = trailer(&path, &file, len).expect("test setup");
+        let tail = len - 24; // the two positions and the checksum
+        let at_text = |at: u64| (texts_at..directory_at).contains(&at);
+        let mut tried = 0;
+        for at in (0..tail).filter(|&at| !at_text(at)) {
+            let mut damaged = bytes.clone();
+            damaged[at as usize] ^= 0x10;
+            fs::write(&path, &damaged).expect("test setup");
+            match SavedIndex::open(dir.path(), &OverlapOptions::default()) {
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        ["damaged", "format", "settings", "not a neardup passage index"]
+                            .iter()
+                            .any(|why| e.contains(why)),
+                        "byte {at}: {e}"
+                    );
+                }
+                Ok(_) => panic!("byte {at} changed, and the index opened"),
+            }
+            // The full load too.
+            let e = PassageIndex::load(dir.path(), &OverlapOptions::default());
+            assert!(e.is_err(), "byte {at} changed, and the index loaded");
+            tried += 1;
+        }
+        assert!(tried > 100, "{tried}");
+    }
+
+    /// The id table finds each id as text (a number and the string of its digits are one id),
+    /// and refuses an id given twice in either form.
+    #[test]
+    fn the_id_table_finds_ids_as_text_and_refuses_one_given_twice() {
+        let arena = |ids: &[&str]| {
+            let mut ends = Vec::new();
+            let mut all = String::new();
+            for id in ids {
+                all.push_str(id);
+                ends.push(all.len());
+            }
+            (all, ends)
+        };
+        let (ids, ends) = arena(&["7", "\"a\"", "\"x y\"", "12"]);
+        let table = id_table(&ids, &ends).expect("distinct ids");
+        let find = |id: &str| {
+            let h = id_hash(id);
+            table
+                .iter()
+                .filter(|&&(x, _)| x == h)
+                .map(|&(_, n)| n)
+                .find(|&n| plain_id(&ids, &ends, n as usize) == id)
+        };
+        assert_eq!(
+            (find("7"), find("a"), find("x y"), find("12"), find("b")),
+            (Some(0), Some(1), Some(2), Some(3), None)
+        );
+        let (ids, ends) = arena(&["7", "\"b\"", "\"7\""]);
+        // Named as the first of the two holders saved it.
+        assert_eq!(id_table(&ids, &ends), Err("7".to_string()));
     }
 }
