@@ -25,20 +25,8 @@ pub struct SavedIndex {
     path: PathBuf,
     file: fs::File,
     spec: OverlapSpec,
-    /// The documents' ids as saved (JSON text), one after another; document `n`'s ends at
-    /// `id_ends[n]`.
-    ids: String,
-    id_ends: Vec<usize>,
-    /// Each document's text: where it starts, its length and checksum.
-    texts: Vec<(u64, u64, u64)>,
-    /// Every document's id hash (of the id as text) and number, sorted ([`id_table`]).
-    by_hash: Vec<(u64, u32)>,
-    /// Every [`KEY_BLOCK`]-th key: the block of keys a key is in, read by position.
-    sample: Vec<u32>,
-    nkeys: u64,
-    keys_at: u64,
-    offsets_at: u64,
-    postings_at: u64,
+    /// The directory and where the keys, offsets and postings are.
+    at: Directory,
     /// Checks of this index share the hashes of the sources they align (it never changes).
     scope: Scope,
 }
@@ -113,17 +101,7 @@ impl SavedIndex {
             let parsed = read_directory_and_keys(&mut r, texts_at, directory_at, len);
             (parsed, hasher.join().expect("hashing does not panic"))
         });
-        let Directory {
-            ids,
-            id_ends,
-            texts,
-            by_hash,
-            sample,
-            nkeys,
-            keys_at,
-            offsets_at,
-            postings_at,
-        } = parsed?;
+        let at = parsed?;
         let digest = digest.map_err(io(IoStep::Read))?;
         let mut tail = [0u8; 8];
         read_at(&file, &mut tail, r.body).map_err(io(IoStep::Read))?;
@@ -132,21 +110,7 @@ impl SavedIndex {
                 "damaged: its checksum does not match (truncated or overwritten)".into()
             ));
         }
-        Ok(Some(SavedIndex {
-            path,
-            file,
-            spec,
-            ids,
-            id_ends,
-            texts,
-            by_hash,
-            sample,
-            nkeys,
-            keys_at,
-            offsets_at,
-            postings_at,
-            scope: new_scope(),
-        }))
+        Ok(Some(SavedIndex { path, file, spec, at, scope: new_scope() }))
     }
 
     /// The settings checks use.
@@ -156,12 +120,12 @@ impl SavedIndex {
 
     /// Documents in the index.
     pub fn len(&self) -> usize {
-        self.id_ends.len()
+        self.at.id_ends.len()
     }
 
     /// True when the index holds no document.
     pub fn is_empty(&self) -> bool {
-        self.id_ends.is_empty()
+        self.at.id_ends.is_empty()
     }
 
     /// The id of document `n` as it was saved (JSON text: a string's quotes, a number's digits).
@@ -170,25 +134,25 @@ impl SavedIndex {
     /// If `n` is not a document of the index.
     pub fn id_json(&self, n: u32) -> &str {
         let n = n as usize;
-        &self.ids[id_ends_start(&self.id_ends, n)..self.id_ends[n]]
+        &self.at.ids[id_ends_start(&self.at.id_ends, n)..self.at.id_ends[n]]
     }
 
     /// The number of the document with this id (as text: `7` and `"7"` are one id).
     pub fn find(&self, id: &str) -> Option<u32> {
         let h = id_hash(id);
-        let from = self.by_hash.partition_point(|&(x, _)| x < h);
-        self.by_hash[from..]
+        let from = self.at.by_hash.partition_point(|&(x, _)| x < h);
+        self.at.by_hash[from..]
             .iter()
             .take_while(|&&(x, _)| x == h)
             .map(|&(_, n)| n)
-            .find(|&n| plain_id(&self.ids, &self.id_ends, n as usize) == id)
+            .find(|&n| plain_id(&self.at.ids, &self.at.id_ends, n as usize) == id)
     }
 
     /// The text of document `n`, read from the file and checked against its checksum.
     pub fn text(&self, n: u32) -> Result<String, OverlapError> {
         let bad = |message: String| OverlapError::Format { path: self.path.clone(), message };
         let &(start, len, hash) =
-            self.texts.get(n as usize).ok_or_else(|| bad(format!("no document {n}")))?;
+            self.at.texts.get(n as usize).ok_or_else(|| bad(format!("no document {n}")))?;
         let mut buf = vec![0u8; len as usize];
         read_at(&self.file, &mut buf, start).map_err(|source| OverlapError::Io {
             path: self.path.clone(),
@@ -225,18 +189,18 @@ impl SavedIndex {
         let mut buf = Vec::new();
         let mut block: (u64, Vec<u32>) = (u64::MAX, Vec::new());
         for k in parts::query_keys(&self.spec, text)? {
-            let b = match self.sample.partition_point(|&s| s <= k) {
+            let b = match self.at.sample.partition_point(|&s| s <= k) {
                 0 => continue,
                 p => (p - 1) as u64,
             };
             if block.0 != b {
                 let first = b * KEY_BLOCK;
-                let n = KEY_BLOCK.min(self.nkeys - first) as usize;
-                block = (b, self.u32s_at(self.keys_at + first * 4, n, &mut buf)?);
+                let n = KEY_BLOCK.min(self.at.nkeys - first) as usize;
+                block = (b, self.u32s_at(self.at.keys_at + first * 4, n, &mut buf)?);
             }
             let Ok(j) = block.1.binary_search(&k) else { continue };
             let i = b * KEY_BLOCK + j as u64;
-            let range = self.u32s_at(self.offsets_at + i * 4, 2, &mut buf)?;
+            let range = self.u32s_at(self.at.offsets_at + i * 4, 2, &mut buf)?;
             let (a, z) = (range[0], range[1]);
             if z < a {
                 return Err(OverlapError::Format {
@@ -245,7 +209,7 @@ impl SavedIndex {
                 });
             }
             let docs =
-                self.u32s_at(self.postings_at + u64::from(a) * 4, (z - a) as usize, &mut buf)?;
+                self.u32s_at(self.at.postings_at + u64::from(a) * 4, (z - a) as usize, &mut buf)?;
             if docs.iter().any(|&d| d as usize >= self.len()) {
                 return Err(OverlapError::Format {
                     path: self.path.clone(),
@@ -309,12 +273,18 @@ impl SavedIndex {
 }
 
 /// What an open reads of a saved index besides its settings: the directory and where the keys,
-/// offsets and postings are ([`SavedIndex`]'s fields of the same names).
+/// offsets and postings are.
+#[derive(Debug)]
 struct Directory {
+    /// The documents' ids as saved (JSON text), one after another; document `n`'s ends at
+    /// `id_ends[n]`.
     ids: String,
     id_ends: Vec<usize>,
+    /// Each document's text: where it starts, its length and checksum.
     texts: Vec<(u64, u64, u64)>,
+    /// Every document's id hash (of the id as text) and number, sorted ([`id_table`]).
     by_hash: Vec<(u64, u32)>,
+    /// Every [`KEY_BLOCK`]-th key: the block of keys a key is in, read by position.
     sample: Vec<u32>,
     nkeys: u64,
     keys_at: u64,
