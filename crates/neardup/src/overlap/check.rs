@@ -417,7 +417,6 @@ pub(crate) fn check_in(
             needs.retain(|&d| c.text(d).is_none());
             return Err(Halt::Needs(needs));
         }
-        let mut stale = false;
         for d in batch {
             // A long check stops between sources when the caller asks (a Ctrl-C, a
             // request given up).
@@ -440,7 +439,7 @@ pub(crate) fn check_in(
             });
             if !found.is_empty() {
                 // What is explained changed: the stretches are counted again next round.
-                stale = true;
+                ranked = None;
             }
             for r in &found {
                 let end = (r.q1 as usize).min(covered.len());
@@ -449,9 +448,6 @@ pub(crate) fn check_in(
                 }
             }
             regions.extend(found);
-        }
-        if stale {
-            ranked = None;
         }
     }
     let settled = settle(regions, &p, by);

@@ -493,12 +493,7 @@ impl PassageIndex {
                     if self.stopped() {
                         return Err(OverlapError::Stopped);
                     }
-                    if text.len() >= u32::MAX as usize {
-                        return Err(OverlapError::TooLong { id: id.clone(), bytes: text.len() });
-                    }
-                    let own = self.find(id);
-                    let by = Attribution::BestMatch;
-                    counted(self.checked(text, own, exclude, by, &stopped, scope))
+                    counted(self.check_scoped(Some(id), text, exclude, &stopped, scope))
                 })
                 .collect::<Result<Vec<_>, _>>()
         };
@@ -533,6 +528,20 @@ impl PassageIndex {
         exclude: &[u32],
         stop: Option<&std::sync::atomic::AtomicBool>,
     ) -> Result<Overlap, OverlapError> {
+        let stopped =
+            || self.stopped() || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+        self.check_scoped(own_id, text, exclude, &stopped, NO_SCOPE)
+    }
+
+    /// [`PassageIndex::check_until`] within `scope` (the checks of one batch share it).
+    fn check_scoped(
+        &self,
+        own_id: Option<&str>,
+        text: &str,
+        exclude: &[u32],
+        stopped: &dyn Fn() -> bool,
+        scope: Scope,
+    ) -> Result<Overlap, OverlapError> {
         if text.len() >= u32::MAX as usize {
             return Err(OverlapError::TooLong {
                 id: own_id.unwrap_or("the query").to_string(),
@@ -540,9 +549,7 @@ impl PassageIndex {
             });
         }
         let own = own_id.and_then(|id| self.find(id));
-        let stopped =
-            || self.stopped() || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
-        self.checked(text, own, exclude, Attribution::BestMatch, &stopped, NO_SCOPE)
+        self.checked(text, own, exclude, Attribution::BestMatch, stopped, scope)
     }
 
     /// Checks document `n` of the index against the others (the within-corpus mode). A stretch

@@ -134,7 +134,7 @@ impl SavedIndex {
     /// If `n` is not a document of the index.
     pub fn id_json(&self, n: u32) -> &str {
         let n = n as usize;
-        &self.at.ids[id_ends_start(&self.at.id_ends, n)..self.at.id_ends[n]]
+        saved_id(&self.at.ids, &self.at.id_ends, n)
     }
 
     /// The number of the document with this id (as text: `7` and `"7"` are one id).
@@ -330,14 +330,14 @@ fn read_directory_and_keys(
         return Err(bad("damaged: its directory does not fit its texts".into()));
     }
     let ids = String::from_utf8(ids).map_err(|_| bad("damaged: an id is not UTF-8".into()))?;
-    // The ids' map is built on a thread of its own while this one checks the keys and offsets.
-    let (maps, keys) = std::thread::scope(|scope| {
-        let maps = scope.spawn(|| id_table(&ids, &id_ends));
+    // The id table is built on a thread of its own while this one checks the keys and offsets.
+    let (table, keys) = std::thread::scope(|scope| {
+        let table = scope.spawn(|| id_table(&ids, &id_ends));
         let keys = read_keys(r, len, (texts_at, directory_at));
-        (maps.join().expect("building the id map does not panic"), keys)
+        (table.join().expect("building the id table does not panic"), keys)
     });
     let (sample, nkeys, keys_at, offsets_at, postings_at) = keys?;
-    let by_hash = maps.map_err(|id| bad(format!("id {id} is given to two documents")))?;
+    let by_hash = table.map_err(|id| bad(format!("id {id} is given to two documents")))?;
     Ok(Directory { ids, id_ends, texts, by_hash, sample, nkeys, keys_at, offsets_at, postings_at })
 }
 
@@ -352,16 +352,21 @@ fn id_table(ids: &str, id_ends: &[usize]) -> Result<Vec<(u64, u32)>, String> {
     for run in table.chunk_by(|a, b| a.0 == b.0).filter(|run| run.len() > 1) {
         for (i, &(_, a)) in run.iter().enumerate() {
             if run[i + 1..].iter().any(|&(_, b)| plain(a as usize) == plain(b as usize)) {
-                return Err(ids[id_ends_start(id_ends, a as usize)..id_ends[a as usize]].into());
+                return Err(saved_id(ids, id_ends, a as usize).into());
             }
         }
     }
     Ok(table)
 }
 
+/// Document `n`'s id as saved (JSON text) in the ids' arena.
+fn saved_id<'a>(ids: &'a str, id_ends: &[usize], n: usize) -> &'a str {
+    &ids[id_ends_start(id_ends, n)..id_ends[n]]
+}
+
 /// Document `n`'s id as text (the saved JSON's string or number).
 fn plain_id<'a>(ids: &'a str, id_ends: &[usize], n: usize) -> std::borrow::Cow<'a, str> {
-    let id = &ids[id_ends_start(id_ends, n)..id_ends[n]];
+    let id = saved_id(ids, id_ends, n);
     crate::id_from_json(id).unwrap_or(std::borrow::Cow::Borrowed(id))
 }
 
@@ -376,8 +381,8 @@ fn read_keys(
 ) -> Result<(Vec<u32>, u64, u64, u64, u64), OverlapError> {
     let path = r.path;
     let bad = |message: String| OverlapError::Format { path: path.to_path_buf(), message };
-    // Keys, offsets and postings, streamed: checked, hashed, and of the keys every
-    // KEY_BLOCK-th kept; each is read by position when a check looks a key up.
+    // Keys and offsets streamed and checked, every KEY_BLOCK-th key kept; a check reads each
+    // block by position when it looks a key up.
     let inconsistent = || bad("damaged: its postings are inconsistent".into());
     let nkeys = r.u64()?;
     let keys_at = r.at;

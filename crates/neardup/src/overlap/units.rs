@@ -43,12 +43,13 @@ struct Word {
 }
 
 impl Word {
-    fn is_some_and(&self, f: impl Fn(&Word) -> bool) -> bool {
+    /// A word is being read and `f` holds of it.
+    fn is_open_and(&self, f: impl Fn(&Word) -> bool) -> bool {
         self.open && f(self)
     }
 
     /// The word being read, or a new one starting here.
-    fn get_or_insert(&mut self, start: u32, start_byte: u32, letter: bool) -> &mut Word {
+    fn continue_or_start(&mut self, start: u32, start_byte: u32, letter: bool) -> &mut Word {
         if !self.open {
             self.folded.clear();
             (self.start, self.start_byte, self.letter, self.open) =
@@ -83,10 +84,10 @@ pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
         let end_byte = byte + given.len_utf8() as u32;
         if c.is_ascii() {
             if c.is_ascii_alphanumeric() {
-                if word.is_some_and(|w| w.letter) {
+                if word.is_open_and(|w| w.letter) {
                     end_word(&mut word, start, byte, out);
                 }
-                let w = word.get_or_insert(start, byte, false);
+                let w = word.continue_or_start(start, byte, false);
                 w.folded.push(c.to_ascii_lowercase());
             } else {
                 end_word(&mut word, start, byte, out);
@@ -124,10 +125,10 @@ pub(crate) fn units(text: &str, script: ZhScript, out: &mut Vec<Unit>) {
                     // Vowel signs are alphabetic marks: they stay with their letter.
                     let mark = is_combining_mark(n);
                     let letter = is_unspaced_alphabetic(n) && !mark;
-                    if letter || (!mark && word.is_some_and(|w| w.letter)) {
+                    if letter || (!mark && word.is_open_and(|w| w.letter)) {
                         end_word(&mut word, start, byte, out);
                     }
-                    let w = word.get_or_insert(start, byte, letter);
+                    let w = word.continue_or_start(start, byte, letter);
                     w.folded.push(n);
                 } else if is_combining_mark(n) && word.open {
                     // An accent written apart (`e` + U+0301) stays inside its word.
