@@ -44,4 +44,4 @@ done
 export NEARDUP_BIN="$PWD/target/debug/neardup"
 # Temporary directories of passed tests are removed (pytest keeps every test's by default, for
 # the last three runs: gigabytes with the Spark tests).
-"$venv/bin/python" -m pytest -q -o tmp_path_retention_policy=failed crates/neardup-py/tests tests/web
+"$venv/bin/python" -m pytest -q --durations=25 -o tmp_path_retention_policy=failed crates/neardup-py/tests tests/web

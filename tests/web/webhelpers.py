@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -96,7 +97,24 @@ def chromium(width: int = 1280, height: int = 900, javascript: bool = True, lang
         opts.add_argument(flag)
     opts.add_experimental_option("prefs", {"intl.accept_languages": lang})
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    # Chromium leaves directories of its own in TMPDIR (org.chromium.Chromium.*): it gets one of
+    # the test's, removed when the driver quits.
+    tmp = tempfile.mkdtemp(prefix="neardup-chromium-")
+    try:
+        service = Service(driver_path, env={**os.environ, "TMPDIR": tmp})
+        driver = webdriver.Chrome(service=service, options=opts)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    quit_driver = driver.quit
+
+    def quit_and_clean() -> None:
+        try:
+            quit_driver()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    driver.quit = quit_and_clean
     driver.set_page_load_timeout(60)
     if not javascript:
         driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})

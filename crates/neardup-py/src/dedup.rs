@@ -95,12 +95,19 @@ fn job_spec(
     })
 }
 
-/// A summary (the library's fields, as JSON: what Spark counts) as `neardup dedup` prints it;
-/// an unknown field is refused by name.
+/// A summary (the library's fields, as JSON) as `neardup dedup` prints it; an unknown field is
+/// refused by name. `runner`: the summary is another runner's (Spark's), whose own fields are
+/// left out ([`neardup::Summary::from_runner`]).
 #[pyfunction]
-fn format_summary(summary: &str) -> PyResult<String> {
-    let summary: neardup::Summary =
-        serde_json::from_str(summary).map_err(|e| crate::errors::input(format!("summary: {e}")))?;
+#[pyo3(signature = (summary, runner = false))]
+fn format_summary(summary: &str, runner: bool) -> PyResult<String> {
+    let bad = |e: serde_json::Error| crate::errors::input(format!("summary: {e}"));
+    let summary: neardup::Summary = if runner {
+        let value: serde_json::Value = serde_json::from_str(summary).map_err(bad)?;
+        neardup::Summary::from_runner(&value).map_err(bad)?
+    } else {
+        serde_json::from_str(summary).map_err(bad)?
+    };
     Ok(summary.to_string())
 }
 

@@ -96,6 +96,7 @@ pub(crate) fn overlap_error(e: neardup::overlap::OverlapError) -> PyErr {
     match e {
         E::Io { .. } => file(e.to_string()),
         E::InvalidSpec { .. } => option(e.to_string()),
+        E::WrongType { .. } | E::UnknownOption { .. } => input_type(e.to_string()),
         E::Format { .. } => index_file(e.to_string()),
         _ => input(e.to_string()),
     }

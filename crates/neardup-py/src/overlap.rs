@@ -9,7 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use neardup::overlap::{
-    Batch, JsonId, Overlap, OverlapOptions, OverlapSpec, PassageIndex, PassageRecord, WrittenIds,
+    Batch, JsonId, Overlap, OverlapOptions, OverlapSpec, PassageIndex, PassageRecord, SavedIndex,
+    WrittenIds,
 };
 use serde_json::value::RawValue;
 
@@ -28,11 +29,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub(crate) use crate::errors::overlap_error;
 
 /// The settings of the passage check by their keyword names (those of `neardup overlap`'s
-/// options): `min_units`, `max_gap`, `min_similarity`, `seed_units`, `window`, `max_sources`,
-/// `keep_quotes`, `zh_script`, `min_density`. Each value goes through the one conversion of options ([`to_json`]: NaN,
-/// infinities and ints past 64 bits refused by name); a value of the wrong kind is an
-/// `InputTypeError`, a number out of the option's range an `OptionError`, each naming the
-/// option and the value.
+/// options, [`OverlapOptions::NAMES`]). Each value goes through the one conversion of options
+/// ([`to_json`]: NaN, infinities and ints past 64 bits refused by name) and the library's
+/// setter, which checks it against the option table: a value of the wrong kind is an
+/// `InputTypeError`, one out of the option's range an `OptionError`, each naming the option and
+/// the value.
 pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapSpec> {
     overlap_options(options)?.to_spec().map_err(overlap_error)
 }
@@ -40,82 +41,16 @@ pub(crate) fn spec_from_options(options: Option<&Bound<'_, PyDict>>) -> PyResult
 /// The passage options given by keyword (see [`spec_from_options`]), before they are applied to
 /// the defaults or to a saved index's settings.
 pub(crate) fn overlap_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<OverlapOptions> {
-    use serde_json::Value;
-    /// The option's value, if given (`null`: not given); `number`: the option takes a number
-    /// (else true or false).
-    fn parse<T>(
-        key: &str,
-        value: &Value,
-        takes: &str,
-        number: bool,
-        read: impl Fn(&Value) -> Option<T>,
-    ) -> PyResult<Option<T>> {
-        if value.is_null() {
-            return Ok(None);
-        }
-        read(value).map(Some).ok_or_else(|| {
-            let message = format!("{key}: expected {takes}, found {value}");
-            let right_kind = if number { value.is_number() } else { value.is_boolean() };
-            if right_kind {
-                crate::errors::option(message)
-            } else {
-                crate::errors::input_type(message)
-            }
-        })
-    }
-    const COUNT: &str = "a whole number from 0 to 4294967295";
-    let count = |v: &Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
     let mut o = OverlapOptions::default();
-    if let Some(options) = options {
-        for (key, value) in options.iter() {
-            let Ok(key) = key.cast::<PyString>() else {
-                return Err(crate::errors::input_type(format!(
-                    "passage options: keys must be str, found {}",
-                    key.get_type().name()?
-                )));
-            };
-            let key = crate::values::utf8(key, || "a passage option's name".into())?;
-            let v = to_json(&value, key)?;
-            match key {
-                "min_units" => o.min_units = parse(key, &v, COUNT, true, count)?,
-                "max_gap" => o.max_gap = parse(key, &v, COUNT, true, count)?,
-                "min_similarity" => {
-                    o.min_similarity = parse(key, &v, "a number", true, Value::as_f64)?
-                }
-                "min_density" => o.min_density = parse(key, &v, "a number", true, Value::as_f64)?,
-                "seed_units" => o.seed_units = parse(key, &v, COUNT, true, count)?,
-                "window" => o.window = parse(key, &v, COUNT, true, count)?,
-                "max_sources" => o.max_sources = parse(key, &v, COUNT, true, count)?,
-                "max_quote_chars" => o.max_quote_chars = parse(key, &v, COUNT, true, count)?,
-                "keep_quotes" => {
-                    o.keep_quotes = parse(key, &v, "true or false", false, Value::as_bool)?
-                }
-                "zh_script" => {
-                    o.zh_script = match &v {
-                        Value::Null => None,
-                        Value::String(_) => {
-                            Some(serde_json::from_value(v.clone()).map_err(|_| {
-                                crate::errors::option(format!(
-                                "zh_script: expected keep, simplified, traditional or mainland, \
-                                 found {v}"
-                            ))
-                            })?)
-                        }
-                        _ => {
-                            return Err(crate::errors::input_type(format!(
-                                "zh_script: expected a str, found {v}"
-                            )))
-                        }
-                    }
-                }
-                _ => {
-                    return Err(crate::errors::input_type(format!(
-                        "unknown passage option {key:?}: expected one of {}",
-                        OverlapOptions::NAMES.join(", ")
-                    )))
-                }
-            }
-        }
+    for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
+        let Ok(key) = key.cast::<PyString>() else {
+            return Err(crate::errors::input_type(format!(
+                "passage options: keys must be str, found {}",
+                key.get_type().name()?
+            )));
+        };
+        let key = crate::values::utf8(key, || "a passage option's name".into())?;
+        o.set(key, &to_json(&value, key)?).map_err(overlap_error)?;
     }
     // Checked now, so that a bad value is refused before any text is read.
     o.to_spec().map_err(overlap_error)?;
@@ -250,6 +185,16 @@ fn overlap_texts<'py>(
             None => Vec::new(),
         };
         let within = against.is_none() && index_dir.is_none();
+        // Against a saved index alone, adding nothing: read in place, as `neardup overlap`
+        // reads it (its postings and each aligned source's text as the check needs them).
+        if let (Some(dir), true, None, false) =
+            (&index_dir, collection.is_empty(), &save_index, add)
+        {
+            let saved = SavedIndex::open(dir, &options).map_err(overlap_error)?;
+            if let Some(saved) = saved {
+                return check_in_place(py, &saved, &queries, &query_json, own_ids, &exclude);
+            }
+        }
         // Ctrl-C stops the work between documents (the index's stop flag).
         let (index, found) = interruptible(py, None, |stop| -> PyResult<_> {
             // The whole read-modify-write of the saved index holds its lock, from before the
@@ -300,6 +245,47 @@ fn overlap_texts<'py>(
             })
             .collect()
     })
+}
+
+/// The check of `queries` against a saved index read in place ([`SavedIndex`]), in parallel;
+/// Ctrl-C stops it between queries. Sources are named as the index saved their ids.
+fn check_in_place<'py>(
+    py: Python<'py>,
+    saved: &SavedIndex,
+    queries: &[(String, String)],
+    query_json: &[String],
+    own_ids: bool,
+    exclude: &[String],
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let exclude = saved
+        .numbers_of(exclude)
+        .map_err(|e| crate::errors::input(format!("exclude_source: {e}")))?;
+    let found = interruptible(py, None, |stop| -> PyResult<Vec<Overlap>> {
+        queries
+            .par_iter()
+            .map(|(id, text)| {
+                if stop.is_set() {
+                    return Err(neardup::overlap::OverlapError::Stopped);
+                }
+                saved.check(own_ids.then_some(id.as_str()), text, &exclude)
+            })
+            .collect::<Result<_, _>>()
+            .map_err(overlap_error)
+    })?;
+    let name = |n: u32| {
+        let id = saved.id_json(n);
+        RawValue::from_string(id.to_string())
+            .unwrap_or_else(|_| serde_json::value::to_raw_value(id).expect("a string is JSON"))
+    };
+    query_json
+        .iter()
+        .zip(&found)
+        .map(|(id, o)| {
+            let query = RawValue::from_string(id.clone())
+                .map_err(|e| crate::errors::input(format!("{id}: {e}")))?;
+            overlap_dict(py, o, Some(&query), &name)
+        })
+        .collect()
 }
 
 /// The lock of the saved index in `dir` (made if need be), waiting while another writer holds

@@ -62,6 +62,9 @@ def test_one_summary_in_every_surface(binary, tmp_path):
         {k: v for k, v in s.items() if k not in ("pairs", "banding")})) == result.summary_text()
     with pytest.raises(neardup.InputError, match="unknown field `pairs`"):
         neardup._neardup.format_summary(json.dumps(s))
+    # Spark's summary holds its own fields beside the library's; the library picks its own.
+    spark = {**s, "stage_seconds": {"sketch": 0.5}, "shuffle_partitions": 8, "bands": s.get("bands") or 0}
+    assert neardup._neardup.format_summary(json.dumps(spark), runner=True) == result.summary_text()
 
 
 OVERLAP = TABLE["overlap"]

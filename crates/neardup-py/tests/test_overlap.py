@@ -189,6 +189,25 @@ def test_an_index_with_passages_answers_as_the_batch_check(binary, tmp_path):
     assert loaded.overlap(qtext) == expected
 
 
+def test_a_saved_index_read_in_place_answers_as_its_collection(tmp_path):
+    """Checked against a saved index alone, the index is read in place (what each query needs of
+    it), with the answers of the same collection given as texts: the same passages and sources,
+    excluded sources and a query's own id left out."""
+    docs = dict(list(read_set("sample-en", "collection").items())[:1500])
+    queries = dict(list(read_set("sample-en", "queries").items())[:30])
+    saved = tmp_path / "lib"
+    neardup.overlap({"probe": "nothing copied"}, docs, save_index=saved)
+    assert neardup.overlap(queries, saved) == neardup.overlap(queries, docs)
+    top = next(q for q in neardup.overlap(queries, saved) if q["sources"])
+    gone = top["sources"][0]["id"]
+    [without] = neardup.overlap({top["query"]: queries[top["query"]]}, saved, exclude_source=[gone])
+    assert gone not in sources(without)
+    with pytest.raises(ValueError, match="exclude_source.*nobody"):
+        neardup.overlap(queries, saved, exclude_source=["nobody"])
+    [own] = neardup.overlap({gone: docs[gone]}, saved)
+    assert gone not in sources(own)
+
+
 def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="min_units"):
         neardup.overlap(QUERY, [SOURCE], min_units=0)

@@ -129,6 +129,25 @@ impl Summary {
         }
     }
 
+    /// The library's counts out of another runner's summary (Spark's, which holds its own
+    /// fields, such as each stage's seconds, beside these): each field `Summary` has is read (a
+    /// `null` is not given; no bands, or zero, means no banding, rows included), the runner's
+    /// own are left to it. A field of the wrong kind is refused by name.
+    pub fn from_runner(value: &serde_json::Value) -> Result<Summary, serde_json::Error> {
+        let Some(given) = value.as_object() else {
+            return serde_json::from_value(value.clone());
+        };
+        let known = serde_json::to_value(Summary::default())?;
+        let banded = given.get("bands").and_then(serde_json::Value::as_u64).unwrap_or(0) > 0;
+        let fields: serde_json::Map<String, serde_json::Value> = given
+            .iter()
+            .filter(|(k, v)| known.get(k.as_str()).is_some() && !v.is_null())
+            .filter(|(k, _)| banded || !matches!(k.as_str(), "bands" | "rows"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        serde_json::from_value(serde_json::Value::Object(fields))
+    }
+
     /// The candidate search in words: "minhash, 16 bands x 6 rows, P(candidate) 0.9923 at
     /// Jaccard 0.8", "simhash, Hamming <= 3", or both.
     pub fn method_line(&self) -> String {
@@ -268,5 +287,31 @@ mod tests {
         assert_eq!(serde_json::from_str::<Summary>(&json).expect("parses"), s);
         let simhash = Summary { method: Method::SimHash, hamming: Some(4), ..Summary::default() };
         assert!(simhash.to_string().contains("  simhash, Hamming <= 4, verified by jaccard"));
+    }
+
+    #[test]
+    fn a_runners_summary_gives_the_library_its_own_fields() {
+        let s = Summary {
+            documents: 4,
+            clusters: 1,
+            dropped: 1,
+            kept: 3,
+            method: Method::SimHash,
+            hamming: Some(3),
+            ..Summary::default()
+        };
+        let mut runner = serde_json::to_value(&s).expect("serializes");
+        runner["stage_seconds"] = serde_json::json!({"sketch": 1.5});
+        runner["shuffle_partitions"] = serde_json::json!(8);
+        runner["bands"] = serde_json::json!(0);
+        runner["rows"] = serde_json::json!(0);
+        assert_eq!(Summary::from_runner(&runner).expect("reads"), s);
+        runner["bands"] = serde_json::json!(16);
+        runner["rows"] = serde_json::json!(6);
+        let banded = Summary::from_runner(&runner).expect("reads");
+        assert_eq!((banded.bands, banded.rows), (Some(16), Some(6)));
+        runner["kept"] = serde_json::json!("three");
+        let e = Summary::from_runner(&runner).expect_err("a count of text");
+        assert!(e.to_string().contains("invalid type"), "{e}");
     }
 }

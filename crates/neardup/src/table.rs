@@ -423,6 +423,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_passage_options_are_checked_by_their_rows() {
+        use crate::overlap::{OverlapError, OverlapOptions, OverlapSpec};
+        let of_default =
+            serde_json::to_value(OverlapOptions::of(&OverlapSpec::default())).expect("serializes");
+        for row in option_table().into_iter().filter(|r| r.group == OptionGroup::Passages) {
+            let mut o = OverlapOptions::default();
+            o.set(row.name, &row.default).expect("the default is taken");
+            assert_eq!(
+                serde_json::to_value(&o).expect("serializes")[row.name],
+                of_default[row.name],
+                "{}",
+                row.name
+            );
+            let wrong = if row.kind == OptionKind::Flag { json!(1) } else { json!([true]) };
+            let e = o.set(row.name, &wrong).expect_err("a value of another kind");
+            assert!(matches!(e, OverlapError::WrongType { .. }), "{}: {e}", row.name);
+            assert_eq!(
+                e.to_string(),
+                format!("{}: expected {}, found {wrong}", row.name, row.takes)
+            );
+            let mut outside = vec![];
+            if let Some(min) = row.min.as_ref().and_then(Value::as_f64) {
+                outside.push(if row.min_exclusive { json!(min) } else { json!(min - 1.0) });
+            }
+            if let Some(max) = row.max.as_ref().and_then(Value::as_f64) {
+                outside.push(json!(max + 1.0));
+            }
+            if row.kind == OptionKind::Integer {
+                outside.extend([json!(-1), json!(2.5), json!(u64::MAX)]);
+            }
+            if row.kind == OptionKind::Choice {
+                outside.push(json!("no such choice"));
+            }
+            for v in outside {
+                let e = o.set(row.name, &v).expect_err("a value out of range");
+                assert!(matches!(e, OverlapError::InvalidSpec { .. }), "{}={v}: {e}", row.name);
+                assert!(e.to_string().starts_with(&format!("{}: expected", row.name)), "{e}");
+            }
+        }
+        let e = OverlapOptions::default().set("min_unit", &json!(3)).expect_err("unknown");
+        assert!(matches!(e, OverlapError::UnknownOption { .. }), "{e}");
+        assert!(e.to_string().contains("expected one of min_units"), "{e}");
+    }
+
+    #[test]
     fn each_option_is_in_the_table_once_per_group() {
         let table = option_table();
         let mut seen = std::collections::HashSet::new();

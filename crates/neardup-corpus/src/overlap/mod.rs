@@ -146,6 +146,8 @@ fn checked_with_progress(
 pub fn is_usage(e: &OverlapError) -> bool {
     match e {
         OverlapError::InvalidSpec { .. }
+        | OverlapError::WrongType { .. }
+        | OverlapError::UnknownOption { .. }
         | OverlapError::Mismatch { .. }
         | OverlapError::UnknownSource { .. } => true,
         OverlapError::Format { path, .. } => path.is_dir(),

@@ -22,7 +22,7 @@
 
 use std::fs;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
@@ -191,28 +191,7 @@ impl PassageIndex {
     /// The file is read once, front to back, and its checksum checked at the end: the texts go
     /// straight into one arena (no copy per document), the postings into their arrays.
     pub fn load(dir: &Path, options: &OverlapOptions) -> Result<PassageIndex, OverlapError> {
-        let path = dir.join(PASSAGE_INDEX_FILE);
-        let file = match fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let what = if dir.join("manifest.json").exists() {
-                    "is an index of `neardup dedup`, not a passage index"
-                } else if dir.is_dir() {
-                    "holds no passage index"
-                } else {
-                    "does not exist"
-                };
-                return Err(OverlapError::Format {
-                    path: dir.to_path_buf(),
-                    message: format!(
-                        "{what} ({PASSAGE_INDEX_FILE}): make one with `neardup overlap ... \
-                         --save-index {}`",
-                        dir.display()
-                    ),
-                });
-            }
-            Err(e) => return Err(io_err(&path, IoStep::Read)(e)),
-        };
+        let (file, path) = open_file(dir)?;
         let len = file.metadata().map_err(io_err(&path, IoStep::Read))?.len();
         let bad = |message: String| OverlapError::Format { path: path.clone(), message };
         if len < 28 {
@@ -861,6 +840,33 @@ impl<W: Write> Write for Hashing<W> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// The index file of `dir`, opened for reading, and its path. A directory without one is refused
+/// by what it is (an index of `neardup dedup`, a directory without an index, none at all).
+pub(super) fn open_file(dir: &Path) -> Result<(fs::File, PathBuf), OverlapError> {
+    let path = dir.join(PASSAGE_INDEX_FILE);
+    match fs::File::open(&path) {
+        Ok(f) => Ok((f, path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let what = if dir.join("manifest.json").exists() {
+                "is an index of `neardup dedup`, not a passage index"
+            } else if dir.is_dir() {
+                "holds no passage index"
+            } else {
+                "does not exist"
+            };
+            Err(OverlapError::Format {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "{what} ({PASSAGE_INDEX_FILE}): make one with `neardup overlap ... \
+                     --save-index {}`",
+                    dir.display()
+                ),
+            })
+        }
+        Err(e) => Err(io_err(&path, IoStep::Read)(e)),
     }
 }
 

@@ -309,9 +309,7 @@ impl PassageIndex {
     /// The numbers of the documents of `ids` (sources to leave out of a check); an id the
     /// collection does not hold is [`OverlapError::UnknownSource`].
     pub fn numbers_of(&self, ids: &[String]) -> Result<Vec<u32>, OverlapError> {
-        ids.iter()
-            .map(|id| self.find(id).ok_or_else(|| OverlapError::UnknownSource { id: id.clone() }))
-            .collect()
+        super::numbers_by(ids, |id| self.find(id))
     }
 
     /// Adds documents `(id, text)` (fingerprinted in parallel) and returns their numbers. An id

@@ -292,30 +292,45 @@ impl OverlapOptions {
         "max_quote_chars",
     ];
 
-    /// Sets one option from a JSON value by its name (`null`: not given). An unknown name, or a
-    /// value of the wrong kind, is an [`OverlapError::InvalidSpec`] naming the option (serde's
-    /// own message names only the value).
+    /// Sets one option from a JSON value by its name (`null`: not given), checked against its
+    /// row of the option table ([`crate::option_table`]): an unknown name is an
+    /// [`OverlapError::UnknownOption`], a value of the wrong kind (text for a number) an
+    /// [`OverlapError::WrongType`], a value out of the option's range or choices an
+    /// [`OverlapError::InvalidSpec`]; each names the option and says what it takes, in the
+    /// table's words, on every surface.
     pub fn set(&mut self, name: &str, value: &serde_json::Value) -> Result<(), OverlapError> {
-        let field = Self::NAMES.iter().copied().find(|n| *n == name).ok_or_else(|| {
-            OverlapError::InvalidSpec {
-                field: "passages",
-                message: format!(
-                    "unknown option {name:?}: expected one of {}",
-                    Self::NAMES.join(", ")
-                ),
+        use crate::table::{option_row, OptionGroup, OptionKind};
+        let row = option_row(OptionGroup::Passages, name)
+            .ok_or_else(|| OverlapError::UnknownOption { name: name.to_string() })?;
+        let field = row.name;
+        let message = format!("expected {}, found {value}", row.takes);
+        if !value.is_null() {
+            let right_kind = match row.kind {
+                OptionKind::Flag => value.is_boolean(),
+                OptionKind::Integer | OptionKind::Number => value.is_number(),
+                OptionKind::Choice | OptionKind::Text | OptionKind::Path => value.is_string(),
+                OptionKind::Choices | OptionKind::Pair => value.is_array(),
+            };
+            if !right_kind {
+                return Err(OverlapError::WrongType { field, message });
             }
-        })?;
+            // A negative or fractional count is a number out of the option's range.
+            let whole = row.kind != OptionKind::Integer || value.as_u64().is_some();
+            if !whole || !row.admits(value) {
+                return Err(OverlapError::InvalidSpec { field, message });
+            }
+        }
         let mut all = serde_json::to_value(&*self).expect("options are plain data");
         all[field] = value.clone();
         *self = serde_json::from_value(all)
-            .map_err(|e| OverlapError::InvalidSpec { field, message: e.to_string() })?;
+            .map_err(|_| OverlapError::InvalidSpec { field, message })?;
         Ok(())
     }
 
     /// The options of a JSON object (the service's `"passages"`, a table's row), each set by
     /// name ([`OverlapOptions::set`]).
     pub fn from_json(value: &serde_json::Value) -> Result<OverlapOptions, OverlapError> {
-        let object = value.as_object().ok_or_else(|| OverlapError::InvalidSpec {
+        let object = value.as_object().ok_or_else(|| OverlapError::WrongType {
             field: "passages",
             message: format!("expected an object of options, found {value}"),
         })?;
@@ -373,6 +388,17 @@ impl OverlapOptions {
             max_quote_chars: Some(spec.max_quote_chars),
         }
     }
+}
+
+/// The numbers of the documents of `ids`, each found by `find`; an id not found is
+/// [`OverlapError::UnknownSource`].
+pub(crate) fn numbers_by(
+    ids: &[String],
+    find: impl Fn(&str) -> Option<u32>,
+) -> Result<Vec<u32>, OverlapError> {
+    ids.iter()
+        .map(|id| find(id).ok_or_else(|| OverlapError::UnknownSource { id: id.clone() }))
+        .collect()
 }
 
 /// The option a field of [`OverlapSpec`] is given by (`seed` is `seed_units`), for messages.
@@ -522,6 +548,18 @@ pub enum OverlapError {
         /// Why.
         message: String,
     },
+    /// An option given a value of the wrong kind (text for a number, a number for a flag).
+    WrongType {
+        /// The option's name.
+        field: &'static str,
+        /// What it takes and what it was given.
+        message: String,
+    },
+    /// An option the passage check does not have.
+    UnknownOption {
+        /// The name given.
+        name: String,
+    },
     /// A source named to be left out (`exclude_source`) that the collection does not hold.
     UnknownSource {
         /// The id, as text.
@@ -583,7 +621,13 @@ pub enum IoStep {
 impl fmt::Display for OverlapError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OverlapError::InvalidSpec { field, message } => write!(f, "{field}: {message}"),
+            OverlapError::InvalidSpec { field, message }
+            | OverlapError::WrongType { field, message } => write!(f, "{field}: {message}"),
+            OverlapError::UnknownOption { name } => write!(
+                f,
+                "unknown passage option {name:?}: expected one of {}",
+                OverlapOptions::NAMES.join(", ")
+            ),
             OverlapError::UnknownSource { id } => {
                 write!(f, "no document of the collection has the id {}", crate::id_to_json(id))
             }

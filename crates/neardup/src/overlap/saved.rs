@@ -14,8 +14,8 @@ use super::align::Attribution;
 use super::check::{check_in, new_scope, Halt, Holdings, Scope, SCRATCH};
 use super::file::{hash_ranges, read_at, settings, trailer, Stream};
 use super::parts::{self, Shipped};
+use super::PASSAGE_INDEX_FORMAT;
 use super::{IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
-use super::{PASSAGE_INDEX_FILE, PASSAGE_INDEX_FORMAT};
 
 /// A saved passage index (format 2) opened for checks: the settings, the documents' ids and
 /// where their texts are, the keys and where their postings are, in memory (about 30 bytes a
@@ -53,12 +53,11 @@ impl SavedIndex {
     /// checked against the file's checksum; each text is checked when it is read. An index of
     /// format 1 is `Ok(None)`: it is read whole ([`super::PassageIndex::load`]).
     pub fn open(dir: &Path, options: &OverlapOptions) -> Result<Option<SavedIndex>, OverlapError> {
-        let path = dir.join(PASSAGE_INDEX_FILE);
+        let (file, path) = super::file::open_file(dir)?;
         let io = |step: IoStep| {
             let path = path.clone();
             move |source| OverlapError::Io { path, step, source }
         };
-        let file = fs::File::open(&path).map_err(io(IoStep::Read))?;
         let len = file.metadata().map_err(io(IoStep::Read))?.len();
         let bad = |message: String| OverlapError::Format { path: path.clone(), message };
         let mut r = Stream {
@@ -146,6 +145,12 @@ impl SavedIndex {
             .take_while(|&&(x, _)| x == h)
             .map(|&(_, n)| n)
             .find(|&n| plain_id(&self.at.ids, &self.at.id_ends, n as usize) == id)
+    }
+
+    /// The numbers of the documents of `ids` (sources to leave out of a check), as
+    /// [`super::PassageIndex::numbers_of`] gives them.
+    pub fn numbers_of(&self, ids: &[String]) -> Result<Vec<u32>, OverlapError> {
+        super::numbers_by(ids, |id| self.find(id))
     }
 
     /// The text of document `n`, read from the file and checked against its checksum.
@@ -477,7 +482,7 @@ impl Holdings for InPlace<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overlap::{OnExistingId, PassageIndex};
+    use crate::overlap::{OnExistingId, PassageIndex, PASSAGE_INDEX_FILE};
 
     fn saved(docs: &[(&str, String)]) -> (tempfile::TempDir, PassageIndex) {
         let dir = tempfile::tempdir().expect("test setup");

@@ -14,14 +14,6 @@ from ._stages import _bucket_batches, _sketcher, _verify_batches  # noqa: F401
 from ._graph import choose_shuffle_partitions, connected_components  # noqa: F401
 
 
-# The fields of the library's summary that the Spark job counts.
-_SUMMARY_FIELDS = (
-    "documents", "empty", "clusters", "dropped", "kept", "method", "bands", "rows",
-    "candidate_probability", "threshold", "hamming", "verification", "candidates", "verified",
-    "exact_duplicates", "capped_buckets", "skipped",
-)
-
-
 @dataclass
 class SparkDedupResult:
     """The DataFrames of :func:`dedup` and its summary."""
@@ -42,11 +34,7 @@ class SparkDedupResult:
         import neardup
 
         s = self.summary
-        fields = {k: s[k] for k in _SUMMARY_FIELDS if s.get(k) is not None}
-        if not fields.get("bands"):
-            fields.pop("bands", None)
-            fields.pop("rows", None)
-        lines = ["neardup dedup (spark): " + neardup._neardup.format_summary(json.dumps(fields))]
+        lines = ["neardup dedup (spark): " + neardup._neardup.format_summary(json.dumps(s), runner=True)]
         if s.get("stage_seconds"):
             lines.append(
                 "  time "
