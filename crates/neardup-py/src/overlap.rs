@@ -234,17 +234,26 @@ fn overlap_texts<'py>(
             index.set_stop(None);
             Ok((index, found))
         })?;
-        let name = |n: u32| written.json(index.id(n));
-        query_json
-            .iter()
-            .zip(&found)
-            .map(|(id, o)| {
-                let query = RawValue::from_string(id.clone())
-                    .map_err(|e| crate::errors::input(format!("{id}: {e}")))?;
-                overlap_dict(py, o, Some(&query), &name)
-            })
-            .collect()
+        answers(py, &query_json, &found, &|n| written.json(index.id(n)))
     })
+}
+
+/// Each query's answer as a dict ([`overlap_dict`]), its id given as JSON text.
+fn answers<'py>(
+    py: Python<'py>,
+    query_json: &[String],
+    found: &[Overlap],
+    name: &dyn Fn(u32) -> JsonId,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    query_json
+        .iter()
+        .zip(found)
+        .map(|(id, o)| {
+            let query = RawValue::from_string(id.clone())
+                .map_err(|e| crate::errors::input(format!("{id}: {e}")))?;
+            overlap_dict(py, o, Some(&query), name)
+        })
+        .collect()
 }
 
 /// The check of `queries` against a saved index read in place ([`SavedIndex`]), in parallel;
@@ -272,20 +281,7 @@ fn check_in_place<'py>(
             .collect::<Result<_, _>>()
             .map_err(overlap_error)
     })?;
-    let name = |n: u32| {
-        let id = saved.id_json(n);
-        RawValue::from_string(id.to_string())
-            .unwrap_or_else(|_| serde_json::value::to_raw_value(id).expect("a string is JSON"))
-    };
-    query_json
-        .iter()
-        .zip(&found)
-        .map(|(id, o)| {
-            let query = RawValue::from_string(id.clone())
-                .map_err(|e| crate::errors::input(format!("{id}: {e}")))?;
-            overlap_dict(py, o, Some(&query), &name)
-        })
-        .collect()
+    answers(py, query_json, &found, &|n| saved.id_raw(n))
 }
 
 /// The lock of the saved index in `dir` (made if need be), waiting while another writer holds

@@ -512,12 +512,7 @@ impl OverlapJob {
             self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
         // Ids as the index saved them (JSON text); one saved plain (an index of an older
         // writer) as a JSON string.
-        let name = |n: u32| {
-            let saved_id = saved.id_json(n);
-            serde_json::value::RawValue::from_string(saved_id.to_string()).unwrap_or_else(|_| {
-                serde_json::value::to_raw_value(saved_id).expect("a string is JSON")
-            })
-        };
+        let name = |n: u32| saved.id_raw(n);
         let query_written: Vec<JsonId> = queries.docs.iter().map(|q| q.written.clone()).collect();
         write_records(
             (&mut passages_out, &mut summary_out),

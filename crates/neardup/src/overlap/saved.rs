@@ -136,6 +136,17 @@ impl SavedIndex {
         saved_id(&self.at.ids, &self.at.id_ends, n)
     }
 
+    /// The id of document `n` as JSON, to write as it was saved (a string's quotes, a number's
+    /// digits); an id saved plain (by an older writer) as a JSON string.
+    ///
+    /// # Panics
+    /// If `n` is not a document of the index.
+    pub fn id_raw(&self, n: u32) -> super::JsonId {
+        let id = self.id_json(n);
+        serde_json::value::RawValue::from_string(id.to_string())
+            .unwrap_or_else(|_| serde_json::value::to_raw_value(id).expect("a string is JSON"))
+    }
+
     /// The number of the document with this id (as text: `7` and `"7"` are one id).
     pub fn find(&self, id: &str) -> Option<u32> {
         let h = id_hash(id);
