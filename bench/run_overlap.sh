@@ -4,6 +4,7 @@
 # Prints one line per step: seconds, peak RSS, throughput. Usage:
 #   bash bench/run_overlap.sh            # all steps (the corpus is built by run_dedup_1m.sh)
 #   bash bench/run_overlap.sh --no-within
+#   PYTHON=target/test-venv/bin/python bash bench/run_overlap.sh --no-within   # and Python's check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=bench/data/en_dedup_1000000.jsonl
@@ -60,6 +61,17 @@ step "index 1 GB alone (read, fingerprint, save as read)" "$cbytes" 1000000 \
     $bin overlap --against "$corpus" --save-index "$work/idx"
 step "one 100,000-char thesis against the saved index (read in place)" "$(stat -c %s "$work/one.jsonl")" 1 \
     $bin overlap "$work/one.jsonl" --against "$work/idx" --passages "$work/one.out"
+step "one thesis with its HTML report against the saved index (read in place)" "$(stat -c %s "$work/one.jsonl")" 1 \
+    $bin overlap "$work/one.jsonl" --against "$work/idx" --report "$work/one.html"
+# Python's neardup.overlap against the saved index (read in place as the CLI reads it), when a
+# Python with this tree's package is given (PYTHON=target/test-venv/bin/python after tests/run.sh).
+if [ -n "${PYTHON:-}" ]; then
+    step "Python: one thesis against the saved index (read in place)" "$(stat -c %s "$work/one.jsonl")" 1 \
+        "$PYTHON" -c "
+import json, pathlib, sys, neardup
+q = json.loads(open('$work/one.jsonl').read())
+neardup.overlap({q['id']: q['text']}, pathlib.Path('$work/idx'))"
+fi
 step "1,000 theses against the saved index (read in place)" "$(stat -c %s "$work/many.jsonl")" 1000 \
     $bin overlap "$work/many.jsonl" --against "$work/idx" --passages "$work/many.out"
 if [ "${1:-}" != "--no-within" ]; then

@@ -1058,8 +1058,9 @@ fn the_committed_passage_index_of_format_1_is_read_as_written() {
 }
 
 /// A check against a saved index alone reads only what each query needs of it (its postings
-/// and the texts of the sources it aligns): the same passages and summaries, byte for byte, as
-/// the collection checked in memory, and as the index loaded whole (`--report` loads it).
+/// and the texts of the sources it aligns): the same passages, summaries and report, byte for
+/// byte, as the collection checked in memory, and as the index loaded whole (saving a copy
+/// loads it).
 #[test]
 fn a_check_against_a_saved_index_read_in_place_answers_as_the_collection() {
     let dir = tempdir("overlap-saved-in-place");
@@ -1080,11 +1081,17 @@ fn a_check_against_a_saved_index_read_in_place_answers_as_the_collection() {
         (fs::read_to_string(p).expect("passages"), fs::read_to_string(s).expect("summary"))
     };
     let in_memory = outputs("memory", &coll, &[]);
-    let in_place = outputs("in-place", &idx, &[]);
-    let loaded = outputs("loaded", &idx, &["--report", &arg(&dir.join("r.html"))]);
+    let report = |name: &str| dir.join(format!("{name}.html"));
+    let in_place = outputs("in-place", &idx, &["--report", &arg(&report("in-place"))]);
+    let copy = arg(&dir.join("copy"));
+    let loaded =
+        outputs("loaded", &idx, &["--report", &arg(&report("loaded")), "--save-index", &copy]);
     assert!(in_memory.0.lines().count() > 100);
     assert_eq!(in_place, in_memory);
     assert_eq!(loaded, in_memory);
+    let page = |name: &str| fs::read_to_string(report(name)).expect("a report");
+    assert!(page("in-place").contains("<html"));
+    assert_eq!(page("in-place"), page("loaded"));
     // Settings of the check may change; the answer is the in-memory one with the same change.
     assert_eq!(
         outputs("in-place-30", &idx, &["--min-units", "30"]),

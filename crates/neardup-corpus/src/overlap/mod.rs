@@ -282,8 +282,7 @@ impl OverlapJob {
         let alone = index_dirs.len() == 1
             && against_sources.is_empty()
             && !self.add
-            && self.save_index.is_none()
-            && self.report.is_none();
+            && self.save_index.is_none();
         if alone {
             if let Some(saved) =
                 SavedIndex::open(&index_dirs[0], &self.options).map_err(CorpusError::Overlap)?
@@ -404,10 +403,7 @@ impl OverlapJob {
                         (id.as_str(), text, o)
                     })
                     .collect();
-                let page = report::report(&self.inputs, &self.against, &index, &shown).render();
-                let mut out = OutputFile::create("--report", path)?;
-                out.write_bytes(page.as_bytes())?;
-                Some(out)
+                Some(self.write_report(path, &index, &shown)?)
             }
             None => None,
         };
@@ -512,6 +508,18 @@ impl OverlapJob {
             self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
         // Ids as the index saved them (JSON text); one saved plain (an index of an older
         // writer) as a JSON string.
+        let report_out = match &self.report {
+            Some(path) => {
+                let shown: Vec<(&str, &str, &neardup::overlap::Overlap)> = queries
+                    .docs
+                    .iter()
+                    .zip(&results)
+                    .map(|(q, o)| (q.id.as_str(), q.text.as_str(), o))
+                    .collect();
+                Some(self.write_report(path, saved, &shown)?)
+            }
+            None => None,
+        };
         let name = |n: u32| saved.id_raw(n);
         let query_written: Vec<JsonId> = queries.docs.iter().map(|q| q.written.clone()).collect();
         write_records(
@@ -522,7 +530,7 @@ impl OverlapJob {
             true,
         )?;
         commit_section(|| -> Result<(), CorpusError> {
-            for out in [passages_out, summary_out].into_iter().flatten() {
+            for out in [passages_out, summary_out, report_out].into_iter().flatten() {
                 out.commit()?;
             }
             Ok(())
@@ -588,6 +596,22 @@ impl OverlapJob {
     }
 
     /// The numbers of the sources left out: each id as JSON (`"a"`, `7`), else as the text given.
+    /// The HTML report of the queries shown (id, text, answer), written to its temporary file
+    /// (committed with the other outputs).
+    fn write_report(
+        &self,
+        path: &Path,
+        collection: &dyn report::Collection,
+        shown: &[(&str, &str, &neardup::overlap::Overlap)],
+    ) -> Result<OutputFile, CorpusError> {
+        let page = report::report(&self.inputs, &self.against, collection, shown)
+            .map_err(CorpusError::Overlap)?
+            .render();
+        let mut out = OutputFile::create("--report", path)?;
+        out.write_bytes(page.as_bytes())?;
+        Ok(out)
+    }
+
     fn excluded(&self, index: &PassageIndex) -> Result<Vec<u32>, CorpusError> {
         self.excluded_by(|id| index.find(id))
     }

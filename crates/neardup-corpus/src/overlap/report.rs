@@ -1,11 +1,56 @@
 //! The HTML report of the passage job (`--report`): each query with its passages and the text
 //! of each source they were copied from, drawn by `neardup_web::overlap`.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
-use neardup::overlap::{Overlap, Passage, PassageIndex};
+use neardup::overlap::{Overlap, OverlapError, OverlapSpec, Passage, PassageIndex, SavedIndex};
 use neardup_web::overlap::{OverlapReport, PassageView, QueryView, SourceView};
 use neardup_web::thousands;
+
+/// What a report reads of the collection: a loaded index, or a saved one read in place (only
+/// the sources the passages name are read).
+pub(super) trait Collection {
+    /// Its documents.
+    fn documents(&self) -> usize;
+    /// The settings of the check.
+    fn settings(&self) -> &OverlapSpec;
+    /// Document `n`'s id as text.
+    fn name(&self, n: u32) -> Cow<'_, str>;
+    /// Bytes `start..end` of document `n`'s text (empty where they are not whole characters of
+    /// it); a saved text is read, and checked, from its file.
+    fn excerpt(&self, n: u32, start: u64, end: u64) -> Result<String, OverlapError>;
+}
+
+impl Collection for PassageIndex {
+    fn documents(&self) -> usize {
+        self.len()
+    }
+    fn settings(&self) -> &OverlapSpec {
+        self.spec()
+    }
+    fn name(&self, n: u32) -> Cow<'_, str> {
+        Cow::Borrowed(self.id(n))
+    }
+    fn excerpt(&self, n: u32, start: u64, end: u64) -> Result<String, OverlapError> {
+        Ok(self.text(n).get(start as usize..end as usize).unwrap_or_default().to_string())
+    }
+}
+
+impl Collection for SavedIndex {
+    fn documents(&self) -> usize {
+        self.len()
+    }
+    fn settings(&self) -> &OverlapSpec {
+        self.spec()
+    }
+    fn name(&self, n: u32) -> Cow<'_, str> {
+        self.id(n)
+    }
+    fn excerpt(&self, n: u32, start: u64, end: u64) -> Result<String, OverlapError> {
+        Ok(self.text(n)?.get(start as usize..end as usize).unwrap_or_default().to_string())
+    }
+}
 
 /// Paths for a title: the file names, or how many.
 fn describe_paths(paths: &[PathBuf]) -> String {
@@ -25,9 +70,9 @@ fn describe_paths(paths: &[PathBuf]) -> String {
 pub(super) fn report(
     inputs: &[PathBuf],
     against: &[PathBuf],
-    index: &PassageIndex,
+    index: &dyn Collection,
     queries: &[(&str, &str, &Overlap)],
-) -> OverlapReport {
+) -> Result<OverlapReport, OverlapError> {
     let title = format!(
         "{} {}",
         describe_paths(inputs),
@@ -38,11 +83,11 @@ pub(super) fn report(
         }
     );
     let mut report = OverlapReport::new(&title);
-    let spec = index.spec();
+    let spec = index.settings();
     let mean = queries.iter().map(|q| q.2.copied()).sum::<f64>() / queries.len().max(1) as f64;
     report.summary = vec![
         ("queries".into(), thousands(queries.len() as u64)),
-        ("documents in the collection".into(), thousands(index.len() as u64)),
+        ("documents in the collection".into(), thousands(index.documents() as u64)),
         ("copied on average".into(), format!("{:.1}%", mean * 100.0)),
         (
             "settings".into(),
@@ -55,29 +100,35 @@ pub(super) fn report(
             ),
         ),
     ];
-    report.queries = queries.iter().map(|(id, text, o)| query_view(id, text, o, index)).collect();
-    report
+    report.queries = queries
+        .iter()
+        .map(|(id, text, o)| query_view(id, text, o, index))
+        .collect::<Result<_, _>>()?;
+    Ok(report)
 }
 
 /// One query of the report, with the source's text of each passage; ids as text (a number as
 /// written).
-fn query_view(id: &str, text: &str, o: &Overlap, index: &PassageIndex) -> QueryView {
-    let passage = |p: &Passage| PassageView {
-        start: p.start,
-        end: p.end,
-        source: index.id(p.source).to_string(),
-        source_start: p.source_start,
-        source_end: p.source_end,
-        similarity: p.similarity,
-        also: p.also.iter().map(|&a| index.id(a).to_string()).collect(),
-        source_text: index
-            .text(p.source)
-            .get(p.source_start_byte as usize..p.source_end_byte as usize)
-            .unwrap_or_default()
-            .to_string(),
-        exclusion: p.exclusion.map(|e| e.as_str().to_string()),
+fn query_view(
+    id: &str,
+    text: &str,
+    o: &Overlap,
+    index: &dyn Collection,
+) -> Result<QueryView, OverlapError> {
+    let passage = |p: &Passage| -> Result<PassageView, OverlapError> {
+        Ok(PassageView {
+            start: p.start,
+            end: p.end,
+            source: index.name(p.source).into_owned(),
+            source_start: p.source_start,
+            source_end: p.source_end,
+            similarity: p.similarity,
+            also: p.also.iter().map(|&a| index.name(a).into_owned()).collect(),
+            source_text: index.excerpt(p.source, p.source_start_byte, p.source_end_byte)?,
+            exclusion: p.exclusion.map(|e| e.as_str().to_string()),
+        })
     };
-    QueryView {
+    Ok(QueryView {
         id: id.to_string(),
         text: text.to_string(),
         chars: o.chars,
@@ -87,13 +138,13 @@ fn query_view(id: &str, text: &str, o: &Overlap, index: &PassageIndex) -> QueryV
             .sources
             .iter()
             .map(|s| SourceView {
-                id: index.id(s.source).to_string(),
+                id: index.name(s.source).into_owned(),
                 chars: s.chars,
                 quoted_chars: s.quoted_chars,
                 passages: o.passages.iter().filter(|p| p.source == s.source).count() as u64,
             })
             .collect(),
-        passages: o.passages.iter().map(passage).collect(),
-        excluded: o.excluded.iter().map(passage).collect(),
-    }
+        passages: o.passages.iter().map(passage).collect::<Result<_, _>>()?,
+        excluded: o.excluded.iter().map(passage).collect::<Result<_, _>>()?,
+    })
 }

@@ -136,6 +136,15 @@ impl SavedIndex {
         saved_id(&self.at.ids, &self.at.id_ends, n)
     }
 
+    /// The id of document `n` as text, as the collection gave it (`7` for `7` and for `"7"`:
+    /// the one id rule).
+    ///
+    /// # Panics
+    /// If `n` is not a document of the index.
+    pub fn id(&self, n: u32) -> std::borrow::Cow<'_, str> {
+        plain_id(&self.at.ids, &self.at.id_ends, n as usize)
+    }
+
     /// The id of document `n` as JSON, to write as it was saved (a string's quotes, a number's
     /// digits); an id saved plain (by an older writer) as a JSON string.
     ///
