@@ -46,22 +46,67 @@ pub(crate) enum Halt {
 
 /// How many documents hold a passage: those holding at least half of the k-grams of its query
 /// range that the index knows (at least one, its source). (More than half drops more loose
-/// matches and more reworded copies alike: measured on the sample sets, BENCHMARKS.md.) `by_position`: the hits as
-/// `position << 32 | document`, sorted.
-fn holders(r: &Region, by_position: &[u64], k: u32) -> u32 {
-    let (first, end) = (u64::from(r.q0), u64::from((r.q1 + 1).saturating_sub(k)));
-    let lo = by_position.partition_point(|&x| x >> 32 < first);
-    let hi = by_position.partition_point(|&x| x >> 32 < end);
+/// matches and more reworded copies alike: measured on the sample sets, BENCHMARKS.md.) Counted
+/// over every holder the index gives each k-gram (up to `max_postings`), not only those that
+/// made candidates.
+fn holders<C: Holdings>(r: &Region, held: &Held<'_, C>, k: u32) -> u32 {
+    let end = ((r.q1 + 1).saturating_sub(k) as usize).min(held.ranges.len());
     let mut per_doc: FxHashMap<u32, u32> = FxHashMap::default();
-    let (mut positions, mut last) = (0u32, u64::MAX);
-    for &x in &by_position[lo..hi] {
-        if x >> 32 != last {
-            positions += 1;
-            last = x >> 32;
+    let mut positions = 0u32;
+    for i in (r.q0 as usize).min(end)..end {
+        let mut any = false;
+        for d in held.at(i) {
+            any = true;
+            *per_doc.entry(d).or_default() += 1;
         }
-        *per_doc.entry(x as u32).or_default() += 1;
+        positions += u32::from(any);
     }
     (per_doc.values().filter(|&&n| n * 2 >= positions).count() as u32).max(1)
+}
+
+/// The documents holding each k-gram of a query: for each of its positions, the first
+/// `max_postings` live documents the index lists for its key, of those the usable ones (not
+/// the query itself, not an excluded source).
+struct Held<'c, C: Holdings> {
+    c: &'c C,
+    cap: usize,
+    qgrams: &'c [u64],
+    /// The range of each k-gram's key in the built postings.
+    ranges: Vec<(u32, u32)>,
+    usable: &'c dyn Fn(u32) -> bool,
+}
+
+impl<'c, C: Holdings> Held<'c, C> {
+    fn new(c: &'c C, cap: usize, qgrams: &'c [u64], usable: &'c dyn Fn(u32) -> bool) -> Self {
+        let offsets = c.postings().1;
+        let ranges = qgrams
+            .iter()
+            .map(|&h| match c.find_key(key(h)) {
+                Some(j) => (offsets[j], offsets[j + 1]),
+                None => (0, 0),
+            })
+            .collect();
+        Held { c, cap, qgrams, ranges, usable }
+    }
+
+    /// How many documents the index lists for the k-gram at query position `i`, up to `cap`
+    /// (before the live and usable ones are chosen).
+    fn listed(&self, i: usize) -> usize {
+        let (a, b) = self.ranges[i];
+        ((b - a) as usize + self.c.recent(key(self.qgrams[i])).len()).min(self.cap)
+    }
+
+    /// The usable holders of the k-gram at query position `i`, ascending.
+    fn at(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
+        let (a, b) = self.ranges[i];
+        self.c.postings().2[a as usize..b as usize]
+            .iter()
+            .chain(self.c.recent(key(self.qgrams[i])))
+            .copied()
+            .filter(|&d| self.c.live(d))
+            .take(self.cap)
+            .filter(|&d| (self.usable)(d))
+    }
 }
 
 /// One source's character ranges: those its counted passages cover, and its quoted ones.
@@ -206,6 +251,14 @@ const PREFETCH: usize = 16 * ROUND;
 const MAX_HITS: usize = 1 << 22;
 /// The holders of each k-gram kept, at least (unless `max_postings` is lower).
 const MIN_HOLDERS: usize = 8;
+/// The holders of each k-gram that make hits (candidates). A k-gram that more documents hold
+/// says little of which is the source (its hits weigh under a thirty-second of a rare
+/// k-gram's): a passage's source is found through its rarer k-grams, and the first holders of a
+/// text that stands in many documents (boilerplate) include its earliest. Its document
+/// frequency still counts every holder up to `max_postings`. (Every holder's hits cost a corpus
+/// of many documents twice the time and more, for answers no better on the labelled sets:
+/// BENCHMARKS.md.)
+const HIT_HOLDERS: usize = 32;
 
 /// The 32-bit key of a k-gram hash in the index. Two k-grams that share a key make a wrong
 /// candidate at worst, which alignment (on full 64-bit hashes) then finds nothing in.
@@ -213,52 +266,33 @@ pub(crate) fn key(hash: u64) -> u32 {
     (hash >> 32) as u32
 }
 
-/// Every hit of the query's k-grams in the index, as `(doc << 32) | position`, sorted. A
-/// key's holders are the first `max_postings` live documents holding it, of those the
-/// `usable` ones; when the query's k-grams would make more than [`MAX_HITS`] hits, each
-/// keeps fewer holders (as many as the budget allows per position, at least
-/// [`MIN_HOLDERS`]), so a check's memory follows its query's length.
-fn hits(
-    c: &impl Holdings,
-    cap: usize,
-    qgrams: &[u64],
-    usable: impl Fn(u32) -> bool,
-) -> (Vec<u64>, Vec<u32>) {
-    let (_, offsets, postings) = c.postings();
-    let recent = |h: u64| c.recent(key(h));
-    // The range of each k-gram's key in the built postings (8 bytes a position).
-    let ranges: Vec<(u32, u32)> = qgrams
-        .iter()
-        .map(|&h| match c.find_key(key(h)) {
-            Some(j) => (offsets[j], offsets[j + 1]),
-            None => (0, 0),
-        })
-        .collect();
-    let total: usize = ranges
-        .iter()
-        .zip(qgrams)
-        .map(|(&(a, b), &h)| ((b - a) as usize + recent(h).len()).min(cap))
-        .sum();
+/// Every hit of the query's k-grams in the index, as `(doc << 32) | position`, sorted, and
+/// each k-gram's document frequency. A hit is a candidate's evidence of where it may hold a
+/// copy: each k-gram gives the first [`HIT_HOLDERS`] of its holders; when the query's k-grams
+/// would make more than [`MAX_HITS`] hits, each gives fewer (as many as the budget allows per
+/// position, at least [`MIN_HOLDERS`]), so a check's memory follows its query's length. The
+/// document frequency counts every usable holder up to `max_postings`: how common the k-gram
+/// is in the collection, the weight of a match on it (see `align::evidence`).
+fn hits<C: Holdings>(held: &Held<'_, C>) -> (Vec<u64>, Vec<u32>) {
+    let n = held.qgrams.len();
+    let hit_cap = held.cap.min(HIT_HOLDERS);
+    let total: usize = (0..n).map(|i| held.listed(i).min(hit_cap)).sum();
     let per_position = if total <= MAX_HITS {
-        cap
+        hit_cap
     } else {
-        (MAX_HITS / qgrams.len().max(1)).max(MIN_HOLDERS).min(cap)
+        (MAX_HITS / n.max(1)).max(MIN_HOLDERS).min(hit_cap)
     };
     let mut hits: Vec<u64> = Vec::with_capacity(total.min(MAX_HITS.max(per_position)));
-    // How many usable documents hold each k-gram (up to `max_postings`): how common it is
-    // in the collection, the weight of a match on it (see `align::evidence`).
-    let mut df: Vec<u32> = Vec::with_capacity(qgrams.len());
-    for (i, (&(a, b), &h)) in ranges.iter().zip(qgrams).enumerate() {
-        let holders = || {
-            postings[a as usize..b as usize]
-                .iter()
-                .chain(recent(h))
-                .filter(|&&d| c.live(d))
-                .take(cap)
-                .filter(|&&d| usable(d))
-        };
-        hits.extend(holders().take(per_position).map(|&d| (u64::from(d) << 32) | i as u64));
-        df.push(holders().count() as u32);
+    let mut df: Vec<u32> = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut count = 0u32;
+        for d in held.at(i) {
+            if (count as usize) < per_position {
+                hits.push((u64::from(d) << 32) | i as u64);
+            }
+            count += 1;
+        }
+        df.push(count);
     }
     hits.sort_unstable();
     (hits, df)
@@ -298,36 +332,49 @@ fn next_candidates(
     out.into_iter().map(|(d, _)| d).collect()
 }
 
-/// A stretch of the query and a document with hits there: `(block, hits, document)`.
+/// A stretch of the query and a document with hits there: `(block, score, document)`.
 type Stretch = (u32, std::cmp::Reverse<u32>, u32);
 
+/// The score of a hit on a k-gram that `df` documents hold: a rare k-gram says more of which
+/// document is the source than one many hold (as IDF weighs words), so a source that shares a
+/// passage's rare words ranks above the many that share its stock phrases.
+fn hit_weight(df: u32) -> u32 {
+    (1 << 16) / df.max(1)
+}
+
 /// Every stretch with at least two hits of a document, in the order [`next_candidates`] reads
-/// them (by block, most hits first); hits at positions a region already found explains
-/// (`explained(doc, position)`) do not count. It depends on what is explained, not on what was aligned
-/// (those are skipped when candidates are taken): a round that explains nothing new keeps it.
-fn stretches(hits: &[u64], explained: impl Fn(u32, u32) -> bool) -> Vec<Stretch> {
-    let mut counts: Vec<(u32, u32, u32)> = Vec::new(); // (doc, block, hits)
+/// them (by block, highest score first: its hits weighed by [`hit_weight`]); hits at positions
+/// a region already found explains (`explained(doc, position)`) do not count. It depends on
+/// what is explained, not on what was aligned (those are skipped when candidates are taken): a
+/// round that explains nothing new keeps it.
+fn stretches(hits: &[u64], df: &[u32], explained: impl Fn(u32, u32) -> bool) -> Vec<Stretch> {
+    let mut counts: Vec<(u32, u32, u32, u32)> = Vec::new(); // (doc, block, hits, score)
     for &h in hits {
         let (d, pos) = ((h >> 32) as u32, h as u32);
         if explained(d, pos) {
             continue;
         }
+        let w = hit_weight(df[pos as usize]);
         let b = pos / BLOCK as u32;
         match counts.last_mut() {
-            Some(last) if last.0 == d && last.1 == b => last.2 += 1,
-            _ => counts.push((d, b, 1)),
+            Some(last) if last.0 == d && last.1 == b => {
+                last.2 += 1;
+                last.3 += w;
+            }
+            _ => counts.push((d, b, 1, w)),
         }
     }
-    let mut stretches: Vec<(u32, std::cmp::Reverse<u32>, u32)> = Vec::new(); // (block, score, doc)
-    for (i, &(d, b, n)) in counts.iter().enumerate() {
-        let next = counts.get(i + 1).filter(|c| c.0 == d && c.1 == b + 1).map_or(0, |c| c.2);
-        if n + next >= 2 {
-            stretches.push((b, std::cmp::Reverse(n + next), d));
+    let mut stretches: Vec<Stretch> = Vec::new();
+    for (i, &(d, b, n, w)) in counts.iter().enumerate() {
+        let next = counts.get(i + 1).filter(|c| c.0 == d && c.1 == b + 1);
+        let (next_n, next_w) = next.map_or((0, 0), |c| (c.2, c.3));
+        if n + next_n >= 2 {
+            stretches.push((b, std::cmp::Reverse(w + next_w), d));
         }
         // The stretch that starts one block earlier, when that block has no hits.
         let prev_counted = i > 0 && counts[i - 1].0 == d && counts[i - 1].1 + 1 == b;
         if b > 0 && !prev_counted && n >= 2 {
-            stretches.push((b - 1, std::cmp::Reverse(n), d));
+            stretches.push((b - 1, std::cmp::Reverse(w), d));
         }
     }
     stretches.sort_unstable();
@@ -371,17 +418,15 @@ pub(crate) fn check_in(
         return Ok(overlap);
     }
 
-    let cap = spec.max_postings as usize;
-    let (hits, df) = hits(c, cap, &qgrams, |d| Some(d) != own && !exclude.contains(&d));
+    let usable = |d: u32| Some(d) != own && !exclude.contains(&d);
+    let held = Held::new(c, spec.max_postings as usize, &qgrams, &usable);
+    let (hits, df) = hits(&held);
 
     // Alignment in rounds: the best candidates for what is not yet explained, until
     // nothing is left with two hits or `max_sources` were aligned. A k-gram position is
     // explained by a region over it; within a corpus, only for later documents, so that
     // the earliest holder of a stretch is still aligned.
     let query = QueryGrams::new(&qgrams, |_| true);
-    // The hits by query position: which documents hold each k-gram of a passage.
-    let mut by_position: Vec<u64> = hits.iter().map(|&h| h.rotate_left(32)).collect();
-    by_position.sort_unstable();
     let min_density = spec.min_density as f32;
     let qhashes: Vec<u64> = qunits.iter().map(|u| u.hash).collect();
     let mut regions: Vec<Region> = Vec::new();
@@ -399,7 +444,7 @@ pub(crate) fn check_in(
                 Attribution::Earliest => c < d,
             }
         };
-        let order: &[Stretch] = ranked.get_or_insert_with(|| stretches(&hits, explained));
+        let order: &[Stretch] = ranked.get_or_insert_with(|| stretches(&hits, &df, explained));
         let batch =
             next_candidates(order, &aligned, ROUND.min(max_sources - aligned.len()), PER_STRETCH);
         if batch.is_empty() {
@@ -432,7 +477,7 @@ pub(crate) fn check_in(
             // long loose match made of what the field's writing shares is not. A region
             // dropped here explains nothing: another source may still hold the stretch.
             for r in &mut found {
-                r.evidence = evidence(r, &df, p.seed, holders(r, &by_position, p.seed));
+                r.evidence = evidence(r, &df, p.seed, holders(r, &held, p.seed));
             }
             found.retain(|r| {
                 r.evidence >= p.min_evidence && r.evidence >= min_density * r.len() as f32
@@ -742,18 +787,54 @@ mod tests {
         index.add_documents(docs, OnExistingId::Refuse).expect("added");
         index.merge_postings();
         let mut qunits = Vec::new();
-        units(&words(40_000, 7), neardup_text::ZhScript::Keep, &mut qunits);
+        units(&words(200_000, 7), neardup_text::ZhScript::Keep, &mut qunits);
         let mut qgrams = Vec::new();
         kgram_hashes(&qunits, 3, &mut qgrams);
-        // The 27 k-grams are held by most documents, counted up to max_postings (256):
-        // millions of hits in all, unbounded.
-        let (hits, df) = hits(&index, 256, &qgrams, |_| true);
-        let all: usize = df.iter().map(|&d| d as usize).sum();
+        // The 27 k-grams are held by most documents, counted up to max_postings (256); their
+        // first HIT_HOLDERS holders at every position would pass the bound.
+        let usable = |_: u32| true;
+        let held = Held::new(&index, 256, &qgrams, &usable);
+        let (hits, df) = hits(&held);
+        let all: usize = df.iter().map(|&d| (d as usize).min(HIT_HOLDERS)).sum();
         assert!(all > MAX_HITS, "the query is common enough to reach the bound: {all}");
         assert!(hits.len() <= MAX_HITS, "{} hits kept", hits.len());
-        let per_position = MAX_HITS / qgrams.len();
+        let per_position = (MAX_HITS / qgrams.len()).clamp(MIN_HOLDERS, HIT_HOLDERS);
         let kept: usize = df.iter().map(|&d| (d as usize).min(per_position)).sum();
         assert_eq!(hits.len(), kept);
+    }
+
+    /// A passage that stands in more documents than make hits (boilerplate, a licence) is
+    /// still a copy: its holders are counted from every holder the index lists, so its k-grams
+    /// are not taken for what the field shares by chance. Its earliest holder is among the
+    /// candidates.
+    #[test]
+    fn a_passage_many_documents_hold_is_found_in_its_earliest() {
+        let boilerplate = "Permission is hereby granted free of charge to any person obtaining \
+            a copy of this software and associated documentation files to deal in the software \
+            without restriction including without limitation the rights to use copy modify merge \
+            publish distribute sublicense and or sell copies of the software";
+        let own = |i: usize| (0..40).map(|w| format!("d{i}w{w}")).collect::<Vec<_>>().join(" ");
+        let holders = 3 * HIT_HOLDERS;
+        let mut index = PassageIndex::new(OverlapSpec::default()).expect("index");
+        let docs = (0..holders)
+            .map(|i| (format!("d{i}"), format!("{} {boilerplate} {}", own(i), own(i + 1000))))
+            .collect();
+        index.add_documents(docs, OnExistingId::Refuse).expect("added");
+        index.merge_postings();
+        let query = format!("{} {boilerplate} {}", own(5000), own(5001));
+        let found = index.check(None, &query, &[]).expect("checked");
+        assert_eq!(found.passages.len(), 1, "{found:?}");
+        let p = &found.passages[0];
+        assert!(p.end - p.start >= boilerplate.len() as u64 - 2, "{p:?}");
+        assert!(p.evidence > 10.0, "{p:?}");
+        // Within the corpus, a later holder names the earliest.
+        let later = index.check(Some("d50"), index.text(50), &[]).expect("checked");
+        let sources: Vec<u32> = later.passages.iter().map(|p| p.source).collect();
+        assert!(
+            !later.passages.is_empty()
+                && later.passages.iter().any(|p| p.source == 0 || p.also.contains(&0)),
+            "{sources:?}"
+        );
     }
 
     #[test]
