@@ -1089,6 +1089,9 @@ fn a_check_against_a_saved_index_read_in_place_answers_as_the_collection() {
     assert!(in_memory.0.lines().count() > 100);
     assert_eq!(in_place, in_memory);
     assert_eq!(loaded, in_memory);
+    // The index named as one is not announced as a directory whose files are not documents.
+    let o = run(&["overlap", &arg(&q), "--against", &arg(&idx), "--passages", "/dev/null"]);
+    assert!(o.status.success() && !stderr(&o).contains("holds a saved"), "{}", stderr(&o));
     let page = |name: &str| fs::read_to_string(report(name)).expect("a report");
     assert!(page("in-place").contains("<html"));
     assert_eq!(page("in-place"), page("loaded"));

@@ -46,13 +46,20 @@ impl Read {
     }
 }
 
-/// The sources of the given paths: directories walked, `-` spooled; files passed over are said.
+/// The sources of the given paths: directories walked, `-` spooled; files passed over are said
+/// (a saved passage index of `indexes`, named as one, without its note).
 pub(super) fn sources(
     paths: &[PathBuf],
     opts: &ReadOptions,
     observer: &dyn OverlapObserver,
+    indexes: &[PathBuf],
 ) -> Result<Vec<Source>, CorpusError> {
     expand_inputs(paths, opts, |e| {
+        // A saved passage index named as one (`--against LIB`) is known to be one: its
+        // directory is still read for documents, but without a note that its files are not.
+        if e.is_notice() && indexes.iter().any(|p| p.display().to_string() == e.place) {
+            return;
+        }
         observer.say(&format!("neardup: {}: {e}", if e.is_notice() { "note" } else { "skipped" }))
     })
 }

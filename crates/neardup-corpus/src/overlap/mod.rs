@@ -232,7 +232,7 @@ impl OverlapJob {
         self.check_request()?;
         let (index_dirs, against_files): (Vec<PathBuf>, Vec<PathBuf>) =
             self.against.iter().cloned().partition(|p| is_passage_index(p));
-        let query_sources = docs::sources(&self.inputs, &self.read, observer)?;
+        let query_sources = docs::sources(&self.inputs, &self.read, observer, &[])?;
         if self.output.as_deref().is_some_and(RecordsOutput::is_table) {
             // A table output holds one schema: the inputs' tables must share theirs.
             check_table_inputs(&query_sources, &self.read)?;
@@ -241,7 +241,7 @@ impl OverlapJob {
         // it was built from): they are read, so that files added since are not passed over.
         let against_paths: Vec<PathBuf> =
             against_files.iter().chain(&index_dirs).cloned().collect();
-        let against_sources = docs::sources(&against_paths, &self.read, observer)?;
+        let against_sources = docs::sources(&against_paths, &self.read, observer, &index_dirs)?;
 
         let mut inputs: Vec<Input> = Vec::new();
         for (what, list) in [("input", &query_sources), ("--against", &against_sources)] {
