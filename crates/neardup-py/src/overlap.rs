@@ -257,7 +257,7 @@ fn answers<'py>(
 }
 
 /// The check of `queries` against a saved index read in place ([`SavedIndex`]), in parallel;
-/// Ctrl-C stops it between queries. Sources are named as the index saved their ids.
+/// Ctrl-C stops it between candidate sources. Sources are named as the index saved their ids.
 fn check_in_place<'py>(
     py: Python<'py>,
     saved: &SavedIndex,
@@ -269,14 +269,13 @@ fn check_in_place<'py>(
     let exclude = saved
         .numbers_of(exclude)
         .map_err(|e| crate::errors::input(format!("exclude_source: {e}")))?;
+    // Ctrl-C stops the work between candidate sources of a query.
     let found = interruptible(py, None, |stop| -> PyResult<Vec<Overlap>> {
+        let flag = stop.flag();
         queries
             .par_iter()
             .map(|(id, text)| {
-                if stop.is_set() {
-                    return Err(neardup::overlap::OverlapError::Stopped);
-                }
-                saved.check(own_ids.then_some(id.as_str()), text, &exclude)
+                saved.check_until(own_ids.then_some(id.as_str()), text, &exclude, Some(&flag))
             })
             .collect::<Result<_, _>>()
             .map_err(overlap_error)

@@ -256,6 +256,19 @@ impl SavedIndex {
         text: &str,
         exclude: &[u32],
     ) -> Result<Overlap, OverlapError> {
+        self.check_until(own_id, text, exclude, None)
+    }
+
+    /// [`SavedIndex::check`], stopped between candidate sources once `stop` is set (a Ctrl-C,
+    /// a request given up): [`OverlapError::Stopped`].
+    pub fn check_until(
+        &self,
+        own_id: Option<&str>,
+        text: &str,
+        exclude: &[u32],
+        stop: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Overlap, OverlapError> {
+        let stopped = || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
         let own = own_id.and_then(|id| self.find(id));
         let held = self.held(text)?;
         // Every source a check can align holds one of the query's keys: a cell for each.
@@ -279,7 +292,7 @@ impl SavedIndex {
                 own,
                 exclude,
                 Attribution::BestMatch,
-                &|| false,
+                &stopped,
                 s,
                 self.scope,
             )
