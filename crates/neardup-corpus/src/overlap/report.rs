@@ -2,6 +2,7 @@
 //! of each source they were copied from, drawn by `neardup_web::overlap`.
 
 use std::borrow::Cow;
+use std::collections::hash_map::{Entry, HashMap};
 use std::path::PathBuf;
 
 use neardup::overlap::{Overlap, OverlapError, OverlapSpec, Passage, PassageIndex, SavedIndex};
@@ -17,9 +18,8 @@ pub(super) trait Collection {
     fn settings(&self) -> &OverlapSpec;
     /// Document `n`'s id as text.
     fn name(&self, n: u32) -> Cow<'_, str>;
-    /// Bytes `start..end` of document `n`'s text (empty where they are not whole characters of
-    /// it); a saved text is read, and checked, from its file.
-    fn excerpt(&self, n: u32, start: u64, end: u64) -> Result<String, OverlapError>;
+    /// Document `n`'s text; a saved one is read, and checked, from its file.
+    fn source_text(&self, n: u32) -> Result<Cow<'_, str>, OverlapError>;
 }
 
 impl Collection for PassageIndex {
@@ -32,8 +32,8 @@ impl Collection for PassageIndex {
     fn name(&self, n: u32) -> Cow<'_, str> {
         Cow::Borrowed(self.id(n))
     }
-    fn excerpt(&self, n: u32, start: u64, end: u64) -> Result<String, OverlapError> {
-        Ok(self.text(n).get(start as usize..end as usize).unwrap_or_default().to_string())
+    fn source_text(&self, n: u32) -> Result<Cow<'_, str>, OverlapError> {
+        Ok(Cow::Borrowed(self.text(n)))
     }
 }
 
@@ -47,8 +47,8 @@ impl Collection for SavedIndex {
     fn name(&self, n: u32) -> Cow<'_, str> {
         self.id(n)
     }
-    fn excerpt(&self, n: u32, start: u64, end: u64) -> Result<String, OverlapError> {
-        Ok(self.text(n)?.get(start as usize..end as usize).unwrap_or_default().to_string())
+    fn source_text(&self, n: u32) -> Result<Cow<'_, str>, OverlapError> {
+        self.text(n).map(Cow::Owned)
     }
 }
 
@@ -107,16 +107,23 @@ pub(super) fn report(
     Ok(report)
 }
 
-/// One query of the report, with the source's text of each passage; ids as text (a number as
-/// written).
+/// One query of the report, with the source's text of each passage (each source read once);
+/// ids as text (a number as written).
 fn query_view(
     id: &str,
     text: &str,
     o: &Overlap,
     index: &dyn Collection,
 ) -> Result<QueryView, OverlapError> {
-    let passage = |p: &Passage| -> Result<PassageView, OverlapError> {
-        Ok(PassageView {
+    let mut sources: HashMap<u32, Cow<'_, str>> = HashMap::new();
+    for p in o.passages.iter().chain(&o.excluded) {
+        if let Entry::Vacant(e) = sources.entry(p.source) {
+            e.insert(index.source_text(p.source)?);
+        }
+    }
+    let passage = |p: &Passage| {
+        let (from, to) = (p.source_start_byte as usize, p.source_end_byte as usize);
+        PassageView {
             start: p.start,
             end: p.end,
             source: index.name(p.source).into_owned(),
@@ -124,9 +131,9 @@ fn query_view(
             source_end: p.source_end,
             similarity: p.similarity,
             also: p.also.iter().map(|&a| index.name(a).into_owned()).collect(),
-            source_text: index.excerpt(p.source, p.source_start_byte, p.source_end_byte)?,
+            source_text: sources[&p.source].get(from..to).unwrap_or_default().to_string(),
             exclusion: p.exclusion.map(|e| e.as_str().to_string()),
-        })
+        }
     };
     Ok(QueryView {
         id: id.to_string(),
@@ -144,7 +151,7 @@ fn query_view(
                 passages: o.passages.iter().filter(|p| p.source == s.source).count() as u64,
             })
             .collect(),
-        passages: o.passages.iter().map(passage).collect::<Result<_, _>>()?,
-        excluded: o.excluded.iter().map(passage).collect::<Result<_, _>>()?,
+        passages: o.passages.iter().map(passage).collect(),
+        excluded: o.excluded.iter().map(passage).collect(),
     })
 }
