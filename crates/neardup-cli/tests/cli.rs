@@ -2281,40 +2281,48 @@ fn the_committed_saved_index_of_format_3_is_read_as_written() {
         let entry = entry.expect("entry");
         std::fs::copy(entry.path(), index.join(entry.file_name())).expect("copy");
     }
-    let (clusters, assignments) = (dir.join("c.jsonl"), dir.join("a.jsonl"));
-    let out = run(&[
-        "dedup",
-        &fixture.join("query.jsonl").display().to_string(),
-        "--against",
-        &index.display().to_string(),
-        "--threshold",
-        "0.5",
-        "--clusters",
-        &clusters.display().to_string(),
-        "--assignments",
-        &assignments.display().to_string(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("against an index of 4 documents"), "{}", stderr(&out));
-    for (written, expected) in
-        [(clusters, "expected_clusters.jsonl"), (assignments, "expected_assignments.jsonl")]
-    {
-        let expected = std::fs::read_to_string(fixture.join(expected)).expect("expected");
-        assert_eq!(std::fs::read_to_string(written).expect("written"), expected);
+    // With the settings it was made with given, and with none: then the index's are taken.
+    for given in [&["--threshold", "0.5"][..], &[]] {
+        let (clusters, assignments) = (dir.join("c.jsonl"), dir.join("a.jsonl"));
+        let mut args = vec![
+            "dedup".to_string(),
+            fixture.join("query.jsonl").display().to_string(),
+            "--against".into(),
+            index.display().to_string(),
+            "--clusters".into(),
+            clusters.display().to_string(),
+            "--assignments".into(),
+            assignments.display().to_string(),
+        ];
+        args.extend(given.iter().map(|a| a.to_string()));
+        let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(stderr(&out).contains("against an index of 4 documents"), "{}", stderr(&out));
+        for (written, expected) in
+            [(clusters, "expected_clusters.jsonl"), (assignments, "expected_assignments.jsonl")]
+        {
+            let expected = std::fs::read_to_string(fixture.join(expected)).expect("expected");
+            assert_eq!(std::fs::read_to_string(written).expect("written"), expected, "{given:?}");
+        }
     }
-    // Other settings than the index's are refused by name, not answered.
-    let out = run(&[
-        "dedup",
-        &fixture.join("query.jsonl").display().to_string(),
-        "--against",
-        &index.display().to_string(),
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("use the same settings or build a new index"),
-        "{}",
-        stderr(&out)
-    );
+    // Settings the index cannot be searched with are refused by name, not answered: another
+    // pipeline, other bands.
+    for other in [&["--preset", "zh-news"][..], &["--bands", "16", "--rows", "8"]] {
+        let mut args = vec![
+            "dedup".to_string(),
+            fixture.join("query.jsonl").display().to_string(),
+            "--against".into(),
+            index.display().to_string(),
+        ];
+        args.extend(other.iter().map(|a| a.to_string()));
+        let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains("leave out the options that differ or build a new index"),
+            "{other:?}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 /// A Spark (or Hadoop) output folder is read as Spark wrote it: its `part-*` files by their

@@ -85,6 +85,7 @@ fn job_spec(
         let job = neardup::JobSpec {
             pipeline: pipeline.spec().clone(),
             search: search_spec_from_dict(options, SearchUse::Batch)?,
+            passages: None,
         };
         neardup::CompiledJob::new(
             pipeline,

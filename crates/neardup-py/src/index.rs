@@ -10,7 +10,7 @@ use pyo3::types::{PyBool, PyDict, PyList};
 use rayon::prelude::*;
 
 use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
-use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, PipelineSpec, Scratch};
+use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, Scratch};
 
 use crate::dedup::search_config;
 use crate::interrupt::{interruptible, wants_progress};
@@ -363,13 +363,13 @@ impl PyIndex {
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<PyIndex> {
         guard(|| {
             let manifest = neardup::read_manifest(&path).map_err(dedup_error)?;
-            let spec = PipelineSpec::from_value(manifest.spec.clone()).map_err(build_error)?;
-            let pipeline = Arc::new(Pipeline::new(spec).map_err(build_error)?);
-            let config = manifest
-                .search_spec()
-                .resolve()
-                .map_err(|e| crate::errors::input(format!("{}: {e}", path.display())))?;
-            let index = PyIndex::with_config(pipeline, config, None)?;
+            // The job the index was saved with: its pipeline and its search, as the CLI's
+            // `--against` reopens it.
+            let job = manifest.job.compile().map_err(|e| match e {
+                neardup::JobError::Pipeline(e) => build_error(e),
+                e => crate::errors::input(format!("{}: {e}", path.display())),
+            })?;
+            let index = PyIndex::with_config(job.pipeline().clone(), job.config().clone(), None)?;
             index.write(py, |state| -> PyResult<()> {
                 let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
                 for (i, (id, sketch)) in docs.into_iter().enumerate() {

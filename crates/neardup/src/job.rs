@@ -1,18 +1,23 @@
-//! `JobSpec`: a whole job as data (the pipeline that makes fingerprints and the search over them).
+//! `JobSpec`: a whole job as data (the pipeline that makes fingerprints, the search over them,
+//! and the passage check's settings where the job keeps passages).
 //!
-//! Spark ships it to its executors as JSON, so each executor runs the driver's job. The CLI,
-//! Python and the service build the same two parts from what their users gave, by the option
-//! table's names ([`crate::PipelineOptions`], [`crate::SearchSpec`]), and persist them apart (a
-//! saved index's manifest, a collection's settings). Run-time resources (threads, a spill
-//! directory) are not part of a job: they change how it runs, never its answer.
+//! It is the one persisted form of a job: Spark ships it to its executors as JSON, so each
+//! executor runs the driver's job; a saved index's manifest, a service collection's settings and
+//! a saved passage index's header each hold one, resolved ([`JobSpec::resolved`]: every option
+//! given, so a later build's defaults cannot change what a stored job answers). The CLI, Python
+//! and the service fill its parts from what their users gave, by the option table's names
+//! ([`crate::PipelineOptions`], [`crate::SearchSpec`], [`crate::overlap::OverlapOptions`]).
+//! Run-time resources (threads, a spill directory) are not part of a job: they change how it
+//! runs, never its answer.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::overlap::OverlapSpec;
 use crate::{
     BuildError, DedupConfig, DedupError, Engine, Pipeline, PipelineSpec, SearchSpec,
-    SearchSpecError,
+    SearchSpecError, SearchUse,
 };
 
 /// A job: the pipeline spec and the search settings as given (defaults applied by
@@ -35,6 +40,10 @@ pub struct JobSpec {
     pub pipeline: PipelineSpec,
     /// Fingerprints to candidates, verified.
     pub search: SearchSpec,
+    /// The passage check's settings, when the job keeps passages (a service collection made
+    /// with `"passages"`, a saved passage index); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passages: Option<OverlapSpec>,
 }
 
 /// Why a job cannot run: the part at fault.
@@ -48,6 +57,8 @@ pub enum JobError {
     /// The search settings do not fit the pipeline (a threshold out of range, a Hamming distance
     /// past the width, a banding longer than the signature).
     Config(DedupError),
+    /// The passage settings.
+    Passages(String),
     /// Malformed job JSON.
     Json(String),
 }
@@ -58,6 +69,7 @@ impl std::fmt::Display for JobError {
             JobError::Pipeline(e) => write!(f, "pipeline: {e}"),
             JobError::Search(e) => write!(f, "{e}"),
             JobError::Config(e) => write!(f, "{e}"),
+            JobError::Passages(m) => write!(f, "passages: {m}"),
             JobError::Json(m) => write!(f, "job spec: {m}"),
         }
     }
@@ -69,7 +81,7 @@ impl std::error::Error for JobError {
             JobError::Pipeline(e) => Some(e),
             JobError::Search(e) => Some(e),
             JobError::Config(e) => Some(e),
-            JobError::Json(_) => None,
+            JobError::Passages(_) | JobError::Json(_) => None,
         }
     }
 }
@@ -77,7 +89,24 @@ impl std::error::Error for JobError {
 impl JobSpec {
     /// A preset's pipeline with the default search.
     pub fn preset(name: &str) -> Result<JobSpec, BuildError> {
-        Ok(JobSpec { pipeline: PipelineSpec::preset(name)?, search: SearchSpec::default() })
+        Ok(JobSpec { pipeline: PipelineSpec::preset(name)?, ..JobSpec::default() })
+    }
+
+    /// The job a resolved configuration runs, every search option given
+    /// ([`SearchSpec::of`]): the form jobs are persisted in.
+    pub fn resolved(
+        pipeline: PipelineSpec,
+        config: &DedupConfig,
+        usage: SearchUse,
+        passages: Option<OverlapSpec>,
+    ) -> JobSpec {
+        JobSpec { pipeline, search: SearchSpec::of(config, usage), passages }
+    }
+
+    /// A passage check's job: its settings alone (its units come from the passage settings, not
+    /// from a pipeline).
+    pub fn passages(spec: OverlapSpec) -> JobSpec {
+        JobSpec { passages: Some(spec), ..JobSpec::default() }
     }
 
     /// The job as JSON (what Spark ships to its executors).
@@ -95,7 +124,7 @@ impl JobSpec {
     pub fn compile(&self) -> Result<CompiledJob, JobError> {
         let config = self.search.resolve().map_err(JobError::Search)?;
         let pipeline = Arc::new(Pipeline::new(self.pipeline.clone()).map_err(JobError::Pipeline)?);
-        CompiledJob::new(pipeline, config)
+        CompiledJob::with_passages(pipeline, config, self.passages.clone())
     }
 }
 
@@ -110,25 +139,27 @@ pub struct CompiledJob {
 impl CompiledJob {
     /// A job from a compiled pipeline and resolved settings, checked against each other.
     pub fn new(pipeline: Arc<Pipeline>, config: DedupConfig) -> Result<CompiledJob, JobError> {
+        CompiledJob::with_passages(pipeline, config, None)
+    }
+
+    fn with_passages(
+        pipeline: Arc<Pipeline>,
+        config: DedupConfig,
+        passages: Option<OverlapSpec>,
+    ) -> Result<CompiledJob, JobError> {
         // The engine's plan is where the settings meet the pipeline (ranges, the banding).
         let engine = Engine::new(pipeline.clone(), config.clone()).map_err(JobError::Config)?;
-        let search = serde_json::json!({
-            "method": config.method,
-            "threshold": config.threshold,
-            "hamming": config.hamming,
-            "verify": config.verification,
-            "banding": config.banding,
-            "lsh_weights": config.weights,
-            "recall": config.recall,
-            "keep": config.keep,
-            "max_bucket": config.max_bucket,
-            "star_width": config.star_width,
-        });
-        let id = format!(
-            "{}-{:016x}",
-            pipeline.id(),
-            xxhash_rust::xxh3::xxh3_64(search.to_string().as_bytes())
-        );
+        if let Some(p) = &passages {
+            p.validate().map_err(|e| JobError::Passages(e.to_string()))?;
+        }
+        // The id hashes the resolved job as it is persisted: an option added to the job is in
+        // its id without a list here to extend.
+        let resolved =
+            JobSpec::resolved(pipeline.spec().clone(), &config, crate::SearchUse::Batch, passages);
+        let search = serde_json::to_string(&(&resolved.search, &resolved.passages))
+            .expect("a job spec is plain data");
+        let id =
+            format!("{}-{:016x}", pipeline.id(), xxhash_rust::xxh3::xxh3_64(search.as_bytes()));
         Ok(CompiledJob { engine, id })
     }
 
@@ -178,6 +209,25 @@ mod tests {
         let s = simhash.compile().expect("ok");
         assert_eq!(s.config().method, Method::SimHash);
         assert_ne!(s.id(), a.id());
+    }
+
+    #[test]
+    fn a_job_keeping_passages_round_trips_and_its_settings_are_in_its_id() {
+        let plain = JobSpec::preset("default").expect("preset");
+        assert!(!plain.to_json().contains("passages"), "absent when not kept");
+        let mut kept = plain.clone();
+        kept.passages = Some(OverlapSpec::default());
+        let back = JobSpec::from_json(&kept.to_json()).expect("parses");
+        assert_eq!(back, kept);
+        let ids: Vec<String> =
+            [&plain, &kept].iter().map(|j| j.compile().expect("valid").id().to_string()).collect();
+        assert_ne!(ids[0], ids[1]);
+        let mut other = kept.clone();
+        other.passages.as_mut().expect("kept").min_units += 1;
+        assert_ne!(other.compile().expect("valid").id(), ids[1]);
+        let mut bad = kept;
+        bad.passages.as_mut().expect("kept").seed = 0;
+        assert!(matches!(bad.compile(), Err(JobError::Passages(_))));
     }
 
     #[test]

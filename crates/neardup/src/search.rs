@@ -201,6 +201,59 @@ impl SearchSpec {
         }
     }
 
+    /// The options a resolved configuration stands for, each one given, so that resolving them
+    /// gives `config` again (its spill directory aside) whatever later builds take as defaults:
+    /// what a persisted job stores. A collection's drops the options of a batch run
+    /// (`keep`, `max_bucket`, `star_width`).
+    pub fn of(config: &DedupConfig, usage: SearchUse) -> SearchSpec {
+        let batch = usage == SearchUse::Batch;
+        SearchSpec {
+            method: Some(config.method),
+            threshold: Some(config.threshold),
+            // A MinHash job has no Hamming distance (giving one contradicts the method).
+            hamming: (config.method != Method::MinHash).then_some(config.hamming),
+            verify: config.verification,
+            bands: config.banding.map(|(b, _)| b),
+            rows: config.banding.map(|(_, r)| r),
+            recall: config.recall,
+            lsh_weights: config.weights,
+            keep: batch.then(|| config.keep.clone()),
+            max_bucket: batch.then_some(config.max_bucket),
+            star_width: batch.then_some(config.star_width),
+        }
+    }
+
+    /// These options, each one not given taken from `saved` (a saved index's job, which
+    /// [`SearchSpec::of`] gave in full): a run against an index searches it as it was made
+    /// unless told otherwise. What depends on the method (the Hamming distance, the
+    /// verification, the bands) is taken only when the method is the saved one; the saved
+    /// bands only when these options do not choose the bands another way (bands, rows, recall,
+    /// lsh_weights).
+    pub fn or_saved(&self, saved: &SearchSpec) -> SearchSpec {
+        let same_method = self.method.is_none() || self.method == saved.method;
+        let choose_bands = self.bands.is_some()
+            || self.rows.is_some()
+            || self.recall.is_some()
+            || self.lsh_weights.is_some();
+        let take_bands = same_method && !choose_bands;
+        fn from_saved<T>(mine: Option<T>, theirs: Option<T>, applies: bool) -> Option<T> {
+            mine.or(if applies { theirs } else { None })
+        }
+        SearchSpec {
+            method: self.method.or(saved.method),
+            threshold: self.threshold.or(saved.threshold),
+            hamming: from_saved(self.hamming, saved.hamming, same_method),
+            verify: from_saved(self.verify, saved.verify, same_method),
+            bands: from_saved(self.bands, saved.bands, take_bands),
+            rows: from_saved(self.rows, saved.rows, take_bands),
+            recall: from_saved(self.recall, saved.recall, take_bands),
+            lsh_weights: from_saved(self.lsh_weights, saved.lsh_weights, take_bands),
+            keep: self.keep.clone().or_else(|| saved.keep.clone()),
+            max_bucket: self.max_bucket.or(saved.max_bucket),
+            star_width: self.star_width.or(saved.star_width),
+        }
+    }
+
     /// Applies the defaults and inferences, refusing contradictions; ranges (threshold, recall,
     /// Hamming distance against the width) are checked when the configuration meets its
     /// pipeline (`Dedup::new`, `Engine::new`).
@@ -295,6 +348,68 @@ mod tests {
             .resolve()
             .expect("both");
         assert_eq!(c.method, Method::Both);
+    }
+
+    #[test]
+    fn the_options_of_a_resolved_configuration_resolve_to_it() {
+        let given = [
+            spec(),
+            SearchSpec { hamming: Some(5), ..spec() },
+            SearchSpec { method: Some(Method::Both), hamming: Some(2), ..spec() },
+            SearchSpec { bands: Some(16), rows: Some(8), threshold: Some(0.6), ..spec() },
+            SearchSpec { recall: Some(0.9), verify: Some(Verification::Cosine), ..spec() },
+            SearchSpec { lsh_weights: Some((0.3, 0.7)), ..spec() },
+            SearchSpec {
+                keep: Some(Keep::Longest),
+                max_bucket: Some(10),
+                star_width: Some(3),
+                ..spec()
+            },
+        ];
+        for s in given {
+            let config = s.resolve().expect("valid");
+            let again = SearchSpec::of(&config, SearchUse::Batch).resolve().expect("valid");
+            assert_eq!(again, config, "{s:?}");
+            // A collection's keeps its search and drops the batch run's options.
+            let collection = SearchSpec::of(&config, SearchUse::Collection);
+            assert_eq!((&collection.keep, collection.max_bucket), (&None, None));
+            let again = collection.resolve().expect("valid");
+            assert_eq!(
+                (again.method, again.threshold, again.banding),
+                (config.method, config.threshold, config.banding)
+            );
+        }
+    }
+
+    #[test]
+    fn a_saved_search_fills_what_is_not_given() {
+        let saved = SearchSpec::of(
+            &SearchSpec { bands: Some(35), rows: Some(3), threshold: Some(0.5), ..spec() }
+                .resolve()
+                .expect("valid"),
+            SearchUse::Collection,
+        );
+        // Nothing given: the saved search as it was.
+        assert_eq!(spec().or_saved(&saved), saved);
+        // A threshold given: the saved bands still search the index.
+        let c = SearchSpec { threshold: Some(0.7), ..spec() }.or_saved(&saved).resolve();
+        assert_eq!(c.map(|c| (c.threshold, c.banding)), Ok((0.7, Some((35, 3)))));
+        // A recall given chooses the bands again, instead of contradicting the saved ones.
+        let c = SearchSpec { recall: Some(0.9), ..spec() }.or_saved(&saved).resolve();
+        assert_eq!(c.map(|c| (c.recall, c.banding)), Ok((Some(0.9), None)));
+        // Another method takes nothing that depends on the saved one.
+        let simhash = SearchSpec::of(
+            &SearchSpec { hamming: Some(4), verify: Some(Verification::Hamming), ..spec() }
+                .resolve()
+                .expect("valid"),
+            SearchUse::Collection,
+        );
+        let c = SearchSpec { method: Some(Method::MinHash), ..spec() }.or_saved(&simhash);
+        assert_eq!((c.hamming, c.verify), (None, None));
+        assert_eq!(c.resolve().map(|c| c.method), Ok(Method::MinHash));
+        // A Hamming distance against a MinHash index is refused naming it.
+        let e = SearchSpec { hamming: Some(3), ..spec() }.or_saved(&saved).resolve();
+        assert_eq!(e.map_err(|e| e.option), Err("hamming"));
     }
 
     #[test]

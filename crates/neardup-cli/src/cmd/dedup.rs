@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use clap::Args;
-use neardup::{Dedup, DedupConfig, Keep, SearchSpec, SearchSpecError};
+use neardup::{Dedup, DedupConfig, Keep, Pipeline, SearchSpec, SearchSpecError};
 use neardup_corpus::dedup::{DedupJob, DedupObserver};
 pub(crate) use neardup_corpus::peak_memory;
 use neardup_corpus::read::{Format, InputError};
@@ -105,8 +105,9 @@ pub struct DedupArgs {
     #[arg(long, value_name = "METHOD")]
     method: Option<String>,
 
-    #[arg(long, default_value_t = neardup::DEFAULT_THRESHOLD, value_name = "T")]
-    threshold: f64,
+    // The default is the table's (shown in the help); not given, --against takes the index's.
+    #[arg(long, value_name = "T")]
+    threshold: Option<f64>,
 
     #[arg(long, value_name = "K")]
     hamming: Option<u32>,
@@ -168,7 +169,8 @@ pub struct DedupArgs {
     #[command(flatten)]
     report_limits: LimitArgs,
 
-    /// Deduplicate against the index saved in this directory.
+    /// Deduplicate against the index saved in this directory, with the pipeline and search
+    /// settings it was saved with for each option not given.
     #[arg(long, value_name = "DIR")]
     against: Option<PathBuf>,
 
@@ -225,8 +227,19 @@ pub(crate) fn choice<T: serde::de::DeserializeOwned>(
 pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let started = Instant::now();
     thread_pool(args.threads)?;
-    let config = dedup_config(&args)?;
-    let pipeline = build_pipeline(&args.pipeline)?;
+    // A run against a saved index takes the index's job for what it is not given: its pipeline
+    // unless a pipeline option is given, each search option not given.
+    let saved = match &args.against {
+        Some(dir) => Some(neardup::read_manifest(dir).map_err(neardup_corpus::CorpusError::Dedup)?),
+        None => None,
+    };
+    let config = dedup_config(&args, saved.as_ref().map(|m| &m.job.search))?;
+    let pipeline = match &saved {
+        Some(m) if args.pipeline.given().is_empty() => {
+            Pipeline::new(m.job.pipeline.clone()).map_err(|e| Failure::Runtime(e.into()))?
+        }
+        _ => build_pipeline(&args.pipeline)?,
+    };
     let mut dedup = Dedup::new(&pipeline, config).map_err(|e| Failure::Usage(e.into()))?;
     let job = DedupJob {
         inputs: args.inputs,
@@ -285,7 +298,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
+fn dedup_config(args: &DedupArgs, saved: Option<&SearchSpec>) -> Result<DedupConfig, Failure> {
     let usage = |m: String| Failure::Usage(anyhow!(m));
     let lsh_weights = match args.lsh_weights.as_deref() {
         None => None,
@@ -296,7 +309,7 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
     };
     let search = SearchSpec {
         method: choice("--method", args.method.as_deref())?,
-        threshold: Some(args.threshold),
+        threshold: args.threshold,
         hamming: args.hamming,
         verify: choice("--verify", args.verify.as_deref())?,
         bands: args.bands,
@@ -306,6 +319,10 @@ fn dedup_config(args: &DedupArgs) -> Result<DedupConfig, Failure> {
         keep: Some(args.keep.clone()),
         max_bucket: args.max_bucket,
         star_width: args.star_width,
+    };
+    let search = match saved {
+        Some(saved) => search.or_saved(saved),
+        None => search,
     };
     let config = search.resolve().map_err(search_failure)?;
     Ok(DedupConfig {

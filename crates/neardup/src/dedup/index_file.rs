@@ -31,12 +31,14 @@ use super::sketch::Reader;
 use super::sketch::{ByteSource, StreamReader};
 use super::store::ReadScratch;
 use super::{Dedup, DedupConfig, DedupError, DocSketch, Method, Plan, Verification};
-use crate::{Pipeline, FORMAT_VERSION};
+use crate::{JobSpec, Pipeline, FORMAT_VERSION};
 
 /// Version of the on-disk index layout. Version 2: 32-bit feature hashes, and the pipeline
 /// format of neardup 0.2 (whitespace next to Han characters is ignored). Version 3: the manifest
 /// names its docs file (one atomic commit per save); the docs file's layout is version 2's.
-pub const INDEX_FORMAT_VERSION: u32 = 3;
+/// Version 4: the manifest holds the job ([`JobSpec`], resolved) instead of its settings one by
+/// one; versions 2 and 3 are read into it ([`ManifestV3`]).
+pub const INDEX_FORMAT_VERSION: u32 = 4;
 /// The oldest index format this build reads.
 pub const OLDEST_INDEX_FORMAT: u32 = 2;
 /// The docs file of a format 2 index.
@@ -47,6 +49,7 @@ const DOCS_MAGIC: &[u8; 8] = b"NDUPDOCS";
 
 /// The readable part of a saved index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IndexManifest {
     /// Always `"neardup-index"`.
     pub format: String,
@@ -56,22 +59,9 @@ pub struct IndexManifest {
     pub pipeline_format: u32,
     /// The pipeline id ([`crate::Pipeline::id`]).
     pub pipeline_id: String,
-    /// The pipeline spec, for people reading the manifest.
-    pub spec: serde_json::Value,
-    /// The candidate method.
-    pub method: Method,
-    /// The verification.
-    pub verification: Verification,
-    /// LSH bands and rows (MinHash).
-    pub banding: Option<(usize, usize)>,
-    /// SimHash width.
-    pub bits: u32,
-    /// The similarity threshold of the run that wrote it (for reopening it as a live index).
-    #[serde(default)]
-    pub threshold: Option<f64>,
-    /// The Hamming distance of the run that wrote it.
-    #[serde(default)]
-    pub hamming: Option<u32>,
+    /// The job that wrote it, resolved: its pipeline spec, and its search as its plan ran it
+    /// (the method, the verification and the bands given), which reopens it as it was.
+    pub job: JobSpec,
     /// Documents stored.
     pub documents: u64,
     /// The docs file (format 3; format 2 indexes have `docs.bin`).
@@ -79,19 +69,74 @@ pub struct IndexManifest {
     pub docs: Option<String>,
 }
 
+/// The manifest of formats 2 and 3: the job's settings one by one.
+#[derive(Debug, Clone, Deserialize)]
+struct ManifestV3 {
+    format: String,
+    version: u32,
+    pipeline_format: u32,
+    pipeline_id: String,
+    spec: crate::PipelineSpec,
+    method: Method,
+    verification: Verification,
+    banding: Option<(usize, usize)>,
+    #[serde(default)]
+    threshold: Option<f64>,
+    #[serde(default)]
+    hamming: Option<u32>,
+    documents: u64,
+    #[serde(default)]
+    docs: Option<String>,
+}
+
+impl From<ManifestV3> for IndexManifest {
+    fn from(old: ManifestV3) -> IndexManifest {
+        let search = crate::SearchSpec {
+            method: Some(old.method),
+            threshold: old.threshold,
+            hamming: old.method.uses_simhash().then_some(old.hamming).flatten(),
+            verify: Some(old.verification),
+            bands: old.banding.map(|(b, _)| b),
+            rows: old.banding.map(|(_, r)| r),
+            ..crate::SearchSpec::default()
+        };
+        IndexManifest {
+            format: old.format,
+            version: old.version,
+            pipeline_format: old.pipeline_format,
+            pipeline_id: old.pipeline_id,
+            job: JobSpec { pipeline: old.spec, search, passages: None },
+            documents: old.documents,
+            docs: old.docs,
+        }
+    }
+}
+
 impl IndexManifest {
     /// The search settings the index was made with, to reopen it with (a live index, or a run
     /// against it).
     pub fn search_spec(&self) -> crate::SearchSpec {
-        crate::SearchSpec {
-            method: Some(self.method),
-            threshold: self.threshold,
-            hamming: self.method.uses_simhash().then_some(self.hamming).flatten(),
-            verify: Some(self.verification),
-            bands: self.banding.map(|(b, _)| b),
-            rows: self.banding.map(|(_, r)| r),
-            ..crate::SearchSpec::default()
-        }
+        self.job.search.clone()
+    }
+
+    /// The candidate method.
+    pub fn method(&self) -> Method {
+        self.job.search.method()
+    }
+
+    /// The verification (the method's default when a manifest gives none).
+    pub fn verification(&self) -> Verification {
+        self.job.search.verify.unwrap_or_else(|| Verification::default_for(self.method()))
+    }
+
+    /// LSH bands and rows (MinHash).
+    pub fn banding(&self) -> Option<(usize, usize)> {
+        self.job.search.bands.zip(self.job.search.rows)
+    }
+
+    /// The SimHash width.
+    pub fn bits(&self) -> u32 {
+        self.job.pipeline.simhash_bits.get()
     }
 
     /// The docs file this manifest names.
@@ -108,18 +153,22 @@ pub(crate) fn manifest_for(
     config: &DedupConfig,
     documents: u64,
 ) -> IndexManifest {
+    // The search as the plan runs it: its bands given (not a recall or weights to choose them
+    // again), its verification given.
+    let ran = DedupConfig {
+        method: plan.method,
+        verification: Some(plan.verification),
+        banding: plan.banding.map(|b| (b.bands(), b.rows())),
+        recall: None,
+        weights: None,
+        ..config.clone()
+    };
     IndexManifest {
         format: "neardup-index".into(),
         version: INDEX_FORMAT_VERSION,
         pipeline_format: FORMAT_VERSION,
         pipeline_id: pipeline.id().to_string(),
-        spec: serde_json::to_value(pipeline.spec()).unwrap_or(serde_json::Value::Null),
-        method: plan.method,
-        verification: plan.verification,
-        banding: plan.banding.map(|b| (b.bands(), b.rows())),
-        bits: plan.bits,
-        threshold: Some(config.threshold),
-        hamming: Some(config.hamming),
+        job: JobSpec::resolved(pipeline.spec().clone(), &ran, crate::SearchUse::Collection, None),
         documents,
         docs: None,
     }
@@ -175,7 +224,12 @@ fn parse_manifest(
             current: INDEX_FORMAT_VERSION,
         });
     }
-    let manifest: IndexManifest = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+    let manifest: IndexManifest = if version < 4 {
+        serde_json::from_str::<ManifestV3>(text).map(IndexManifest::from)
+    } else {
+        serde_json::from_str(text)
+    }
+    .map_err(|e| corrupt(e.to_string()))?;
     match &manifest.docs {
         // A name, never a path: a manifest must not send a reader (or a save's clean-up) out of
         // its directory.
@@ -408,18 +462,22 @@ pub(crate) fn read_index_with(
         }
     };
     check("pipeline", manifest.pipeline_id.clone(), expected.pipeline_id.clone())?;
-    check("method", manifest.method.name().into(), expected.method.name().into())?;
+    check("method", manifest.method().name().into(), expected.method().name().into())?;
     check(
         "verification",
-        manifest.verification.name().into(),
-        expected.verification.name().into(),
+        manifest.verification().name().into(),
+        expected.verification().name().into(),
     )?;
     let banding = |b: Option<(usize, usize)>| match b {
         Some((b, r)) => format!("{b} bands x {r} rows"),
         None => "no bands".into(),
     };
-    check("banding", banding(manifest.banding), banding(expected.banding))?;
-    check("SimHash width", format!("{} bits", manifest.bits), format!("{} bits", expected.bits))?;
+    check("banding", banding(manifest.banding()), banding(expected.banding()))?;
+    check(
+        "SimHash width",
+        format!("{} bits", manifest.bits()),
+        format!("{} bits", expected.bits()),
+    )?;
 
     let len = file.metadata().map_err(io_err(&docs_path))?.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -911,17 +969,30 @@ mod tests {
     }
 
     #[test]
-    fn a_format_2_index_is_read_and_replaced_by_format_3_at_its_next_save() {
+    fn a_format_2_index_is_read_and_replaced_by_the_current_format_at_its_next_save() {
         let dir = tempfile::tempdir().expect("tempdir");
         saved(dir.path(), &["alpha beta gamma delta", "epsilon zeta eta theta"]).expect("saved");
         // Make it what a format 2 build wrote: docs.bin, and a manifest naming no file.
         let manifest = read_manifest(dir.path()).expect("manifest");
         let docs = manifest.docs.clone().expect("format 3 names its docs");
         fs::rename(dir.path().join(&docs), dir.path().join("docs.bin")).expect("rename");
-        let mut v2 = read_json(&dir.path().join("manifest.json"));
-        v2["version"] = 2.into();
-        v2.as_object_mut().expect("an object").remove("docs");
+        // Its settings one by one, as formats 2 and 3 wrote them (tests/fixtures/index_v3).
+        let v2 = serde_json::json!({
+            "format": "neardup-index",
+            "version": 2,
+            "pipeline_format": manifest.pipeline_format,
+            "pipeline_id": manifest.pipeline_id,
+            "spec": manifest.job.pipeline,
+            "method": manifest.method(),
+            "verification": manifest.verification(),
+            "banding": manifest.banding(),
+            "bits": manifest.bits(),
+            "threshold": manifest.job.search.threshold,
+            "hamming": 3,
+            "documents": manifest.documents,
+        });
         fs::write(dir.path().join("manifest.json"), v2.to_string()).expect("write");
+        assert_eq!(read_manifest(dir.path()).expect("format 2").job, manifest.job);
         assert_eq!(loaded(dir.path()).expect("format 2 reads").len(), 2);
         saved(dir.path(), &["alpha beta gamma delta"]).expect("saved again");
         assert_eq!(read_manifest(dir.path()).expect("manifest").version, INDEX_FORMAT_VERSION);

@@ -328,7 +328,8 @@ impl fmt::Display for DedupError {
             DedupError::Mismatch { field, index, current } => write!(
                 f,
                 "the index was built with {field} {index}, this run uses {current}; \
-                 use the same settings or build a new index"
+                 leave out the options that differ or build a new index (a run against an \
+                 index takes its settings for each option not given)"
             ),
         }
     }
