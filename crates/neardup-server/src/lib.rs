@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
-use neardup::{DedupConfig, Engine, NamedEngine, Pipeline};
+use neardup::{Engine, NamedEngine, Pipeline};
 use redb::{Database, ReadableTable};
 
 pub use api::router;
@@ -343,12 +343,18 @@ fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, OpenError> {
             let found = meta.get("store_format").map_err(|e| store_err(&e))?.map(|v| v.value());
             match found {
                 Some(STORE_FORMAT) => {}
-                Some(2) => {
-                    let n = store::upgrade_v2_records(&txn).map_err(|e| store_err(&e))?;
+                Some(old @ (2 | 3)) => {
+                    let records = if old == 2 {
+                        let n = store::upgrade_v2_records(&txn).map_err(|e| store_err(&e))?;
+                        format!(", {n} records checksummed")
+                    } else {
+                        String::new()
+                    };
+                    let n = store::upgrade_settings(&txn).map_err(|e| store_err(&e))?;
                     meta.insert("store_format", STORE_FORMAT).map_err(|e| store_err(&e))?;
                     eprintln!(
-                        "neardup serve: upgraded the store from format 2 to {STORE_FORMAT} \
-                         ({n} records checksummed)"
+                        "neardup serve: upgraded the store from format {old} to {STORE_FORMAT} \
+                         ({n} collections' settings written as jobs{records})"
                     );
                 }
                 Some(v) => return Err(OpenError::Format { found: v }),
@@ -532,7 +538,7 @@ impl State {
 /// The engine for stored settings; an error when this build's pipeline differs from the one
 /// the collection was made with.
 fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
-    let pipeline = Pipeline::new(info.spec.clone()).map_err(|e| e.to_string())?;
+    let pipeline = Pipeline::new(info.job.pipeline.clone()).map_err(|e| e.to_string())?;
     if pipeline.id() != info.pipeline_id {
         return Err(format!(
             "its pipeline id is {}, this build computes {} for the same spec (another fingerprint \
@@ -543,7 +549,7 @@ fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
     }
     // The sketches stay in the store: verification reads each candidate's from it, and the
     // memory a document takes is its index entries and id (BENCHMARKS.md, "neardup serve").
-    Engine::new(Arc::new(pipeline), dedup_config(info))
+    Engine::new(Arc::new(pipeline), info.config()?)
         .map(Engine::with_external_sketches)
         .map_err(|e| e.to_string())
 }
@@ -553,22 +559,9 @@ fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
 fn new_live(info: &CollectionInfo, mut engine: Engine, limits: &Limits) -> Result<Live, String> {
     engine.set_scan_limit(limits.max_scan_docs);
     let live = Live::new(engine);
-    match &info.passages {
+    match &info.job.passages {
         Some(spec) => live.with_passages(spec.clone()).map_err(|e| e.to_string()),
         None => Ok(live),
-    }
-}
-
-fn dedup_config(info: &CollectionInfo) -> DedupConfig {
-    DedupConfig {
-        method: info.method,
-        threshold: info.threshold,
-        hamming: info.hamming,
-        recall: info.recall,
-        verification: info.verify,
-        banding: info.banding,
-        weights: info.lsh_weights,
-        ..DedupConfig::default()
     }
 }
 

@@ -15,16 +15,17 @@
 //! crash and a batch is all or nothing.
 
 use neardup::overlap::OverlapSpec;
-use neardup::{DocSketch, Method, PipelineSpec};
+use neardup::{DocSketch, JobSpec, Method, PipelineSpec, SearchUse, Verification};
 use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// Version of the store layout. Version 2: 32-bit feature hashes in sketches, per-incarnation
 /// document tables, and the pipelines of fingerprint format 2. Version 3: a checksum closes
-/// every record. A version 2 store is upgraded to 3 when it is opened (one transaction); any
-/// other version is refused at start.
-pub const STORE_FORMAT: u32 = 3;
+/// every record. Version 4: a collection's settings are its job ([`JobSpec`]). A version 2 or
+/// 3 store is upgraded when it is opened (one transaction); any other version is refused at
+/// start.
+pub const STORE_FORMAT: u32 = 4;
 /// The oldest layout this build opens (and upgrades).
 pub const OLDEST_STORE_FORMAT: u32 = 2;
 
@@ -40,50 +41,126 @@ pub fn docs_def(table: &str) -> TableDefinition<'_, &'static str, &'static [u8]>
     TableDefinition::new(table)
 }
 
-/// A collection's settings, as stored.
+/// A collection's settings, as stored (format 4: its job; formats 2 and 3 are read through
+/// [`StoredInfo`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "StoredInfo")]
 pub struct CollectionInfo {
     pub name: String,
     /// A random id given at creation (hex).
     pub incarnation: String,
-    pub spec: PipelineSpec,
-    pub method: Method,
-    pub threshold: f64,
-    pub hamming: u32,
-    /// The recall target of the LSH banding (MinHash).
-    pub recall: Option<f64>,
-    /// How candidates are confirmed, when given (the method's default otherwise). This and the
-    /// two below are absent from stores written before they could be set, which read as before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<neardup::Verification>,
-    /// A fixed LSH banding `(bands, rows)`, when given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub banding: Option<(usize, usize)>,
-    /// datasketch's banding weights `(false positive, false negative)`, when given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lsh_weights: Option<(f64, f64)>,
+    /// The collection's job, resolved ([`JobSpec::resolved`]): its pipeline, its search with
+    /// every option given, and the passage check's settings when it keeps a passage index of
+    /// its texts (created with `"passages"`; its texts are then stored, and the index is built
+    /// from them at start).
+    pub job: JobSpec,
     pub store_text: bool,
-    /// The passage check's settings when the collection keeps a passage index of its texts
-    /// (created with `"passages"`; its texts are then stored, and the index is built from them
-    /// at start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passages: Option<OverlapSpec>,
     /// `Pipeline::id()` when the collection was created: a build whose pipeline gives another id
     /// (another fingerprint format) must not serve it.
     pub pipeline_id: String,
 }
 
+/// Stored settings of any format: the job (format 4), or its settings one by one (formats 2
+/// and 3), which are read into the job they ran.
+#[derive(Deserialize)]
+struct StoredInfo {
+    name: String,
+    incarnation: String,
+    #[serde(default)]
+    job: Option<JobSpec>,
+    #[serde(default)]
+    spec: Option<PipelineSpec>,
+    #[serde(default)]
+    method: Option<Method>,
+    #[serde(default)]
+    threshold: Option<f64>,
+    #[serde(default)]
+    hamming: Option<u32>,
+    #[serde(default)]
+    recall: Option<f64>,
+    #[serde(default)]
+    verify: Option<Verification>,
+    #[serde(default)]
+    banding: Option<(usize, usize)>,
+    #[serde(default)]
+    lsh_weights: Option<(f64, f64)>,
+    store_text: bool,
+    #[serde(default)]
+    passages: Option<OverlapSpec>,
+    pipeline_id: String,
+}
+
+impl TryFrom<StoredInfo> for CollectionInfo {
+    type Error = String;
+
+    fn try_from(s: StoredInfo) -> Result<CollectionInfo, String> {
+        let job = match s.job {
+            Some(job) => job,
+            None => {
+                let (Some(spec), Some(method), Some(threshold), Some(hamming)) =
+                    (s.spec, s.method, s.threshold, s.hamming)
+                else {
+                    return Err("neither a job nor the settings of format 3".into());
+                };
+                let config = neardup::DedupConfig {
+                    method,
+                    threshold,
+                    hamming,
+                    recall: s.recall,
+                    verification: s.verify,
+                    banding: s.banding,
+                    weights: s.lsh_weights,
+                    ..neardup::DedupConfig::default()
+                };
+                JobSpec::resolved(spec, &config, SearchUse::Collection, s.passages)
+            }
+        };
+        Ok(CollectionInfo {
+            name: s.name,
+            incarnation: s.incarnation,
+            job,
+            store_text: s.store_text,
+            pipeline_id: s.pipeline_id,
+        })
+    }
+}
+
 impl CollectionInfo {
+    /// The search settings, resolved (they were when the collection was made).
+    pub fn config(&self) -> Result<neardup::DedupConfig, String> {
+        self.job.search.resolve().map_err(|e| e.to_string())
+    }
+
+    /// The creation settings in the words of `PUT` (the option table's names): sent back, they
+    /// create the collection again, or find it created with these settings.
+    pub fn settings(&self) -> serde_json::Value {
+        let s = &self.job.search;
+        serde_json::json!({
+            "spec": self.job.pipeline,
+            "method": s.method,
+            "threshold": s.threshold,
+            "hamming": s.hamming,
+            "verify": s.verify,
+            "bands": s.bands,
+            "rows": s.rows,
+            "recall": s.recall,
+            "lsh_weights": s.lsh_weights,
+            "store_text": self.store_text,
+            "passages": self.job.passages.as_ref().map_or(
+                serde_json::json!(false),
+                |p| serde_json::json!(neardup::overlap::OverlapOptions::of(p))
+            ),
+        })
+    }
+
     /// The settings in which `requested` differs from `self`, each as `path: stored X,
-    /// requested Y` (`spec.minhash.num_perm: stored 128, requested 64`), in a stable order. The
-    /// pipeline id, which follows from the spec, is named only when nothing else differs.
+    /// requested Y` in the words of `PUT` (`spec.minhash.num_perm: stored 128, requested 64`),
+    /// in a stable order. The pipeline id, which follows from the spec, is named only when
+    /// nothing else differs.
     pub fn differences(&self, requested: &CollectionInfo) -> Vec<String> {
         let settings = |i: &CollectionInfo| {
-            let mut v = serde_json::to_value(i).unwrap_or_default();
-            if let Some(o) = v.as_object_mut() {
-                o.remove("incarnation");
-                o.remove("name");
-            }
+            let mut v = i.settings();
+            v["pipeline_id"] = serde_json::json!(i.pipeline_id);
             v
         };
         let (stored, requested) = (settings(self), settings(requested));
@@ -97,14 +174,7 @@ impl CollectionInfo {
 
     /// True when `other` asks for the same collection (everything but the incarnation).
     pub fn same_settings(&self, other: &CollectionInfo) -> bool {
-        let strip = |i: &CollectionInfo| {
-            let mut v = serde_json::to_value(i).ok();
-            if let Some(o) = v.as_mut().and_then(|v| v.as_object_mut()) {
-                o.remove("incarnation");
-            }
-            v
-        };
-        strip(self) == strip(other)
+        self.name == other.name && self.differences(other).is_empty()
     }
 }
 
@@ -278,6 +348,26 @@ pub fn for_each_doc(
 /// A new incarnation id, never given before.
 pub fn new_incarnation() -> String {
     neardup::unique_name()
+}
+
+/// Writes every collection's settings of a format 2 or 3 store as its job (format 4), inside
+/// `txn`. Returns how many were rewritten; settings that do not parse are left as they are,
+/// and reported when the collections load.
+pub fn upgrade_settings(txn: &redb::WriteTransaction) -> Result<u64, String> {
+    let e = |e: redb::Error| e.to_string();
+    let mut t = txn.open_table(COLLECTIONS).map_err(|x| e(x.into()))?;
+    let mut rows = Vec::new();
+    for item in t.iter().map_err(|x| e(x.into()))? {
+        let (k, v) = item.map_err(|x| e(x.into()))?;
+        if let Ok(info) = serde_json::from_str::<CollectionInfo>(v.value()) {
+            rows.push((k.value().to_string(), info));
+        }
+    }
+    for (name, info) in &rows {
+        let text = serde_json::to_string(info).expect("settings are plain data");
+        t.insert(name.as_str(), text.as_str()).map_err(|x| e(x.into()))?;
+    }
+    Ok(rows.len() as u64)
 }
 
 /// Upgrades every document table of a format 2 store to format 3 (a checksum on each record)

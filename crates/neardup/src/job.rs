@@ -38,7 +38,9 @@ use crate::{
 pub struct JobSpec {
     /// Text to fingerprints.
     pub pipeline: PipelineSpec,
-    /// Fingerprints to candidates, verified.
+    /// Fingerprints to candidates, verified (left out of the JSON when nothing is given, as in
+    /// a passage check's job).
+    #[serde(skip_serializing_if = "SearchSpec::is_empty")]
     pub search: SearchSpec,
     /// The passage check's settings, when the job keeps passages (a service collection made
     /// with `"passages"`, a saved passage index); absent otherwise.

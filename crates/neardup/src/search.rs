@@ -192,6 +192,11 @@ impl SearchSpec {
         result.or_else(refuse)
     }
 
+    /// True when no option is given.
+    pub fn is_empty(&self) -> bool {
+        *self == SearchSpec::default()
+    }
+
     /// The method these options ask for.
     pub fn method(&self) -> Method {
         match (self.method, self.hamming) {

@@ -119,16 +119,6 @@ pub(super) async fn create_collection(
     let passages = passage_settings(req.passages)?;
     // The passage index is built from the stored texts at start: keeping passages keeps texts.
     let store_text = req.store_text || passages.is_some();
-    let neardup::DedupConfig {
-        method,
-        threshold,
-        hamming,
-        recall,
-        verification,
-        banding,
-        weights,
-        ..
-    } = settings;
     // Building the pipeline and the engine validates everything (bounded by the spec's limits).
     let limits = state.limits;
     let (info, live) = blocking(move || {
@@ -137,16 +127,8 @@ pub(super) async fn create_collection(
         let info = CollectionInfo {
             name,
             incarnation: new_incarnation(),
-            spec,
-            method,
-            threshold,
-            hamming,
-            recall,
-            verify: verification,
-            banding,
-            lsh_weights: weights,
+            job: neardup::JobSpec::resolved(spec, &settings, SearchUse::Collection, passages),
             store_text,
-            passages,
             pipeline_id: pipeline.id().to_string(),
         };
         let engine = build_engine(&info).map_err(|e| ApiError::bad("invalid_field", e))?;
@@ -219,44 +201,25 @@ pub(super) fn describe(c: &Collection) -> Value {
         }
         Err(m) => (None, None, None, Some(m.clone())),
     };
-    let passages = c.info.passages.as_ref().map(OverlapOptions::of);
+    let search = &c.info.job.search;
     json!({
         "name": c.info.name,
         "documents": documents,
-        "method": c.info.method,
-        "threshold": c.info.threshold,
+        "method": search.method,
+        "threshold": search.threshold,
         // A MinHash collection has no Hamming distance: null, not the default it never uses.
-        "hamming": (c.info.method != Method::MinHash).then_some(c.info.hamming),
-        "recall": c.info.recall,
+        "hamming": search.hamming,
+        "recall": search.recall,
         "store_text": c.info.store_text,
         // The passage options, by the names PUT takes them.
-        "passages": passages,
+        "passages": c.info.job.passages.as_ref().map(OverlapOptions::of),
         // The body that creates this collection, as PUT takes it: what GET gives, PUT accepts.
-        "settings": settings(&c.info, passages.as_ref()),
+        "settings": c.info.settings(),
         "verification": verification,
         "lsh": banding.map(|(b, r, p)| json!({"bands": b, "rows": r, "candidate_probability": p})),
         "pipeline_id": c.info.pipeline_id,
-        "spec": c.info.spec,
+        "spec": c.info.job.pipeline,
         "error": error,
-    })
-}
-
-/// A collection's creation settings in the words of `PUT` (the option table's names): sent
-/// back, they create it again, or find it created with these settings.
-fn settings(info: &CollectionInfo, passages: Option<&OverlapOptions>) -> Value {
-    let (bands, rows) = info.banding.unzip();
-    json!({
-        "spec": info.spec,
-        "method": info.method,
-        "threshold": info.threshold,
-        "hamming": (info.method != Method::MinHash).then_some(info.hamming),
-        "verify": info.verify,
-        "bands": bands,
-        "rows": rows,
-        "recall": info.recall,
-        "lsh_weights": info.lsh_weights,
-        "store_text": info.store_text,
-        "passages": passages.map_or(json!(false), |p| json!(p)),
     })
 }
 

@@ -123,9 +123,9 @@ pub(super) async fn get_doc(
             format!("no document {id:?}"),
         ));
     };
-    let bits = c.info.spec.simhash_bits.get() as usize;
+    let bits = c.info.job.pipeline.simhash_bits.get() as usize;
     let mut fingerprints = serde_json::Map::new();
-    if c.info.method != Method::MinHash {
+    if c.info.job.search.method() != Method::MinHash {
         let v = record.sketch.simhash_value();
         fingerprints.insert("simhash".into(), json!(format!("{v:0width$x}", width = bits / 4)));
     }

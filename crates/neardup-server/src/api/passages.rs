@@ -22,7 +22,7 @@ pub(super) async fn overlap(
     LiveCollection(c): LiveCollection,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    if c.info.passages.is_none() {
+    if c.info.job.passages.is_none() {
         return Err(ApiError::bad(
             "no_passages",
             format!(

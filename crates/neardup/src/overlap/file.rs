@@ -30,8 +30,10 @@ use super::index::{csr, Doc, PassageIndex, Text};
 use super::{option_name, IoStep, OverlapError, OverlapOptions, OverlapSpec};
 use crate::IndexLock;
 
-/// The format of saved passage indexes this version writes (it reads format 1 too).
-pub const PASSAGE_INDEX_FORMAT: u32 = 2;
+/// The format of saved passage indexes this version writes (it reads formats 1 and 2 too).
+/// Format 3: the settings block holds the job ([`crate::JobSpec::passages`]), as a saved
+/// index's manifest and a collection's settings do; format 2 held the passage settings alone.
+pub const PASSAGE_INDEX_FORMAT: u32 = 3;
 /// The file a passage index is saved as, inside its directory.
 pub const PASSAGE_INDEX_FILE: &str = "passages.ndpi";
 const MAGIC: &[u8; 16] = b"neardup-passages";
@@ -111,7 +113,8 @@ impl PassageIndex {
         w: &mut Hashing<W>,
         id_as: impl Fn(&str) -> String,
     ) -> std::io::Result<()> {
-        let spec = serde_json::to_vec(&self.spec).map_err(std::io::Error::other)?;
+        let spec = serde_json::to_vec(&crate::JobSpec::passages(self.spec.clone()))
+            .map_err(std::io::Error::other)?;
         w.write_all(MAGIC)?;
         w.write_all(&PASSAGE_INDEX_FORMAT.to_le_bytes())?;
         w.write_all(&(spec.len() as u32).to_le_bytes())?;
@@ -209,13 +212,13 @@ impl PassageIndex {
             return Err(bad("not a neardup passage index".into()));
         }
         let format = r.u32()?;
-        if format != 1 && format != PASSAGE_INDEX_FORMAT {
+        if !(1..=PASSAGE_INDEX_FORMAT).contains(&format) {
             return Err(bad(format!(
-                "passage index format {format}; this neardup reads format {PASSAGE_INDEX_FORMAT}: \
-                 build the index again with this version"
+                "passage index format {format}; this neardup reads formats 1 to \
+                 {PASSAGE_INDEX_FORMAT}: use the build that wrote it, or a newer one"
             )));
         }
-        let spec = settings(&mut r, options)?;
+        let spec = settings(&mut r, options, format)?;
         let mut docs = Vec::new();
         let mut by_id = FxHashMap::default();
         // Reserved, not touched: only the pages written count.
@@ -523,7 +526,7 @@ impl<'a> IndexBuilder<'a> {
             hashing: true,
             at: 0,
         };
-        let head = serde_json::to_vec(&spec)
+        let head = serde_json::to_vec(&crate::JobSpec::passages(spec.clone()))
             .map_err(|e| OverlapError::InvalidSpec { field: "passages", message: e.to_string() })?;
         (|| -> std::io::Result<()> {
             w.write_all(MAGIC)?;
@@ -714,17 +717,26 @@ impl<'a> IndexBuilder<'a> {
 pub(super) fn settings(
     r: &mut Stream<'_>,
     options: &OverlapOptions,
+    format: u32,
 ) -> Result<OverlapSpec, OverlapError> {
     let spec_len = r.u32()? as usize;
     // A format this version reads whose settings do not parse was changed after it was written
     // (the checksum at the end would say so too, but is read last).
-    let saved: OverlapSpec =
-        serde_json::from_slice(&r.take(spec_len)?).map_err(|e| OverlapError::Format {
-            path: r.path.to_path_buf(),
-            message: format!(
-                "damaged: its settings block is unreadable ({e}); build the index again"
-            ),
-        })?;
+    let damaged = |what: String| OverlapError::Format {
+        path: r.path.to_path_buf(),
+        message: format!(
+            "damaged: its settings block is unreadable ({what}); build the index again"
+        ),
+    };
+    let block = r.take(spec_len)?;
+    // Format 3 holds the job; formats 1 and 2 the passage settings alone.
+    let saved: OverlapSpec = if format >= 3 {
+        let job: crate::JobSpec =
+            serde_json::from_slice(&block).map_err(|e| damaged(e.to_string()))?;
+        job.passages.ok_or_else(|| damaged("its job keeps no passages".into()))?
+    } else {
+        serde_json::from_slice(&block).map_err(|e| damaged(e.to_string()))?
+    };
     let spec = options.apply(saved.clone())?;
     for ((field, have), (_, want)) in saved.index_fields().into_iter().zip(spec.index_fields()) {
         if have != want {

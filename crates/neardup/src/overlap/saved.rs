@@ -75,17 +75,17 @@ impl SavedIndex {
         if len < 28 || r.take(16)? != b"neardup-passages" {
             return Err(bad("not a neardup passage index".into()));
         }
-        match r.u32()? {
-            PASSAGE_INDEX_FORMAT => {}
+        let format = match r.u32()? {
             1 => return Ok(None),
+            f @ 2..=PASSAGE_INDEX_FORMAT => f,
             other => {
                 return Err(bad(format!(
-                    "passage index format {other}; this neardup reads formats 1 and \
-                     {PASSAGE_INDEX_FORMAT}: build the index again with this version"
+                    "passage index format {other}; this neardup reads formats 1 to \
+                     {PASSAGE_INDEX_FORMAT}: use the build that wrote it, or a newer one"
                 )))
             }
-        }
-        let spec = settings(&mut r, options)?;
+        };
+        let spec = settings(&mut r, options, format)?;
         let texts_at = r.at;
         let (_, directory_at) = trailer(&path, &file, len)?;
         if directory_at < texts_at || directory_at > r.body {
