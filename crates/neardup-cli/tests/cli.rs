@@ -2267,13 +2267,20 @@ fn the_conformance_table_through_the_cli() {
     }
 }
 
-/// The saved index committed in `tests/fixtures/index_v3` (format 3, written by the build of
-/// its README) is read by this build: `--against` finds the same clusters and assignments,
-/// byte for byte. A later format must keep reading it, or refuse it by name.
+/// The saved indexes committed in `tests/fixtures/index_v3` and `index_v4` (formats 3 and 4,
+/// written by the builds of their READMEs) are read by this build: `--against` finds the same
+/// clusters and assignments, byte for byte. A later format must keep reading them, or refuse
+/// them by name.
 #[test]
-fn the_committed_saved_index_of_format_3_is_read_as_written() {
-    let fixture = repo().join("tests/fixtures/index_v3");
-    let dir = tempdir("index-v3");
+fn the_committed_saved_indexes_are_read_as_written() {
+    for version in ["index_v3", "index_v4"] {
+        committed_saved_index_is_read_as_written(version);
+    }
+}
+
+fn committed_saved_index_is_read_as_written(version: &str) {
+    let fixture = repo().join("tests/fixtures").join(version);
+    let dir = tempdir(version);
     // A copy: a run takes the index's lock file, and the fixture stays untouched.
     let index = dir.join("index");
     std::fs::create_dir(&index).expect("mkdir");

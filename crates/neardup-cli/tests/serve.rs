@@ -1054,12 +1054,19 @@ fn a_format_2_store_is_upgraded_and_answers_as_before() {
     }
 }
 
-/// The committed store of format 3 (tests/fixtures/store_v3: record checksums, a passage
-/// collection, metadata with `1.10` and a 30-digit integer) opens and answers as it did when it
-/// was written: searches, the passages of a query, the metadata byte for byte.
+/// The committed stores of formats 3 and 4 (tests/fixtures/store_v3: record checksums, a
+/// passage collection, metadata with `1.10` and a 30-digit integer; store_v4: the same
+/// collections with their settings as jobs) open and answer as they did when they were
+/// written: searches, the passages of a query, the metadata byte for byte.
 #[test]
-fn a_format_3_store_answers_as_when_it_was_written() {
-    let dir = store_fixture("store_v3");
+fn the_format_3_and_4_stores_answer_as_when_they_were_written() {
+    for version in ["store_v3", "store_v4"] {
+        committed_store_answers_as_written(version);
+    }
+}
+
+fn committed_store_answers_as_written(version: &str) {
+    let dir = store_fixture(version);
     let s = Server::start(&dir, &[]);
     answers_as_the_committed_stores_were_written(&s);
     let q = "In short, public libraries in the county will extend their opening hours from next \

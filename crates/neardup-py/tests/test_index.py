@@ -204,12 +204,14 @@ def test_ids_follow_the_library_rule(binary, tmp_path):
     assert json.loads(out.stdout)["cluster"] == [7, "q"]
 
 
-def test_the_committed_saved_index_of_format_3_loads_and_answers_as_the_cli(root, tmp_path):
-    """tests/fixtures/index_v3 (written by an earlier build) loads in Python; checking the
-    query documents against it finds the clusters the CLI's `--against` run pinned."""
+@pytest.mark.parametrize("version", ["index_v3", "index_v4"])
+def test_the_committed_saved_indexes_load_and_answer_as_the_cli(root, tmp_path, version):
+    """tests/fixtures/index_v3 and index_v4 (written by earlier builds: settings one by one,
+    then the job) load in Python; checking the query documents against them finds the clusters
+    the CLI's `--against` run pinned."""
     import shutil
 
-    fixture = root / "tests" / "fixtures" / "index_v3"
+    fixture = root / "tests" / "fixtures" / version
     shutil.copytree(fixture / "index", tmp_path / "index")
     idx = neardup.Index.load(tmp_path / "index")
     assert sorted(idx.ids()) == ["70", "a", "d", "z"]

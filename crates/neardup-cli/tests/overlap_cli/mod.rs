@@ -1009,13 +1009,20 @@ fn output_to_parquet_keeps_every_column_and_min_chars_drops_what_is_left_short()
     assert!(fs::read(&arrow).expect("the output").starts_with(b"ARROW1"));
 }
 
-/// The passage index committed in `tests/fixtures/passage_index_v1` (format 1, written by the
-/// build its README names) is read by this build: the same passages and summaries, byte for
-/// byte. A later format must keep reading it, or refuse it by name.
+/// The passage indexes committed in `tests/fixtures/passage_index_v1` and `passage_index_v3`
+/// (formats 1 and 3, written by the builds their READMEs name) are read by this build: the same
+/// passages and summaries, byte for byte. A later format must keep reading them, or refuse
+/// them by name.
 #[test]
-fn the_committed_passage_index_of_format_1_is_read_as_written() {
-    let fixture = repo().join("tests/fixtures/passage_index_v1");
-    let dir = tempdir("passage-index-v1");
+fn the_committed_passage_indexes_are_read_as_written() {
+    for version in ["passage_index_v1", "passage_index_v3"] {
+        committed_passage_index_is_read_as_written(version);
+    }
+}
+
+fn committed_passage_index_is_read_as_written(version: &str) {
+    let fixture = repo().join("tests/fixtures").join(version);
+    let dir = tempdir(version);
     // A copy: the fixture stays untouched.
     let index = dir.join("index");
     fs::create_dir(&index).expect("mkdir");
