@@ -17,6 +17,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDedupResult>()?;
     m.add_function(wrap_pyfunction!(dedup_texts, m)?)?;
     m.add_function(wrap_pyfunction!(rank_values, m)?)?;
+    m.add_function(wrap_pyfunction!(keep_order, m)?)?;
     m.add_function(wrap_pyfunction!(job_spec, m)?)?;
     m.add_function(wrap_pyfunction!(option_table_json, m)?)?;
     m.add_function(wrap_pyfunction!(format_summary, m)?)?;
@@ -244,6 +245,22 @@ fn rank_values<'py>(
     let keys = numpy::ndarray::Array2::from_shape_vec((values.len(), 20), keys)
         .map_err(|e| crate::errors::input(e.to_string()))?;
     Ok((keys.into_pyarray(py), kinds.into_pyarray(py)))
+}
+
+/// The keep rule as a sort of a cluster's members, best first ([`neardup::Keep::order`]):
+/// `(column, descending)` pairs over `len`, `rank` (values missing last) and `pos`, for Spark's
+/// window to keep the document the library keeps.
+#[pyfunction]
+fn keep_order(keep: &str) -> PyResult<Vec<(String, bool)>> {
+    let keep: neardup::Keep = keep.parse().map_err(crate::errors::option)?;
+    Ok(keep
+        .order()
+        .iter()
+        .map(|(by, descending)| {
+            let name = serde_json::to_value(by).expect("a plain name");
+            (name.as_str().unwrap_or_default().to_string(), *descending)
+        })
+        .collect())
 }
 
 /// A rank's kind as Spark's column holds it: 0 none, 1 number, 2 date.

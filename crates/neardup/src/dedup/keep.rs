@@ -138,27 +138,64 @@ impl Ranks {
     }
 }
 
-/// The member kept by a field rule: the largest (`max`) or smallest rank, compared exactly,
-/// ties and members without one to the first; `None` when no member has a rank.
-pub(crate) fn by_rank(members: &[u32], ranks: &Ranks, max: bool) -> Option<u32> {
-    let mut best: Option<(u32, Order)> = None;
-    for &m in members {
-        let Some(v) = ranks.get(m) else { continue };
-        let better = match best {
-            None => true,
-            Some((_, b)) => {
-                if max {
-                    v > b
-                } else {
-                    v < b
-                }
-            }
-        };
-        if better {
-            best = Some((m, v));
+/// What a keep rule sorts a cluster's members by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SortBy {
+    /// The length of the text in bytes.
+    Len,
+    /// The keep field's value ([`Rank::sort_key`]); members without one sort last, whichever
+    /// way the rule sorts.
+    Rank,
+    /// The position in the input.
+    Pos,
+}
+
+impl Keep {
+    /// The rule as a sort of a cluster's members, best first: `(key, descending)` pairs, the
+    /// input position last so ties go to the first. The library's keeper sorts by it, and a
+    /// distributed job hands it to its engine's sort (Spark's window), so both keep the same
+    /// document.
+    pub fn order(&self) -> &'static [(SortBy, bool)] {
+        match self {
+            Keep::First => &[(SortBy::Pos, false)],
+            Keep::Longest => &[(SortBy::Len, true), (SortBy::Pos, false)],
+            Keep::Shortest => &[(SortBy::Len, false), (SortBy::Pos, false)],
+            Keep::Max(_) => &[(SortBy::Rank, true), (SortBy::Pos, false)],
+            Keep::Min(_) => &[(SortBy::Rank, false), (SortBy::Pos, false)],
         }
     }
-    best.map(|(m, _)| m)
+}
+
+/// The member of `members` (positions) the rule keeps: the first by [`Keep::order`], given
+/// each member's length and the ranks.
+pub(crate) fn keeper_of(
+    keep: &Keep,
+    members: &[u32],
+    len: impl Fn(u32) -> u64,
+    ranks: &Ranks,
+) -> Option<u32> {
+    let compare = |a: &u32, b: &u32| {
+        for &(key, descending) in keep.order() {
+            let order = match key {
+                SortBy::Len => len(*a).cmp(&len(*b)),
+                SortBy::Pos => a.cmp(b),
+                SortBy::Rank => match (ranks.get(*a), ranks.get(*b)) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    // Without a value: last, in either direction.
+                    (Some(_), None) => return std::cmp::Ordering::Less,
+                    (None, Some(_)) => return std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                },
+            };
+            let order = if descending { order.reverse() } else { order };
+            if order.is_ne() {
+                return order;
+            }
+        }
+        std::cmp::Ordering::Equal
+    };
+    members.iter().copied().min_by(compare)
 }
 
 #[cfg(test)]
@@ -182,16 +219,36 @@ mod tests {
     }
 
     #[test]
+    fn length_rules_pick_by_length_ties_to_the_first() {
+        let lens = [5u64, 9, 2, 9, 2];
+        let pick = |keep: &str| {
+            keeper_of(
+                &keep.parse().expect("rule"),
+                &[0, 1, 2, 3, 4],
+                |m| lens[m as usize],
+                &Ranks::default(),
+            )
+        };
+        assert_eq!(pick("first"), Some(0));
+        assert_eq!(pick("longest"), Some(1));
+        assert_eq!(pick("shortest"), Some(2));
+    }
+
+    #[test]
     fn field_rules_pick_by_rank_ties_and_missing_to_the_first() {
         let mut ranks = Ranks::default();
         let n = |v: f64| Rank::from_f64(v);
         for (i, r) in [None, n(3.0), n(5.0), n(5.0), n(1.0)].into_iter().enumerate() {
             ranks.push(i, r).expect("one kind");
         }
-        assert_eq!(by_rank(&[0, 1, 2, 3, 4], &ranks, true), Some(2));
-        assert_eq!(by_rank(&[0, 1, 2, 3, 4], &ranks, false), Some(4));
-        assert_eq!(by_rank(&[0], &ranks, true), None);
-        assert_eq!(by_rank(&[7], &ranks, true), None, "past the end: no rank");
+        let by_rank = |members: &[u32], keep: &str| {
+            keeper_of(&keep.parse().expect("rule"), members, |_| 0, &ranks)
+        };
+        assert_eq!(by_rank(&[0, 1, 2, 3, 4], "max:f"), Some(2));
+        assert_eq!(by_rank(&[0, 1, 2, 3, 4], "min:f"), Some(4));
+        assert_eq!(by_rank(&[0, 3], "max:f"), Some(3), "a member with a value before one without");
+        assert_eq!(by_rank(&[0], "max:f"), Some(0), "none has one: the first");
+        assert_eq!(by_rank(&[7, 0], "min:f"), Some(0), "past the end: no rank, ties by position");
         assert_eq!(ranks.missing(0..5), 1);
         let t = Some(Rank::from_nanos(0));
         assert_eq!(ranks.push(5, t), Err(RankKind::Number));

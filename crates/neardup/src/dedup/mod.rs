@@ -41,7 +41,7 @@ pub use index_file::{
     read_manifest, saved_index_files, IndexLock, IndexManifest, PreparedIndex,
     INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
-pub use keep::Keep;
+pub use keep::{Keep, SortBy};
 pub(crate) use plan::Plan;
 pub use rank::{Rank, RankKind};
 pub use run::{AtThreshold, Cluster, Copies, DedupOutcome, Pair, Pairs};

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::store::ReadScratch;
 use super::union_find::UnionFind;
-use super::{Dedup, DedupError, Keep, Method};
+use super::{Dedup, DedupError, Method};
 
 /// A verified pair, by document position.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -524,15 +524,7 @@ impl Dedup<'_> {
         if let Some(&old) = members.iter().find(|&&m| (m as usize) < self.seen) {
             return old;
         }
-        let len = |m: &u32| self.docs.doc_len(*m as usize);
-        let first = members[0];
-        match &self.config.keep {
-            Keep::First => first,
-            // `max_by_key` returns the last maximum; iterate in reverse so ties go to the first.
-            Keep::Longest => *members.iter().rev().max_by_key(|m| len(m)).unwrap_or(&first),
-            Keep::Shortest => *members.iter().min_by_key(|m| len(m)).unwrap_or(&first),
-            Keep::Max(_) => super::keep::by_rank(members, &self.ranks, true).unwrap_or(first),
-            Keep::Min(_) => super::keep::by_rank(members, &self.ranks, false).unwrap_or(first),
-        }
+        let len = |m: u32| self.docs.doc_len(m as usize);
+        super::keep::keeper_of(&self.config.keep, members, len, &self.ranks).unwrap_or(members[0])
     }
 }

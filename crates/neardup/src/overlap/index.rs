@@ -808,25 +808,43 @@ mod tests {
                 prop_assert_eq!(found, alone);
             }
 
-            /// A check names at most `max_sources` sources, and, when the query copies from no
-            /// more documents than that, each of them (long distinct passages), as with no cap.
+            /// A check names at most `max_sources` sources: when the query copies from no more
+            /// documents than that, each of them (long distinct passages), as with no cap; when
+            /// from more, exactly `max_sources` of them (the cap is spent on sources, never left
+            /// unused while a copied one waits), whatever the order of the copies in the query.
             #[test]
-            fn a_check_aligns_at_most_max_sources_and_finds_each_copied_one_under_it(
-                n in 1usize..7,
+            fn a_check_aligns_at_most_max_sources_and_spends_them_on_sources(
+                lengths in prop::collection::btree_set(20usize..90, 1..7),
                 max_sources in 1u32..8,
+                order in prop::collection::vec(any::<u16>(), 7),
             ) {
+                let lengths: Vec<usize> = lengths.into_iter().collect();
+                let n = lengths.len();
                 let word = |d: usize, i: usize| format!("w{}x{}", d, i * 7 + d);
-                let docs: Vec<(String, String)> = (0..n)
-                    .map(|d| (format!("d{d}"), (0..60).map(|i| word(d, i)).collect::<Vec<_>>().join(" ")))
+                let docs: Vec<(String, String)> = lengths
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &len)| {
+                        (format!("d{d}"), (0..len).map(|i| word(d, i)).collect::<Vec<_>>().join(" "))
+                    })
                     .collect();
-                let query: String = docs.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>().join(". ");
+                let mut placed: Vec<usize> = (0..n).collect();
+                placed.sort_by_key(|&d| order[d]);
+                let query: String =
+                    placed.iter().map(|&d| docs[d].1.as_str()).collect::<Vec<_>>().join(". ");
                 let spec = OverlapSpec { max_sources, ..OverlapSpec::default() };
                 let mut index = PassageIndex::new(spec).expect("index");
-                index.add_documents(docs, OnExistingId::Refuse).expect("add");
+                index.add_documents(docs.clone(), OnExistingId::Refuse).expect("add");
                 let found = index.check(None, &query, &[]).expect("check");
-                prop_assert!(found.sources.len() <= max_sources as usize, "{:?}", found.sources);
+                let named: std::collections::BTreeSet<u32> =
+                    found.sources.iter().map(|s| s.source).collect();
+                prop_assert_eq!(named.len(), n.min(max_sources as usize), "{:?}", found.sources);
+                // Each named one is a copied document, credited with its whole copy.
+                for s in &found.sources {
+                    let copy = &docs[s.source as usize].1;
+                    prop_assert_eq!(s.chars, copy.chars().count() as u64, "{:?}", s);
+                }
                 if n <= max_sources as usize {
-                    prop_assert_eq!(found.sources.len(), n, "{:?}", found.sources);
                     prop_assert_eq!(found.copied_chars, found.chars - 2 * (n as u64 - 1));
                 }
             }

@@ -355,21 +355,18 @@ class _Job:
         from pyspark.sql import functions as F
         from pyspark.sql.window import Window
 
+        import neardup
+
         keep, keep_field = self.keep, self.keep_field
         members = components.select(F.col("node").alias("pos"), F.col("component").alias("cluster")).join(
             docs.select("pos", "len", *(["rank"] if keep_field is not None else [])), "pos"
         )
         by_cluster = Window.partitionBy("cluster")
-        if keep == "longest":
-            rank_order = [F.col("len").desc(), F.col("pos").asc()]
-        elif keep == "shortest":
-            rank_order = [F.col("len").asc(), F.col("pos").asc()]
-        elif keep.startswith("max:"):
-            rank_order = [F.col("rank").desc_nulls_last(), F.col("pos").asc()]
-        elif keep.startswith("min:"):
-            rank_order = [F.col("rank").asc_nulls_last(), F.col("pos").asc()]
-        else:
-            rank_order = [F.col("pos").asc()]
+        # The library's sort of a cluster's members, best first (values missing last).
+        rank_order = [
+            F.col(column).desc_nulls_last() if descending else F.col(column).asc_nulls_last()
+            for column, descending in neardup._neardup.keep_order(keep)
+        ]
         ranked = (
             members.withColumn("cluster_size", F.count(F.lit(1)).over(by_cluster))
             .withColumn("rank", F.row_number().over(by_cluster.orderBy(*rank_order)))
