@@ -224,14 +224,11 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             max_metadata_bytes: args.max_metadata_bytes,
             max_scan_docs: args.max_scan_docs,
             max_memory_bytes: args.max_memory_mb << 20,
-            // Four turns per worker: a request also waits on the store (a group commit's
-            // fsync, page reads), and with one turn per core those waits left the cores idle
-            // (200,000 documents: check 13,609 -> 15,201 req/s, p99 59 -> 3.8 ms).
             max_concurrent: args.max_concurrent.unwrap_or_else(|| {
-                4 * match args.threads {
+                Limits::concurrent_for(match args.threads {
                     Some(n) => usize::from(n),
                     None => std::thread::available_parallelism().map_or(2, usize::from),
-                }
+                })
             }),
             max_queued: args.max_queued,
             ..Limits::default()
