@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList};
 use rayon::prelude::*;
 
-use neardup::overlap::{OverlapSpec, PassageIndex, PASSAGE_INDEX_FILE};
+use neardup::overlap::{OverlapSpec, PassageIndex};
 use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, Scratch};
 
 use crate::dedup::search_config;
@@ -17,7 +17,7 @@ use crate::interrupt::{interruptible, wants_progress};
 use crate::overlap::{check_snapshot, overlap_error, spec_from_options};
 use crate::pipeline::{doc_from_py, Doc, PyPipeline};
 use crate::texts::Source;
-use crate::values::{doc_id, plain_id};
+use crate::values::doc_id;
 use crate::{build_error, dedup_error, guard};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -362,43 +362,18 @@ impl PyIndex {
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<PyIndex> {
         guard(|| {
-            let manifest = neardup::read_manifest(&path).map_err(dedup_error)?;
-            // The job the index was saved with: its pipeline and its search, as the CLI's
-            // `--against` reopens it.
-            let job = manifest.job.compile().map_err(|e| match e {
-                neardup::JobError::Pipeline(e) => build_error(e),
+            // Read with the GIL released: other threads run while a large index loads.
+            let named = py.detach(|| NamedEngine::open(&path)).map_err(|e| match e {
+                neardup::OpenIndexError::Index(e) => dedup_error(e),
+                neardup::OpenIndexError::Job(neardup::JobError::Pipeline(e)) => build_error(e),
+                neardup::OpenIndexError::Passages(e) => overlap_error(e),
+                e @ neardup::OpenIndexError::RepeatedId { .. } => {
+                    crate::errors::index_file(e.to_string())
+                }
                 e => crate::errors::input(format!("{}: {e}", path.display())),
             })?;
-            let index = PyIndex::with_config(job.pipeline().clone(), job.config().clone(), None)?;
-            index.write(py, |state| -> PyResult<()> {
-                let docs = state.engine().read_saved(&path).map_err(dedup_error)?;
-                for (i, (id, sketch)) in docs.into_iter().enumerate() {
-                    let id = plain_id(&id);
-                    // An index is a collection: an id names one document. A saved batch run
-                    // whose records repeated an id holds both; loading would silently replace
-                    // the first with the second, so it is refused by name.
-                    if state.contains(&id) {
-                        return Err(crate::errors::index_file(format!(
-                            "{}: document {i} repeats the id {id:?} of an earlier document; an \
-                             Index holds one document per id (use neardup dedup --against {} \
-                             to search it with its repeats kept apart, or give the records \
-                             unique ids before saving)",
-                            path.display(),
-                            path.display()
-                        )));
-                    }
-                    state.insert(&id, sketch);
-                }
-                if path.join(PASSAGE_INDEX_FILE).is_file() {
-                    let mut passages =
-                        PassageIndex::load(&path, &neardup::overlap::OverlapOptions::default())
-                            .map_err(overlap_error)?;
-                    passages.rename_ids(plain_id).map_err(overlap_error)?;
-                    state.set_passages(passages);
-                }
-                Ok(())
-            })??;
-            Ok(index)
+            let pipeline = named.engine().pipeline().clone();
+            Ok(PyIndex { pipeline, state: RwLock::new(named) })
         })
     }
 

@@ -174,9 +174,3 @@ pub(crate) fn doc_id(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     neardup::check_collection_id(&id).map_err(|e| crate::errors::input(format!("{what}: {e}")))?;
     Ok(id)
 }
-
-/// A saved id (JSON text) as the index names it: the library's rule (a string's value, or a
-/// number as written).
-pub(crate) fn plain_id(id: &str) -> String {
-    neardup::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
-}

@@ -50,7 +50,7 @@ pub use error::{io_message, BuildError};
 pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
 pub use idf::IdfBuilder;
 pub use job::{CompiledJob, JobError, JobSpec};
-pub use named::{Check, CheckAnswer, IdSource, NamedEngine};
+pub use named::{Check, CheckAnswer, IdSource, NamedEngine, OpenIndexError};
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{
     Document, Fingerprint, OwnedDocument, Pipeline, Scratch, Sketches, WeightedFeature,

@@ -8,7 +8,59 @@ use rustc_hash::FxHashMap;
 
 use crate::engine::SourceError;
 use crate::overlap::{OnExistingId, OverlapError, OverlapSpec, PassageIndex};
-use crate::{DedupError, DocSketch, Engine, QueryError, SearchPlan};
+use crate::{DedupError, DocSketch, Engine, JobError, QueryError, SearchPlan};
+
+/// Why a saved index cannot be opened as a [`NamedEngine`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpenIndexError {
+    /// The index itself: no manifest, a damaged docs file, a format of another build.
+    Index(DedupError),
+    /// Its job does not compile with this build (a pipeline spec it cannot build).
+    Job(JobError),
+    /// Two documents of it share an id (an index of a batch run whose records repeated one): an
+    /// index named by ids holds one document per id, and loading would silently replace the
+    /// first.
+    RepeatedId {
+        /// The index's directory.
+        path: std::path::PathBuf,
+        /// The later document's position in the index.
+        position: usize,
+        /// The id.
+        id: String,
+    },
+    /// Its passage index.
+    Passages(OverlapError),
+}
+
+impl std::fmt::Display for OpenIndexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenIndexError::Index(e) => write!(f, "{e}"),
+            OpenIndexError::Job(e) => write!(f, "{e}"),
+            OpenIndexError::RepeatedId { path, position, id } => write!(
+                f,
+                "{}: document {position} repeats the id {id:?} of an earlier document; an index \
+                 by ids holds one document per id (use neardup dedup --against {} to search it \
+                 with its repeats kept apart, or give the records unique ids before saving)",
+                path.display(),
+                path.display()
+            ),
+            OpenIndexError::Passages(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for OpenIndexError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OpenIndexError::Index(e) => Some(e),
+            OpenIndexError::Job(e) => Some(e),
+            OpenIndexError::Passages(e) => Some(e),
+            OpenIndexError::RepeatedId { .. } => None,
+        }
+    }
+}
 
 /// Reads the stored sketch of an id for an index whose engine keeps its sketches elsewhere
 /// ([`Engine::with_external_sketches`]): `None` when the id is no longer stored.
@@ -294,6 +346,31 @@ impl NamedEngine {
         keys.into_iter().map(|(_, id)| &**id).collect()
     }
 
+    /// Opens an index written by [`NamedEngine::save`] or `neardup dedup --save-index`: with the
+    /// job its manifest holds (its pipeline and search), its documents under their ids (the
+    /// JSON texts `save` writes read back: `7` and `"7"` are one id), and its passage index
+    /// when it has one.
+    pub fn open(dir: &std::path::Path) -> Result<NamedEngine, OpenIndexError> {
+        let manifest = crate::read_manifest(dir).map_err(OpenIndexError::Index)?;
+        let job = manifest.job.compile().map_err(OpenIndexError::Job)?;
+        let mut named = NamedEngine::new(job.engine());
+        let docs = named.engine.read_saved(dir).map_err(OpenIndexError::Index)?;
+        for (position, (id, sketch)) in docs.into_iter().enumerate() {
+            let id = plain_id(&id);
+            if named.contains(&id) {
+                return Err(OpenIndexError::RepeatedId { path: dir.to_path_buf(), position, id });
+            }
+            named.insert(&id, sketch);
+        }
+        if dir.join(crate::overlap::PASSAGE_INDEX_FILE).is_file() {
+            let mut passages = PassageIndex::load(dir, &crate::overlap::OverlapOptions::default())
+                .map_err(OpenIndexError::Passages)?;
+            passages.rename_ids(plain_id).map_err(OpenIndexError::Passages)?;
+            named.set_passages(passages);
+        }
+        Ok(named)
+    }
+
     /// Writes the stored documents to `dir` as a saved index (the format of `neardup dedup
     /// --save-index`, ids as JSON strings as `dedup` writes them), each file atomically.
     pub fn save(&self, dir: &std::path::Path) -> Result<(), DedupError> {
@@ -312,6 +389,11 @@ impl NamedEngine {
         }
         Ok(())
     }
+}
+
+/// An id as a saved index holds it (JSON text) as the plain id it names.
+fn plain_id(id: &str) -> String {
+    crate::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
 }
 
 /// One check: "is this a near-duplicate of a stored document? If not (and `insert`), store it".
@@ -364,6 +446,38 @@ mod tests {
         assert!(index.remove("a") && !index.remove("a") && !index.contains("a"));
         assert!(index.search(&a, None, 10, None).expect("at").is_empty());
         assert_eq!(index.ids(), ["b"]);
+    }
+
+    #[test]
+    fn an_index_saved_opens_with_its_job_ids_and_passages() {
+        let spec = PipelineSpec::preset("shingles").expect("preset");
+        let pipeline = Arc::new(Pipeline::new(spec).expect("valid"));
+        let config = DedupConfig { threshold: 0.6, ..DedupConfig::default() };
+        let engine = Engine::new(pipeline, config).expect("valid");
+        let mut index =
+            NamedEngine::new(engine).with_passages(OverlapSpec::default()).expect("passages");
+        let texts = [
+            ("7", "the quick brown fox jumps over the lazy dog near the river bank today"),
+            ("x", "an entirely different sentence about trains and stations and timetables"),
+        ];
+        for (id, text) in texts {
+            let sketch =
+                index.engine().sketch(Document::Text(text), text.len(), &mut Scratch::default());
+            index.insert_with_text(id, sketch, Some(text.to_string()));
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        index.save(dir.path()).expect("saved");
+        let opened = NamedEngine::open(dir.path()).expect("opens");
+        assert_eq!(opened.ids(), index.ids());
+        assert_eq!(opened.engine().config().threshold, 0.6);
+        assert_eq!(opened.engine().pipeline().id(), index.engine().pipeline().id());
+        let q = texts[0].1;
+        let sketch = opened.engine().sketch(Document::Text(q), q.len(), &mut Scratch::default());
+        assert_eq!(opened.search(&sketch, None, 10, None).expect("at"), [("7".to_string(), 1.0)]);
+        let passages = opened.passages().expect("kept");
+        let found = passages.check(None, q, &[]).expect("check");
+        assert_eq!(found.copied_chars, q.chars().count() as u64);
+        assert_eq!(passages.id(found.sources[0].source), "7", "the id as it was stored");
     }
 
     /// Regression: the service's group commit compared a check with the documents accepted
