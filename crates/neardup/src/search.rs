@@ -326,7 +326,6 @@ impl SearchSpec {
             keep: self.keep.clone().unwrap_or_default(),
             max_bucket: self.max_bucket.unwrap_or(crate::DEFAULT_MAX_BUCKET),
             star_width: self.star_width.unwrap_or(crate::DEFAULT_STAR_WIDTH),
-            spill_dir: None,
         })
     }
 }

@@ -240,7 +240,9 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
         }
         _ => build_pipeline(&args.pipeline)?,
     };
-    let mut dedup = Dedup::new(&pipeline, config).map_err(|e| Failure::Usage(e.into()))?;
+    let spill = spill_dir(&args)?;
+    let mut dedup = Dedup::spilled(&pipeline, config, spill.as_deref())
+        .map_err(|e| Failure::Usage(e.into()))?;
     let job = DedupJob {
         inputs: args.inputs,
         read: args.input.read_options_or(Format::Jsonl),
@@ -324,36 +326,37 @@ fn dedup_config(args: &DedupArgs, saved: Option<&SearchSpec>) -> Result<DedupCon
         Some(saved) => search.or_saved(saved),
         None => search,
     };
-    let config = search.resolve().map_err(search_failure)?;
-    Ok(DedupConfig {
-        spill_dir: if args.in_memory {
-            None
-        } else {
-            // Named as the user gave it: the option, or the environment's TMPDIR.
-            let (dir, given) = match &args.spill_dir {
-                Some(dir) => (dir.clone(), format!("--spill-dir {}", dir.display())),
-                None => {
-                    let dir = std::env::temp_dir();
-                    let given = match std::env::var_os("TMPDIR") {
-                        Some(t) => format!(
-                            "the spill directory (TMPDIR={}, the default of --spill-dir)",
-                            std::path::Path::new(&t).display()
-                        ),
-                        None => format!("the spill directory {}", dir.display()),
-                    };
-                    (dir, given)
-                }
+    search.resolve().map_err(search_failure)
+}
+
+/// Where the run spills its verification data: `--spill-dir`, or the system's temporary
+/// directory; `None` with `--in-memory`.
+fn spill_dir(args: &DedupArgs) -> Result<Option<PathBuf>, Failure> {
+    if args.in_memory {
+        return Ok(None);
+    }
+    // Named as the user gave it: the option, or the environment's TMPDIR.
+    let (dir, given) = match &args.spill_dir {
+        Some(dir) => (dir.clone(), format!("--spill-dir {}", dir.display())),
+        None => {
+            let dir = std::env::temp_dir();
+            let given = match std::env::var_os("TMPDIR") {
+                Some(t) => format!(
+                    "the spill directory (TMPDIR={}, the default of --spill-dir)",
+                    std::path::Path::new(&t).display()
+                ),
+                None => format!("the spill directory {}", dir.display()),
             };
-            if !dir.is_dir() {
-                return Err(usage(format!(
-                    "{given}: not a directory (give --spill-dir DIR with room for about 700 \
-                     bytes per document, or --in-memory)"
-                )));
-            }
-            Some(dir)
-        },
-        ..config
-    })
+            (dir, given)
+        }
+    };
+    if !dir.is_dir() {
+        return Err(Failure::Usage(anyhow!(
+            "{given}: not a directory (give --spill-dir DIR with room for about 700 bytes per \
+             document, or --in-memory)"
+        )));
+    }
+    Ok(Some(dir))
 }
 
 /// A contradiction among the search options, with the option spelled as a flag.

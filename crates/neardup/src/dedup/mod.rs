@@ -173,12 +173,6 @@ pub struct DedupConfig {
     /// How many first members of a bucket over `max_bucket` are paired with the others.
     #[serde(default = "default_star_width")]
     pub star_width: usize,
-    /// Where the verification data (the feature hashes of Jaccard) goes: an unnamed temporary
-    /// file in this directory, read back for candidate pairs only, so that memory per document
-    /// stays about 160 bytes; `None` keeps it in memory (about 800 bytes more per 1 KB
-    /// English document). [`Dedup`] only; the live engine keeps its sketches in memory.
-    #[serde(default)]
-    pub spill_dir: Option<PathBuf>,
 }
 
 /// The largest bucket of a batch candidate search paired in full, by default.
@@ -214,7 +208,6 @@ impl Default for DedupConfig {
             keep: Keep::First,
             max_bucket: DEFAULT_MAX_BUCKET,
             star_width: DEFAULT_STAR_WIDTH,
-            spill_dir: None,
         }
     }
 }
@@ -381,10 +374,23 @@ pub struct Dedup<'p> {
 }
 
 impl<'p> Dedup<'p> {
-    /// A run over documents fingerprinted by `pipeline`.
+    /// A run over documents fingerprinted by `pipeline`, its verification data in memory.
     pub fn new(pipeline: &'p Pipeline, config: DedupConfig) -> Result<Dedup<'p>, DedupError> {
+        Dedup::spilled(pipeline, config, None)
+    }
+
+    /// A run whose verification data (the feature hashes of Jaccard) goes to an unnamed
+    /// temporary file in `spill_dir`, read back for candidate pairs only, so that memory per
+    /// document stays about 160 bytes (about 800 bytes more per 1 KB English document in
+    /// memory). Where it spills is a resource of the run, not part of its job: the answer is
+    /// the same either way.
+    pub fn spilled(
+        pipeline: &'p Pipeline,
+        config: DedupConfig,
+        spill_dir: Option<&std::path::Path>,
+    ) -> Result<Dedup<'p>, DedupError> {
         let plan = Plan::resolve(pipeline, &config)?;
-        let docs = store::Columns::new(&plan, config.spill_dir.as_deref())?;
+        let docs = store::Columns::new(&plan, spill_dir)?;
         Ok(Dedup { pipeline, config, plan, docs, seen: 0, ranks: keep::Ranks::default() })
     }
 
@@ -611,9 +617,8 @@ mod tests {
             let p = pipeline();
             let dir = tempfile::tempdir().expect("tempdir");
             let memory = DedupConfig { threshold, ..DedupConfig::default() };
-            let spill = DedupConfig { spill_dir: Some(dir.path().to_path_buf()), ..memory.clone() };
-            let mut a = Dedup::new(&p, memory).expect("valid");
-            let mut b = Dedup::new(&p, spill).expect("valid");
+            let mut a = Dedup::new(&p, memory.clone()).expect("valid");
+            let mut b = Dedup::spilled(&p, memory, Some(dir.path())).expect("valid");
             let mut scratch = Scratch::default();
             for t in &texts {
                 let s = a.sketch(Document::Text(t), t.len(), &mut scratch);
