@@ -14,6 +14,8 @@
 //! 503 and `/v1/health` says why, and a background task reopens the store and reloads every
 //! collection until it succeeds.
 
+#![deny(missing_docs)]
+
 mod api;
 mod conn;
 mod limits;
