@@ -1272,3 +1272,31 @@ fn the_service_credits_a_copy_converted_to_traditional_script() {
     assert!(copied_chars("folded") >= 0.9 * n);
     assert!(copied_chars("kept") < 0.9 * n);
 }
+
+/// A body of the wrong shape is answered in the client's words: what to send, never the name
+/// of a Rust type (serde's `expecting` on each request, no rewriting of its messages).
+#[test]
+fn a_body_of_the_wrong_shape_says_what_to_send() {
+    let dir = tempdir("wrong-shape");
+    let s = Server::start(&dir, Limits::default());
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({"store_text": true})).0, 201);
+    assert_eq!(s.json("PUT", "/v1/collections/p", json!({"passages": true})).0, 201);
+    for (path, body, says) in [
+        ("/v1/collections/c/docs", json!("x"), "expected an object {\"docs\": [...]}"),
+        ("/v1/collections/c/docs", json!({"docs": [5]}), "expected a document object"),
+        ("/v1/collections/c/search", json!([1]), "expected an object"),
+        ("/v1/collections/c/check", json!(true), "expected an object"),
+        ("/v1/collections/c/check", json!({"docs": [[1]]}), "expected a document object"),
+        // serde reads a struct from an array, field by field: an array is refused, not read so.
+        ("/v1/collections/c/search", json!(["some text", 5]), "expected an object"),
+        ("/v1/collections/c/docs", json!({"docs": [["7", "text"]]}), "expected a document object"),
+        ("/v1/collections/p/overlap", json!("x"), "expected an object {\"text\"}"),
+        ("/v1/compare", json!([]), "expected an object {\"a\", \"b\"}"),
+    ] {
+        let (status, v) = s.json("POST", path, body.clone());
+        assert_eq!(status, 400, "{path} {body}: {v}");
+        let message = v["error"]["message"].as_str().expect("a message");
+        assert!(message.contains(says), "{path} {body}: {message}");
+        assert!(!message.contains("struct"), "{path} {body}: {message}");
+    }
+}

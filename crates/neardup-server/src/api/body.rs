@@ -12,6 +12,45 @@ pub(super) fn doc_id(raw: &RawValue, what: &str) -> Result<String, ApiError> {
     Ok(id.into_owned())
 }
 
+/// A request value that is a JSON object, and what the client is told to send otherwise.
+pub(super) trait Shape: serde::de::DeserializeOwned {
+    /// What the value is, in the client's words (`an object {"docs": [...]}`).
+    const EXPECTING: &'static str;
+}
+
+impl Shape for serde_json::Map<String, Value> {
+    const EXPECTING: &'static str = "an object";
+}
+
+/// A value read only from a JSON object. serde reads a struct from an array too, field by field
+/// in order, so `["some text", 5]` would have been taken for `{"text": "some text", ...}`; and
+/// its messages name the Rust type (`expected struct InDoc`) where the client needs to hear
+/// what to send ([`Shape::EXPECTING`]).
+pub(super) struct Object<T>(pub(super) T);
+
+impl<'de, T: Shape> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Object<T>, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Shape> serde::de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(T::EXPECTING)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Fields(std::marker::PhantomData)).map(Object)
+    }
+}
+
+/// A list of objects ([`Object`]), for `#[serde(deserialize_with)]`.
+pub(super) fn objects<'de, D: serde::Deserializer<'de>, T: Shape>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
+    Vec::<Object<T>>::deserialize(d).map(|v| v.into_iter().map(|o| o.0).collect())
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct InDoc {
@@ -75,4 +114,8 @@ pub(super) fn body_from_parts(
         ));
     }
     Ok(body)
+}
+
+impl Shape for InDoc {
+    const EXPECTING: &'static str = "a document object {\"id\", \"text\" | \"tokens\"}";
 }

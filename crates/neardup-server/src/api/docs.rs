@@ -5,6 +5,7 @@ use super::*;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct InsertRequest {
+    #[serde(deserialize_with = "objects")]
     pub(super) docs: Vec<InDoc>,
 }
 
@@ -181,4 +182,8 @@ pub(super) async fn delete_doc(
         ));
     }
     ok(StatusCode::OK, json!({"deleted": id}))
+}
+
+impl Shape for InsertRequest {
+    const EXPECTING: &'static str = "an object {\"docs\": [...]}";
 }

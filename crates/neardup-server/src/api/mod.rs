@@ -242,7 +242,7 @@ impl AppState {
 }
 
 /// Parses a JSON body, saying what is wrong and where.
-fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+fn parse<T: Shape>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", e.body_text())
@@ -260,6 +260,7 @@ fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, 
     // line and column of a one-line body say little.
     let mut de = serde_json::Deserializer::from_slice(&bytes);
     let parsed = serde_path_to_error::deserialize(&mut de)
+        .map(|Object(v)| v)
         .map_err(|e| (e.path().to_string(), e.into_inner()))
         .and_then(|v| de.end().map(|()| v).map_err(|e| (".".to_string(), e)));
     parsed.map_err(|(path, e)| {
@@ -267,30 +268,13 @@ fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, 
             serde_json::error::Category::Data => "invalid_field",
             _ => "malformed_json",
         };
-        let message = friendly(&e.to_string());
+        let message = e.to_string();
         if path == "." || code == "malformed_json" {
             ApiError::bad(code, message)
         } else {
             ApiError::bad(code, format!("{path}: {message}"))
         }
     })
-}
-
-/// serde's messages name Rust types (`struct CreateRequest`); say what the client sent instead.
-fn friendly(message: &str) -> String {
-    let mut m = message.to_string();
-    for (from, to) in [
-        ("expected struct InsertRequest", "expected an object {\"docs\": [...]}"),
-        ("expected struct InDoc", "expected a document object {\"id\", \"text\" | \"tokens\"}"),
-        ("expected struct CreateRequest", "expected an object"),
-        ("expected struct SearchRequest", "expected an object"),
-        ("expected struct CheckRequest", "expected an object"),
-        ("expected struct CompareRequest", "expected an object {\"a\", \"b\"}"),
-        ("expected struct ", "expected an object "),
-    ] {
-        m = m.replace(from, to);
-    }
-    m
 }
 
 /// Path parameters, with errors as JSON.
@@ -332,7 +316,7 @@ struct OnLive<T> {
     req: T,
 }
 
-impl<T: DeserializeOwned> FromRequest<Shared> for OnLive<T> {
+impl<T: Shape> FromRequest<Shared> for OnLive<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &Shared) -> Result<Self, ApiError> {

@@ -164,3 +164,11 @@ pub(super) async fn compare(
     })
     .await
 }
+
+impl Shape for OverlapRequest {
+    const EXPECTING: &'static str = "an object {\"text\"}";
+}
+
+impl Shape for CompareRequest {
+    const EXPECTING: &'static str = "an object {\"a\", \"b\"}";
+}

@@ -124,6 +124,7 @@ pub(super) fn yes() -> bool {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct BatchCheckRequest {
+    #[serde(deserialize_with = "objects")]
     pub(super) docs: Vec<BatchCheckDoc>,
     #[serde(default = "yes")]
     pub(super) insert: bool,
@@ -534,4 +535,20 @@ fn answers_of(
             })
         })
         .collect()
+}
+
+impl Shape for SearchRequest {
+    const EXPECTING: &'static str = "an object";
+}
+
+impl Shape for CheckRequest {
+    const EXPECTING: &'static str = "an object";
+}
+
+impl Shape for BatchCheckRequest {
+    const EXPECTING: &'static str = "an object {\"docs\": [...]}";
+}
+
+impl Shape for BatchCheckDoc {
+    const EXPECTING: &'static str = "a document object {\"id\", \"text\" | \"tokens\"}";
 }
