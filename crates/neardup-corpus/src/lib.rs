@@ -18,13 +18,13 @@
 //! calls them the same way:
 //!
 //! ```no_run
-//! use neardup::{Dedup, DedupConfig, Pipeline, PipelineSpec};
+//! use neardup::{Dedup, SearchConfig, Pipeline, PipelineSpec};
 //! use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Silent};
 //! use neardup_corpus::read::{Format, ReadOptions, Source};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let pipeline = Pipeline::new(PipelineSpec::preset("default")?)?;
-//! let mut dedup = Dedup::new(&pipeline, DedupConfig::default())?;
+//! let mut dedup = Dedup::new(&pipeline, SearchConfig::default())?;
 //! let sources = vec![Source::File("corpus.jsonl".into())];
 //! let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
 //! let mut ids = Ids::default();

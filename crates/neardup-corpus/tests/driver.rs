@@ -1,6 +1,6 @@
 //! The two-pass dedup driver as a Rust caller uses it: no CLI involved.
 
-use neardup::{Dedup, DedupConfig, Pipeline, PipelineSpec};
+use neardup::{Dedup, Pipeline, PipelineSpec, SearchConfig};
 use neardup_corpus::dedup::{copy_records, sketch_sources, Ids, Silent};
 use neardup_corpus::read::{expand_inputs, Format, ReadOptions, Source};
 use neardup_corpus::CorpusError;
@@ -24,7 +24,7 @@ fn corpus() -> String {
 
 fn dedup_file(path: &std::path::Path) -> Result<(Vec<String>, Vec<String>), CorpusError> {
     let pipeline = Pipeline::new(PipelineSpec::preset("default").expect("preset")).expect("builds");
-    let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
+    let mut dedup = Dedup::new(&pipeline, SearchConfig::default()).expect("config");
     let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
     let sources = expand_inputs(&[path.to_path_buf()], &opts, |_| {})?;
     let mut ids = Ids::default();
@@ -69,7 +69,7 @@ fn an_input_that_changes_between_the_passes_is_refused_by_name() {
     // The sink is never reached for a changed source: the digest is checked at its end, and
     // the caller commits nothing.
     let pipeline = Pipeline::new(PipelineSpec::preset("default").expect("preset")).expect("builds");
-    let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
+    let mut dedup = Dedup::new(&pipeline, SearchConfig::default()).expect("config");
     let sources = vec![Source::File(path.clone())];
     let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
     let mut ids = Ids::default();
@@ -97,7 +97,7 @@ fn bad_records_stop_the_first_pass_with_their_place_or_are_skipped_and_counted()
     .expect("write");
     let pipeline = Pipeline::new(PipelineSpec::preset("default").expect("preset")).expect("builds");
     let sources = vec![Source::File(path.clone())];
-    let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
+    let mut dedup = Dedup::new(&pipeline, SearchConfig::default()).expect("config");
     let opts = ReadOptions { format: Some(Format::Jsonl), ..ReadOptions::default() };
     let err = sketch_sources(&mut dedup, &sources, &opts, &mut Ids::default(), &mut Silent)
         .expect_err("bad record");
@@ -109,7 +109,7 @@ fn bad_records_stop_the_first_pass_with_their_place_or_are_skipped_and_counted()
         other => panic!("{other:?}"),
     }
 
-    let mut dedup = Dedup::new(&pipeline, DedupConfig::default()).expect("config");
+    let mut dedup = Dedup::new(&pipeline, SearchConfig::default()).expect("config");
     let opts =
         ReadOptions { format: Some(Format::Jsonl), skip_bad: true, ..ReadOptions::default() };
     let mut ids = Ids::default();

@@ -4,7 +4,7 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
-use neardup::{Dedup, DedupConfig, DedupOutcome, Document, Scratch, SearchSpec, SearchUse};
+use neardup::{Dedup, DedupOutcome, Document, Scratch, SearchConfig, SearchSpec, SearchUse};
 use pyo3::types::PyDict;
 
 use crate::interrupt::{interruptible, wants_progress};
@@ -30,7 +30,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub(crate) fn search_config(
     options: &[(&str, Option<&Bound<'_, PyAny>>)],
     usage: SearchUse,
-) -> PyResult<DedupConfig> {
+) -> PyResult<SearchConfig> {
     search_spec(options, usage)?.resolve().map_err(crate::errors::search_error)
 }
 
@@ -68,7 +68,7 @@ fn search_spec_from_dict(
 pub(crate) fn search_config_from_dict(
     options: Option<&Bound<'_, PyDict>>,
     usage: SearchUse,
-) -> PyResult<DedupConfig> {
+) -> PyResult<SearchConfig> {
     search_spec_from_dict(options, usage)?.resolve().map_err(crate::errors::search_error)
 }
 
@@ -192,7 +192,7 @@ fn dedup_texts(
 /// The documents' values of the keep rule's field, from their JSON texts; an error names the
 /// row. Without a field rule there are none.
 fn parse_ranks(
-    config: &DedupConfig,
+    config: &SearchConfig,
     ranks: Option<Vec<String>>,
     n: usize,
 ) -> PyResult<Vec<Option<neardup::Rank>>> {

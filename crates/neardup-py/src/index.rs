@@ -10,7 +10,7 @@ use pyo3::types::{PyBool, PyDict, PyList};
 use rayon::prelude::*;
 
 use neardup::overlap::{OverlapSpec, PassageIndex};
-use neardup::{DedupConfig, DocSketch, Engine, NamedEngine, Pipeline, Scratch};
+use neardup::{DocSketch, Engine, NamedEngine, Pipeline, Scratch, SearchConfig};
 
 use crate::dedup::search_config;
 use crate::interrupt::{interruptible, wants_progress};
@@ -44,7 +44,7 @@ fn poisoned<T>(_: T) -> PyErr {
 impl PyIndex {
     fn with_config(
         pipeline: Arc<Pipeline>,
-        config: DedupConfig,
+        config: SearchConfig,
         passages: Option<OverlapSpec>,
     ) -> PyResult<PyIndex> {
         let engine = Engine::new(pipeline.clone(), config).map_err(dedup_error)?;

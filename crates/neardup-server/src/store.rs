@@ -102,7 +102,7 @@ impl TryFrom<StoredInfo> for CollectionInfo {
                 else {
                     return Err("neither a job nor the settings of format 3".into());
                 };
-                let config = neardup::DedupConfig {
+                let config = neardup::SearchConfig {
                     method,
                     threshold,
                     hamming,
@@ -110,7 +110,7 @@ impl TryFrom<StoredInfo> for CollectionInfo {
                     verification: s.verify,
                     banding: s.banding,
                     weights: s.lsh_weights,
-                    ..neardup::DedupConfig::default()
+                    ..neardup::SearchConfig::default()
                 };
                 JobSpec::resolved(spec, &config, SearchUse::Collection, s.passages)
             }
@@ -127,7 +127,7 @@ impl TryFrom<StoredInfo> for CollectionInfo {
 
 impl CollectionInfo {
     /// The search settings, resolved (they were when the collection was made).
-    pub fn config(&self) -> Result<neardup::DedupConfig, String> {
+    pub fn config(&self) -> Result<neardup::SearchConfig, String> {
         self.job.search.resolve().map_err(|e| e.to_string())
     }
 
@@ -457,10 +457,10 @@ mod tests {
     /// Verification reads only the sketch, with the same checksum as a whole record.
     #[test]
     fn the_sketch_alone_is_the_records_and_checked_as_it() {
-        use neardup::{DedupConfig, Document, Engine, Pipeline, PipelineSpec, Scratch};
+        use neardup::{Document, Engine, Pipeline, PipelineSpec, Scratch, SearchConfig};
         let pipeline = Pipeline::new(PipelineSpec::default()).expect("valid");
         let engine =
-            Engine::new(std::sync::Arc::new(pipeline), DedupConfig::default()).expect("valid");
+            Engine::new(std::sync::Arc::new(pipeline), SearchConfig::default()).expect("valid");
         let text = "the quick brown fox jumps over the lazy dog near the river bank today";
         let sketch = engine.sketch(Document::Text(text), text.len(), &mut Scratch::default());
         let meta = no_metadata();

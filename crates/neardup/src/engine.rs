@@ -8,7 +8,7 @@ use neardup_index::{HammingIndex, MinHashLsh};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::dedup::{manifest_for, read_index, sketch_with, verify, write_index, Plan};
-use crate::{DedupConfig, DedupError, DocSketch, Document, Method, Pipeline, Scratch};
+use crate::{DedupError, DocSketch, Document, Method, Pipeline, Scratch, SearchConfig};
 
 /// A search result.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,10 +148,10 @@ impl From<BelowThreshold> for QueryError {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use neardup::{DedupConfig, Document, Engine, Pipeline, PipelineSpec, Scratch};
+/// use neardup::{SearchConfig, Document, Engine, Pipeline, PipelineSpec, Scratch};
 ///
 /// let pipeline = Arc::new(Pipeline::new(PipelineSpec::default())?);
-/// let mut engine = Engine::new(pipeline, DedupConfig { threshold: 0.5, ..DedupConfig::default() })?;
+/// let mut engine = Engine::new(pipeline, SearchConfig { threshold: 0.5, ..SearchConfig::default() })?;
 /// let mut scratch = Scratch::default();
 /// let text = "the quick brown fox jumps over the lazy dog near the river bank";
 /// let sketch = engine.sketch(Document::Text(text), text.len(), &mut scratch);
@@ -164,7 +164,7 @@ impl From<BelowThreshold> for QueryError {
 #[derive(Debug)]
 pub struct Engine {
     pipeline: Arc<Pipeline>,
-    config: DedupConfig,
+    config: SearchConfig,
     plan: Plan,
     lsh: Option<MinHashLsh>,
     hamming: Option<HammingIndex>,
@@ -174,7 +174,7 @@ pub struct Engine {
 
 impl Engine {
     /// An empty engine.
-    pub fn new(pipeline: Arc<Pipeline>, config: DedupConfig) -> Result<Engine, DedupError> {
+    pub fn new(pipeline: Arc<Pipeline>, config: SearchConfig) -> Result<Engine, DedupError> {
         let plan = Plan::resolve(&pipeline, &config)?;
         let lsh = plan.banding.map(MinHashLsh::new);
         let hamming = match plan.method {
@@ -238,7 +238,7 @@ impl Engine {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &DedupConfig {
+    pub fn config(&self) -> &SearchConfig {
         &self.config
     }
 
@@ -555,7 +555,7 @@ mod tests {
         fn simhash_search_equals_brute_force(texts in words(), k in 0u32..8) {
             let p = Arc::new(Pipeline::new(PipelineSpec::preset("shingles").expect("preset"))
                 .expect("valid"));
-            let config = DedupConfig { method: Method::SimHash, hamming: k, ..DedupConfig::default() };
+            let config = SearchConfig { method: Method::SimHash, hamming: k, ..SearchConfig::default() };
             let mut e = Engine::new(p, config).expect("valid");
             let mut s = Scratch::default();
             let sketches: Vec<DocSketch> =
@@ -596,7 +596,7 @@ mod tests {
         ) {
             let p = Arc::new(Pipeline::new(PipelineSpec::preset("shingles").expect("preset"))
                 .expect("valid"));
-            let config = DedupConfig { method, threshold: 0.5, ..DedupConfig::default() };
+            let config = SearchConfig { method, threshold: 0.5, ..SearchConfig::default() };
             let mut resident = Engine::new(p.clone(), config.clone()).expect("valid");
             let mut external =
                 Engine::new(p, config).expect("valid").with_external_sketches();
@@ -643,7 +643,7 @@ mod tests {
         let p = Arc::new(
             Pipeline::new(PipelineSpec::preset("shingles").expect("preset")).expect("valid"),
         );
-        let mut e = Engine::new(p, DedupConfig::default()).expect("valid"); // threshold 0.8
+        let mut e = Engine::new(p, SearchConfig::default()).expect("valid"); // threshold 0.8
         let mut s = Scratch::default();
         let base: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
         // Copies of the base with more and more words replaced: Jaccard from 1 down to ~0.2.
@@ -697,7 +697,7 @@ mod tests {
     #[test]
     fn minhash_search_verifies_and_orders() {
         let p = Arc::new(Pipeline::new(PipelineSpec::default()).expect("valid"));
-        let mut e = Engine::new(p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+        let mut e = Engine::new(p, SearchConfig { threshold: 0.5, ..SearchConfig::default() })
             .expect("valid");
         let mut s = Scratch::default();
         let base = "one two three four five six seven eight nine ten eleven twelve thirteen";

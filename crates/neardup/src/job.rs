@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::overlap::OverlapSpec;
 use crate::{
-    BuildError, DedupConfig, DedupError, Engine, Pipeline, PipelineSpec, SearchSpec,
+    BuildError, DedupError, Engine, Pipeline, PipelineSpec, SearchConfig, SearchSpec,
     SearchSpecError, SearchUse,
 };
 
@@ -98,7 +98,7 @@ impl JobSpec {
     /// ([`SearchSpec::of`]): the form jobs are persisted in.
     pub fn resolved(
         pipeline: PipelineSpec,
-        config: &DedupConfig,
+        config: &SearchConfig,
         usage: SearchUse,
         passages: Option<OverlapSpec>,
     ) -> JobSpec {
@@ -140,13 +140,13 @@ pub struct CompiledJob {
 
 impl CompiledJob {
     /// A job from a compiled pipeline and resolved settings, checked against each other.
-    pub fn new(pipeline: Arc<Pipeline>, config: DedupConfig) -> Result<CompiledJob, JobError> {
+    pub fn new(pipeline: Arc<Pipeline>, config: SearchConfig) -> Result<CompiledJob, JobError> {
         CompiledJob::with_passages(pipeline, config, None)
     }
 
     fn with_passages(
         pipeline: Arc<Pipeline>,
-        config: DedupConfig,
+        config: SearchConfig,
         passages: Option<OverlapSpec>,
     ) -> Result<CompiledJob, JobError> {
         // The engine's plan is where the settings meet the pipeline (ranges, the banding).
@@ -171,7 +171,7 @@ impl CompiledJob {
     }
 
     /// The resolved search settings.
-    pub fn config(&self) -> &DedupConfig {
+    pub fn config(&self) -> &SearchConfig {
         self.engine.config()
     }
 

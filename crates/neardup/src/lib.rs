@@ -39,8 +39,8 @@ mod table;
 pub use compare::{compare, Comparison, EDIT_SIMILARITY_MAX_CHARS};
 pub use dedup::{
     bucket_candidates, components, read_manifest, saved_index_files, AtThreshold, Cluster, Copies,
-    Dedup, DedupConfig, DedupError, DedupOutcome, DocSketch, IndexLock, IndexManifest, Keep,
-    Method, Pair, Pairs, PreparedIndex, Rank, RankKind, SortBy, Verification, DEFAULT_MAX_BUCKET,
+    Dedup, DedupError, DedupOutcome, DocSketch, IndexLock, IndexManifest, Keep, Method, Pair,
+    Pairs, PreparedIndex, Rank, RankKind, SearchConfig, SortBy, Verification, DEFAULT_MAX_BUCKET,
     DEFAULT_RECALL, DEFAULT_STAR_WIDTH, INDEX_FORMAT_VERSION, OLDEST_INDEX_FORMAT,
 };
 pub use engine::{

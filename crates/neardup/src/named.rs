@@ -425,12 +425,13 @@ pub struct CheckAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DedupConfig, Document, Pipeline, PipelineSpec, Scratch};
+    use crate::{Document, Pipeline, PipelineSpec, Scratch, SearchConfig};
 
     #[test]
     fn ids_name_documents_through_replace_remove_and_search() {
         let pipeline = Arc::new(Pipeline::new(PipelineSpec::default()).expect("valid"));
-        let index = NamedEngine::new(Engine::new(pipeline, DedupConfig::default()).expect("valid"));
+        let index =
+            NamedEngine::new(Engine::new(pipeline, SearchConfig::default()).expect("valid"));
         let text = "the quick brown fox jumps over the lazy dog near the river bank today";
         let sketch =
             |t: &str| index.engine().sketch(Document::Text(t), t.len(), &mut Scratch::default());
@@ -452,7 +453,7 @@ mod tests {
     fn an_index_saved_opens_with_its_job_ids_and_passages() {
         let spec = PipelineSpec::preset("shingles").expect("preset");
         let pipeline = Arc::new(Pipeline::new(spec).expect("valid"));
-        let config = DedupConfig { threshold: 0.6, ..DedupConfig::default() };
+        let config = SearchConfig { threshold: 0.6, ..SearchConfig::default() };
         let engine = Engine::new(pipeline, config).expect("valid");
         let mut index =
             NamedEngine::new(engine).with_passages(OverlapSpec::default()).expect("passages");
@@ -488,7 +489,7 @@ mod tests {
         // Four bands of 8 rows: a pair at Jaccard 0.8 collides about half the time, so the
         // candidate search decides many answers, and a shortcut around it would show.
         let config =
-            DedupConfig { threshold: 0.5, banding: Some((4, 8)), ..DedupConfig::default() };
+            SearchConfig { threshold: 0.5, banding: Some((4, 8)), ..SearchConfig::default() };
         // Words: two edits of forty words leave two variants at Jaccard about 0.8.
         let spec =
             PipelineSpec { features: neardup_text::FeatureKind::Words, ..PipelineSpec::default() };

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{DedupConfig, Keep, Method, Verification};
+use crate::{Keep, Method, SearchConfig, Verification};
 
 /// The threshold when none is given.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -210,7 +210,7 @@ impl SearchSpec {
     /// gives `config` again (its spill directory aside) whatever later builds take as defaults:
     /// what a persisted job stores. A collection's drops the options of a batch run
     /// (`keep`, `max_bucket`, `star_width`).
-    pub fn of(config: &DedupConfig, usage: SearchUse) -> SearchSpec {
+    pub fn of(config: &SearchConfig, usage: SearchUse) -> SearchSpec {
         let batch = usage == SearchUse::Batch;
         SearchSpec {
             method: Some(config.method),
@@ -262,7 +262,7 @@ impl SearchSpec {
     /// Applies the defaults and inferences, refusing contradictions; ranges (threshold, recall,
     /// Hamming distance against the width) are checked when the configuration meets its
     /// pipeline (`Dedup::new`, `Engine::new`).
-    pub fn resolve(&self) -> Result<DedupConfig, SearchSpecError> {
+    pub fn resolve(&self) -> Result<SearchConfig, SearchSpecError> {
         let refuse = |option: &'static str, message: &str| {
             Err(SearchSpecError { option, message: message.to_string() })
         };
@@ -315,7 +315,7 @@ impl SearchSpec {
         if self.star_width.is_some_and(|w| w < 1) {
             return refuse("star_width", "is at least 1");
         }
-        Ok(DedupConfig {
+        Ok(SearchConfig {
             method,
             threshold: self.threshold.unwrap_or(DEFAULT_THRESHOLD),
             hamming: self.hamming.unwrap_or(DEFAULT_HAMMING),

@@ -2,7 +2,7 @@
 //!
 //! The flags of the corpus crate's two passes (`neardup_corpus::dedup`: sketch every record,
 //! `Dedup::run`, read the input again to copy kept records byte for byte after checking it is
-//! the same input): this module turns flags into a `DedupConfig` and `ReadOptions`, opens the
+//! the same input): this module turns flags into a `SearchConfig` and `ReadOptions`, opens the
 //! outputs (each a temporary file renamed into place only when everything succeeded), holds the
 //! index lock, and says what happened on stderr.
 
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use clap::Args;
-use neardup::{Dedup, DedupConfig, Keep, Pipeline, SearchSpec, SearchSpecError};
+use neardup::{Dedup, Keep, Pipeline, SearchConfig, SearchSpec, SearchSpecError};
 use neardup_corpus::dedup::{DedupJob, DedupObserver};
 pub(crate) use neardup_corpus::peak_memory;
 use neardup_corpus::read::{Format, InputError};
@@ -300,7 +300,7 @@ pub fn run(args: DedupArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn dedup_config(args: &DedupArgs, saved: Option<&SearchSpec>) -> Result<DedupConfig, Failure> {
+fn dedup_config(args: &DedupArgs, saved: Option<&SearchSpec>) -> Result<SearchConfig, Failure> {
     let usage = |m: String| Failure::Usage(anyhow!(m));
     let lsh_weights = match args.lsh_weights.as_deref() {
         None => None,

@@ -103,7 +103,7 @@ pub(super) fn resolve_spec(
 /// ([`neardup::SearchSpec::resolve`], as `neardup dedup` and Python): `hamming` alone means
 /// simhash; `hamming` with minhash and `recall` with simhash are refused naming them, never
 /// stored and ignored; the defaults (threshold 0.8, Hamming 3) come from there too.
-pub(super) fn search_settings(req: &CreateRequest) -> Result<neardup::DedupConfig, ApiError> {
+pub(super) fn search_settings(req: &CreateRequest) -> Result<neardup::SearchConfig, ApiError> {
     req.search.resolve().map_err(|e| ApiError::bad("invalid_field", e.to_string()))
 }
 

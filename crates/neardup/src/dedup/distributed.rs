@@ -8,7 +8,7 @@ use super::union_find::UnionFind;
 
 /// The candidate pairs of rows `(bucket, position)` holding every member of each bucket they
 /// name (a partition of rows shuffled by bucket): each bucket's pairs under `cap` (the rule of
-/// [`DedupConfig::bucket_cap`](crate::DedupConfig::bucket_cap)), sorted, without repeats.
+/// [`SearchConfig::bucket_cap`](crate::SearchConfig::bucket_cap)), sorted, without repeats.
 /// Returns the pairs (smaller position first) and the number of buckets the cap limited. The
 /// rows are sorted in place.
 pub fn bucket_candidates(rows: &mut [(i64, u64)], cap: BucketCap) -> (Vec<(u64, u64)>, usize) {

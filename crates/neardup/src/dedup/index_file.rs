@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::sketch::Reader;
 use super::sketch::{ByteSource, StreamReader};
 use super::store::ReadScratch;
-use super::{Dedup, DedupConfig, DedupError, DocSketch, Method, Plan, Verification};
+use super::{Dedup, DedupError, DocSketch, Method, Plan, SearchConfig, Verification};
 use crate::{JobSpec, Pipeline, FORMAT_VERSION};
 
 /// Version of the on-disk index layout. Version 2: 32-bit feature hashes, and the pipeline
@@ -150,12 +150,12 @@ impl IndexManifest {
 pub(crate) fn manifest_for(
     pipeline: &Pipeline,
     plan: &Plan,
-    config: &DedupConfig,
+    config: &SearchConfig,
     documents: u64,
 ) -> IndexManifest {
     // The search as the plan runs it: its bands given (not a recall or weights to choose them
     // again), its verification given.
-    let ran = DedupConfig {
+    let ran = SearchConfig {
         method: plan.method,
         verification: Some(plan.verification),
         banding: plan.banding.map(|b| (b.bands(), b.rows())),
@@ -818,13 +818,13 @@ pub(crate) fn read_docs(bytes: &[u8]) -> Result<(Vec<DocSketch>, Vec<String>), S
 mod tests {
     use super::*;
 
-    use crate::{Dedup, DedupConfig, Document, Pipeline, PipelineSpec, Scratch};
+    use crate::{Dedup, Document, Pipeline, PipelineSpec, Scratch, SearchConfig};
     use proptest::prelude::*;
 
     /// A valid `docs.bin` of a few documents.
     fn valid_docs() -> Vec<u8> {
         let p = Pipeline::new(PipelineSpec::default()).expect("valid");
-        let d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let d = Dedup::new(&p, SearchConfig::default()).expect("valid");
         let mut scratch = Scratch::default();
         let texts = ["one two three four five six", "seven eight nine ten", ""];
         let mut sketches = Vec::new();
@@ -917,7 +917,7 @@ mod tests {
 
     fn saved(dir: &Path, texts: &[&str]) -> Result<(), DedupError> {
         let p = Pipeline::new(PipelineSpec::default()).expect("valid");
-        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let mut d = Dedup::new(&p, SearchConfig::default()).expect("valid");
         let mut scratch = Scratch::default();
         for t in texts {
             let s = d.sketch(Document::Text(t), t.len(), &mut scratch);
@@ -930,7 +930,7 @@ mod tests {
 
     fn loaded(dir: &Path) -> Result<Vec<String>, DedupError> {
         let p = Pipeline::new(PipelineSpec::default()).expect("valid");
-        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let mut d = Dedup::new(&p, SearchConfig::default()).expect("valid");
         d.load(dir)
     }
 
@@ -1056,7 +1056,7 @@ mod tests {
                 scope.spawn(move || {
                     for round in 0..3 {
                         let lock = IndexLock::acquire(dir).expect("lock");
-                        let mut d = Dedup::new(p, DedupConfig::default()).expect("valid");
+                        let mut d = Dedup::new(p, SearchConfig::default()).expect("valid");
                         let mut ids = if dir.join("manifest.json").exists() {
                             d.load(dir).expect("load")
                         } else {

@@ -141,9 +141,10 @@ impl Verification {
 /// cost one check, so recall is bought with candidates.
 pub const DEFAULT_RECALL: f64 = 0.99;
 
-/// What to deduplicate by.
+/// The search settings, resolved ([`crate::SearchSpec::resolve`]): how candidates are found
+/// and confirmed, for a batch run ([`Dedup`]) and a live index ([`crate::Engine`]) alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DedupConfig {
+pub struct SearchConfig {
     /// How candidates are found.
     pub method: Method,
     /// Similarity threshold for Jaccard, cosine and MinHash estimates, in (0, 1].
@@ -188,16 +189,16 @@ fn default_star_width() -> usize {
     DEFAULT_STAR_WIDTH
 }
 
-impl DedupConfig {
+impl SearchConfig {
     /// The skew guard as the candidate search takes it.
     pub fn bucket_cap(&self) -> neardup_index::BucketCap {
         neardup_index::BucketCap { max_bucket: self.max_bucket, star_width: self.star_width }
     }
 }
 
-impl Default for DedupConfig {
+impl Default for SearchConfig {
     fn default() -> Self {
-        DedupConfig {
+        SearchConfig {
             method: Method::MinHash,
             threshold: crate::DEFAULT_THRESHOLD,
             hamming: crate::DEFAULT_HAMMING,
@@ -342,10 +343,10 @@ impl std::error::Error for DedupError {
 /// [`Dedup::run`] finds the clusters.
 ///
 /// ```
-/// use neardup::{Dedup, DedupConfig, Document, Pipeline, PipelineSpec, Scratch};
+/// use neardup::{Dedup, SearchConfig, Document, Pipeline, PipelineSpec, Scratch};
 ///
 /// let pipeline = Pipeline::new(PipelineSpec::default())?;
-/// let mut dedup = Dedup::new(&pipeline, DedupConfig { threshold: 0.5, ..DedupConfig::default() })?;
+/// let mut dedup = Dedup::new(&pipeline, SearchConfig { threshold: 0.5, ..SearchConfig::default() })?;
 /// let mut scratch = Scratch::default();
 /// for text in [
 ///     "the quick brown fox jumps over the lazy dog near the river bank",
@@ -364,7 +365,7 @@ impl std::error::Error for DedupError {
 #[derive(Debug)]
 pub struct Dedup<'p> {
     pipeline: &'p Pipeline,
-    config: DedupConfig,
+    config: SearchConfig,
     plan: Plan,
     docs: store::Columns,
     /// Documents `0..seen` came from a saved index and are never dropped.
@@ -375,7 +376,7 @@ pub struct Dedup<'p> {
 
 impl<'p> Dedup<'p> {
     /// A run over documents fingerprinted by `pipeline`, its verification data in memory.
-    pub fn new(pipeline: &'p Pipeline, config: DedupConfig) -> Result<Dedup<'p>, DedupError> {
+    pub fn new(pipeline: &'p Pipeline, config: SearchConfig) -> Result<Dedup<'p>, DedupError> {
         Dedup::spilled(pipeline, config, None)
     }
 
@@ -386,7 +387,7 @@ impl<'p> Dedup<'p> {
     /// the same either way.
     pub fn spilled(
         pipeline: &'p Pipeline,
-        config: DedupConfig,
+        config: SearchConfig,
         spill_dir: Option<&std::path::Path>,
     ) -> Result<Dedup<'p>, DedupError> {
         let plan = Plan::resolve(pipeline, &config)?;
@@ -395,7 +396,7 @@ impl<'p> Dedup<'p> {
     }
 
     /// The configuration of the run.
-    pub fn config(&self) -> &DedupConfig {
+    pub fn config(&self) -> &SearchConfig {
         &self.config
     }
 
@@ -522,7 +523,7 @@ mod tests {
         Pipeline::new(PipelineSpec::preset("shingles").expect("preset")).expect("valid")
     }
 
-    fn run(p: &Pipeline, config: DedupConfig, texts: &[String]) -> (DedupOutcome, Vec<DocSketch>) {
+    fn run(p: &Pipeline, config: SearchConfig, texts: &[String]) -> (DedupOutcome, Vec<DocSketch>) {
         let mut d = Dedup::new(p, config).expect("valid config");
         let mut scratch = Scratch::default();
         let mut docs = Vec::new();
@@ -590,7 +591,7 @@ mod tests {
         #[test]
         fn simhash_clusters_equal_brute_force(texts in corpus(), k in 0u32..6) {
             let p = pipeline();
-            let config = DedupConfig { method: Method::SimHash, hamming: k, ..DedupConfig::default() };
+            let config = SearchConfig { method: Method::SimHash, hamming: k, ..SearchConfig::default() };
             let (out, docs) = run(&p, config, &texts);
             let mut edges = Vec::new();
             for a in 0..docs.len() {
@@ -616,7 +617,7 @@ mod tests {
             let threshold = f64::from(t) / 10.0;
             let p = pipeline();
             let dir = tempfile::tempdir().expect("tempdir");
-            let memory = DedupConfig { threshold, ..DedupConfig::default() };
+            let memory = SearchConfig { threshold, ..SearchConfig::default() };
             let mut a = Dedup::new(&p, memory.clone()).expect("valid");
             let mut b = Dedup::spilled(&p, memory, Some(dir.path())).expect("valid");
             let mut scratch = Scratch::default();
@@ -644,7 +645,7 @@ mod tests {
         fn minhash_jaccard_pairs_are_exact(texts in corpus(), t in 1u32..10) {
             let threshold = f64::from(t) / 10.0;
             let p = pipeline();
-            let config = DedupConfig { threshold, banding: Some((128, 1)), ..DedupConfig::default() };
+            let config = SearchConfig { threshold, banding: Some((128, 1)), ..SearchConfig::default() };
             let (out, docs) = run(&p, config, &texts);
             let mut truth = Vec::new();
             for a in 0..docs.len() {
@@ -664,7 +665,7 @@ mod tests {
             // The weights are the similarities of the complete pairs, counted; and each pair's
             // similarity is the measure `similarity` gives the two documents.
             let mut listed: BTreeMap<u64, u64> = BTreeMap::new();
-            let dedup_for_measure = Dedup::new(&p, DedupConfig { threshold, ..DedupConfig::default() })
+            let dedup_for_measure = Dedup::new(&p, SearchConfig { threshold, ..SearchConfig::default() })
                 .expect("valid config");
             for pair in out.pairs() {
                 *listed.entry(pair.similarity.to_bits()).or_default() += 1;
@@ -713,7 +714,7 @@ mod tests {
         ]);
         let p = pipeline();
         let keep = |keep: Keep| {
-            let config = DedupConfig { threshold: 0.7, keep, ..DedupConfig::default() };
+            let config = SearchConfig { threshold: 0.7, keep, ..SearchConfig::default() };
             let (out, _) = run(&p, config, &docs);
             assert_eq!(out.clusters.len(), 1);
             assert_eq!(out.clusters[0].members, vec![1, 2, 3]);
@@ -742,10 +743,10 @@ mod tests {
             (0..5).map(|i| format!("unrelated text number {i} with words of its own {}", i * 13)),
         );
         let p = pipeline();
-        let config = |threshold: f64| DedupConfig {
+        let config = |threshold: f64| SearchConfig {
             threshold,
             banding: Some((128, 1)),
-            ..DedupConfig::default()
+            ..SearchConfig::default()
         };
         let (low, _) = run(&p, config(0.3), &docs);
         let ts = [0.3, 0.9, 0.5, 0.7, 1.0];
@@ -772,7 +773,7 @@ mod tests {
         let ranks =
             [Some(date("2024-01-02")), None, Some(date("2024-03-01")), Some(date("2023-12-31"))];
         let keep = |keep: Keep| {
-            let config = DedupConfig { threshold: 0.7, keep, ..DedupConfig::default() };
+            let config = SearchConfig { threshold: 0.7, keep, ..SearchConfig::default() };
             let mut d = Dedup::new(&p, config).expect("config");
             let mut scratch = Scratch::default();
             for (t, r) in docs.iter().zip(ranks) {
@@ -785,7 +786,7 @@ mod tests {
         };
         assert_eq!(keep(Keep::Max("at".into())), 2);
         assert_eq!(keep(Keep::Min("at".into())), 3);
-        let config = DedupConfig { keep: Keep::Max("at".into()), ..DedupConfig::default() };
+        let config = SearchConfig { keep: Keep::Max("at".into()), ..SearchConfig::default() };
         let mut d = Dedup::new(&p, config).expect("config");
         let mut scratch = Scratch::default();
         let s = d.sketch(Document::Text(base), base.len(), &mut scratch);
@@ -798,7 +799,7 @@ mod tests {
     #[test]
     fn empty_documents_match_nothing() {
         let p = pipeline();
-        let (out, _) = run(&p, DedupConfig::default(), &texts(&["", "  ", "...", ""]));
+        let (out, _) = run(&p, SearchConfig::default(), &texts(&["", "  ", "...", ""]));
         assert!(out.clusters.is_empty());
         assert_eq!(out.kept, vec![true; 4]);
     }
@@ -809,7 +810,7 @@ mod tests {
         let a = "one two three four five six seven eight nine ten eleven twelve";
         let b = "one two three four five six seven eight nine ten eleven twelve thirteen";
         let docs = texts(&[a, b, a, "unrelated words here and there", b, a]);
-        let config = DedupConfig { threshold: 0.8, ..DedupConfig::default() };
+        let config = SearchConfig { threshold: 0.8, ..SearchConfig::default() };
         let (out, _) = run(&p, config, &docs);
         let mut got: Vec<(u32, u32, f64)> =
             out.pairs().map(|p| (p.a, p.b, (p.similarity * 1e6).round() / 1e6)).collect();
@@ -844,7 +845,7 @@ mod tests {
     fn a_large_group_streams_its_pairs() {
         let p = pipeline();
         let t = "the same page copied again and again by every mirror of the site";
-        let mut d = Dedup::new(&p, DedupConfig::default()).expect("valid");
+        let mut d = Dedup::new(&p, SearchConfig::default()).expect("valid");
         let mut scratch = Scratch::default();
         let sketch = d.sketch(Document::Text(t), t.len(), &mut scratch);
         for _ in 0..3000 {
@@ -861,7 +862,7 @@ mod tests {
     fn exact_duplicates_are_merged_before_search() {
         let p = pipeline();
         let t = "a b c d e f g h i j k l m n o p";
-        let (out, _) = run(&p, DedupConfig::default(), &texts(&[t, t, t, "x y z w v u t s r q"]));
+        let (out, _) = run(&p, SearchConfig::default(), &texts(&[t, t, t, "x y z w v u t s r q"]));
         assert_eq!(out.exact_duplicates, 2);
         assert_eq!(out.clusters.len(), 1);
         assert_eq!(out.clusters[0].members, vec![0, 1, 2]);
@@ -877,7 +878,7 @@ mod tests {
             "the first stored page talks about rivers and mountains in the north",
             "a second stored page about cooking rice and noodles at home tonight",
         ]);
-        let mut d = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+        let mut d = Dedup::new(&p, SearchConfig { threshold: 0.5, ..SearchConfig::default() })
             .expect("valid");
         let mut scratch = Scratch::default();
         for t in &old {
@@ -886,7 +887,7 @@ mod tests {
         }
         d.save(&IndexLock::acquire(&dir).expect("lock"), &["a".into(), "b".into()]).expect("saved");
 
-        let mut again = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+        let mut again = Dedup::new(&p, SearchConfig { threshold: 0.5, ..SearchConfig::default() })
             .expect("valid");
         let ids = again.load(&dir).expect("loaded");
         assert_eq!(ids, vec!["a", "b"]);
@@ -904,12 +905,12 @@ mod tests {
         assert_eq!(out.clusters[0].keep, 0);
 
         // Another threshold chooses another banding: refused, naming the setting.
-        let mut other = Dedup::new(&p, DedupConfig { threshold: 0.9, ..DedupConfig::default() })
+        let mut other = Dedup::new(&p, SearchConfig { threshold: 0.9, ..SearchConfig::default() })
             .expect("valid");
         let e = other.load(&dir).expect_err("mismatch").to_string();
         assert!(e.contains("banding"), "{e}");
         let q = Pipeline::new(PipelineSpec::default()).expect("valid");
-        let mut other = Dedup::new(&q, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+        let mut other = Dedup::new(&q, SearchConfig { threshold: 0.5, ..SearchConfig::default() })
             .expect("valid");
         let e = other.load(&dir).expect_err("mismatch").to_string();
         assert!(e.contains("pipeline"), "{e}");
@@ -920,7 +921,7 @@ mod tests {
         let last = bytes.len() - 20;
         bytes[last] ^= 1;
         fs::write(&docs, &bytes).expect("write");
-        let mut broken = Dedup::new(&p, DedupConfig { threshold: 0.5, ..DedupConfig::default() })
+        let mut broken = Dedup::new(&p, SearchConfig { threshold: 0.5, ..SearchConfig::default() })
             .expect("valid");
         let e = broken.load(&dir).expect_err("corrupt").to_string();
         assert!(e.contains("checksum"), "{e}");
@@ -936,7 +937,7 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         let a = "one two three four five six seven eight nine ten eleven twelve";
         let b = "one two three four five six seven eight nine ten eleven twelve thirteen";
-        let config = DedupConfig { threshold: 0.8, ..DedupConfig::default() };
+        let config = SearchConfig { threshold: 0.8, ..SearchConfig::default() };
         let mut old = Dedup::new(&p, config.clone()).expect("valid");
         let mut scratch = Scratch::default();
         for t in [a, b] {
@@ -962,12 +963,12 @@ mod tests {
     fn bad_configs_are_refused() {
         let p = pipeline();
         for config in [
-            DedupConfig { threshold: 0.0, ..DedupConfig::default() },
-            DedupConfig { threshold: 1.5, ..DedupConfig::default() },
-            DedupConfig { method: Method::SimHash, hamming: 64, ..DedupConfig::default() },
-            DedupConfig { method: Method::SimHash, hamming: 20, ..DedupConfig::default() },
-            DedupConfig { method: Method::Both, hamming: 16, ..DedupConfig::default() },
-            DedupConfig { banding: Some((20, 20)), ..DedupConfig::default() },
+            SearchConfig { threshold: 0.0, ..SearchConfig::default() },
+            SearchConfig { threshold: 1.5, ..SearchConfig::default() },
+            SearchConfig { method: Method::SimHash, hamming: 64, ..SearchConfig::default() },
+            SearchConfig { method: Method::SimHash, hamming: 20, ..SearchConfig::default() },
+            SearchConfig { method: Method::Both, hamming: 16, ..SearchConfig::default() },
+            SearchConfig { banding: Some((20, 20)), ..SearchConfig::default() },
         ] {
             assert!(Dedup::new(&p, config).is_err());
         }

@@ -4,7 +4,7 @@
 use neardup_index::Banding;
 use neardup_sketch::{optimal_params, params_for_recall};
 
-use super::{DedupConfig, DedupError, Method, Verification};
+use super::{DedupError, Method, SearchConfig, Verification};
 use crate::Pipeline;
 
 /// The banding, verification and widths a run uses, resolved from a config and a pipeline.
@@ -34,7 +34,7 @@ impl Plan {
     /// `config.weights` (datasketch's); the cheapest banding that reaches `config.recall`; and
     /// by default [`super::DEFAULT_RECALL`] under exact verification or datasketch's
     /// `(0.5, 0.5)` weights under [`Verification::Estimate`].
-    pub(crate) fn resolve(pipeline: &Pipeline, config: &DedupConfig) -> Result<Plan, DedupError> {
+    pub(crate) fn resolve(pipeline: &Pipeline, config: &SearchConfig) -> Result<Plan, DedupError> {
         let invalid = |message: String| Err(DedupError::InvalidConfig { message });
         if !(config.threshold > 0.0 && config.threshold <= 1.0) {
             return invalid(format!("threshold {} is not in (0, 1]", config.threshold));
