@@ -2126,11 +2126,15 @@ fn the_conformance_table_overlap_rows_through_the_cli() {
     let queries = write("queries.jsonl", list("queries"));
     let all = write("all.jsonl", [list("collection"), list("queries")].concat());
     let (passages, summary) = (dir.join("p.jsonl"), dir.join("s.jsonl"));
+    let kept = dir.join("kept.jsonl");
     for row in o["rows"].as_array().expect("rows") {
         let mut args: Vec<String> = vec!["overlap".into()];
-        match row["mode"].as_str().expect("mode") {
-            "against" => args.extend([queries.clone(), "--against".into(), collection.clone()]),
-            _ => args.push(all.clone()),
+        let within = row["mode"] != "against";
+        if within {
+            // Within one input, `-o` writes each record without its repeats too.
+            args.extend([all.clone(), "-o".into(), kept.display().to_string()]);
+        } else {
+            args.extend([queries.clone(), "--against".into(), collection.clone()]);
         }
         for (name, value) in row["options"].as_object().expect("options") {
             args.push(format!("--{}", name.replace('_', "-")));
@@ -2170,12 +2174,18 @@ fn the_conformance_table_overlap_rows_through_the_cli() {
                 (q, s["copied_chars"].clone())
             })
             .collect();
-        assert_eq!(
-            serde_json::json!({"passages": got_passages, "copied_chars": copied}),
-            row["expect"],
-            "{}",
-            row["name"]
-        );
+        let mut got = serde_json::json!({"passages": got_passages, "copied_chars": copied});
+        if within {
+            let texts: serde_json::Map<String, Value> = lines(&kept)
+                .iter()
+                .map(|r| {
+                    let id = neardup::id_from_json(&r["id"].to_string()).expect("id").into_owned();
+                    (id, r["text"].clone())
+                })
+                .collect();
+            got["without_repeats"] = texts.into();
+        }
+        assert_eq!(got, row["expect"], "{}", row["name"]);
     }
 }
 

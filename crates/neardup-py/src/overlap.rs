@@ -132,10 +132,11 @@ pub(crate) fn excluded(index: &PassageIndex, exclude: &[String]) -> PyResult<Vec
 /// saved passage index, or, with neither, against each other. Ids are JSON text, as the
 /// command line keeps them; `save_index` saves the index with the queries added. Without
 /// `own_ids` the query ids are only positions, not documents' ids: a source with the same id is
-/// still a source (a list checked against a list).
+/// still a source (a list checked against a list). With `remove` (within one input), each
+/// answer gives its query's text without the passages it repeats from earlier ones.
 #[pyfunction]
 #[pyo3(signature = (query_ids, queries, against_ids, against, index_dir, options, exclude,
-                    save_index, own_ids, add = false))]
+                    save_index, own_ids, add = false, remove = false))]
 #[allow(clippy::too_many_arguments)]
 fn overlap_texts<'py>(
     py: Python<'py>,
@@ -149,6 +150,7 @@ fn overlap_texts<'py>(
     save_index: Option<PathBuf>,
     own_ids: bool,
     add: bool,
+    remove: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     guard(|| {
         let options = overlap_options(options)?;
@@ -195,6 +197,9 @@ fn overlap_texts<'py>(
                 return check_in_place(py, &saved, &queries, &query_json, own_ids, &exclude);
             }
         }
+        // The texts `remove` cuts (the check takes the queries).
+        let texts: Vec<String> =
+            if remove { queries.iter().map(|(_, t)| t.clone()).collect() } else { Vec::new() };
         // Ctrl-C stops the work between documents (the index's stop flag).
         let (index, found) = interruptible(py, None, |stop| -> PyResult<_> {
             // The whole read-modify-write of the saved index holds its lock, from before the
@@ -234,7 +239,17 @@ fn overlap_texts<'py>(
             index.set_stop(None);
             Ok((index, found))
         })?;
-        answers(py, &query_json, &found, &|n| written.json(index.id(n)))
+        let dicts = answers(py, &query_json, &found, &|n| written.json(index.id(n)))?;
+        if remove {
+            // Within one input the queries are documents 0.. in order: each without the
+            // passages it repeats from earlier ones, as `neardup overlap -o` writes it.
+            for (n, ((dict, answer), text)) in dicts.iter().zip(&found).zip(&texts).enumerate() {
+                let (kept, removed) = answer.without_repeats(text, n as u32);
+                dict.set_item("without_repeats", kept)?;
+                dict.set_item("removed_chars", removed)?;
+            }
+        }
+        Ok(dicts)
     })
 }
 

@@ -86,12 +86,18 @@ def test_within_a_batch_python_finds_what_the_cli_finds(binary, tmp_path):
         "".join(json.dumps({"id": k, "text": v}, ensure_ascii=False) + "\n" for k, v in docs.items()),
         encoding="utf-8",
     )
-    out = tmp_path / "p.jsonl"
-    r = run_cli(binary, "overlap", str(src), "--passages", str(out), "-q")
+    out, kept = tmp_path / "p.jsonl", tmp_path / "kept.jsonl"
+    r = run_cli(binary, "overlap", str(src), "--passages", str(out), "-o", str(kept), "-q")
     assert r.returncode == 0, r.stderr.decode()
-    found = neardup.overlap(docs)
+    found = neardup.overlap(docs, remove=True)
     assert as_cli_passages(found) == cli_lines(out)
     assert any(p["also"] for q in found for p in q["passages"]) or len(cli_lines(out)) > 50
+    # Substring dedup: each text without what it repeats, as `-o` writes the records.
+    records = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    assert [(r["id"], r["text"]) for r in records] == [(q["query"], q["without_repeats"]) for q in found]
+    assert sum(q["removed_chars"] for q in found) > 0
+    with pytest.raises(neardup.InputError, match="without against"):
+        neardup.overlap(docs, docs, remove=True)
 
 
 def test_one_text_returns_its_passages_with_offsets_into_both_texts():

@@ -111,6 +111,7 @@ def test_the_conformance_rows_on_spark(spark, tmp_path, row):
         options += ["--against", jsonl("c.jsonl", t["collection"])]
     else:
         inputs = [jsonl("all.jsonl", t["collection"] + t["queries"])]
+        options.append("--remove")
     code, out = spark_run(tmp_path, inputs, *options)
     assert code == 0
     keys = ("query", "start", "end", "source", "source_start", "source_end", "exclusion")
@@ -120,6 +121,10 @@ def test_the_conformance_rows_on_spark(spark, tmp_path, row):
         row["expect"]["passages"]
     copied = {str(s["query"]): s["copied_chars"] for s in map(json.loads, part_lines(out / "summary"))}
     assert copied == row["expect"]["copied_chars"]
+    if row["mode"] == "within":
+        # Each record without its repeats, as `neardup overlap -o` writes it.
+        records = [json.loads(line) for line in part_lines(out / "records")]
+        assert {str(r["id"]): r["text"] for r in records} == row["expect"]["without_repeats"]
 
 
 def test_mistakes_are_refused_by_name(spark, tmp_path, capsys):

@@ -179,10 +179,18 @@ fn overlap_rows() {
             serde_json::from_value(row["exclude_source"].clone()).expect("ids");
         let exclude = index.numbers_of(&exclude).expect("held");
         let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+        let batch_texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
         let found = index.check_batch(batch, mode, &exclude).expect("check");
+        let texts: Vec<String> = batch_texts.clone();
         let mut passages = Vec::new();
         let mut copied = serde_json::Map::new();
-        for (id, answer) in ids.iter().zip(&found) {
+        // Within one input: each document without the passages it repeats from earlier ones
+        // (what `neardup overlap -o` writes, Python's `remove=True`, Spark's `--remove`).
+        let mut kept = serde_json::Map::new();
+        for (n, (id, answer)) in ids.iter().zip(&found).enumerate() {
+            if mode == Batch::Within {
+                kept.insert(id.clone(), answer.without_repeats(&texts[n], n as u32).0.into());
+            }
             for p in answer.all_passages() {
                 passages.push(serde_json::json!({
                     "query": id,
@@ -196,7 +204,13 @@ fn overlap_rows() {
             }
             copied.insert(id.clone(), answer.copied_chars.into());
         }
-        let got = serde_json::json!({"passages": passages, "copied_chars": copied});
+        let mut got = serde_json::json!({"passages": passages, "copied_chars": copied});
+        if mode == Batch::Within {
+            got["without_repeats"] = kept.into();
+        }
+        if std::env::var_os("NEARDUP_PRINT_ROWS").is_some() {
+            println!("{name}\t{got}");
+        }
         assert_eq!(got, row["expect"], "row {name:?}");
     }
 }

@@ -365,6 +365,7 @@ def overlap(
     exclude_source: Sequence[Any] = (),
     save_index: Union[str, "os.PathLike[str]", None] = None,
     add: bool = False,
+    remove: bool = False,
     as_table: bool = False,
     min_units: Optional[int] = None,
     max_gap: Optional[int] = None,
@@ -395,6 +396,10 @@ def overlap(
             unless ``add=True``.
         add: with ``against`` and ``save_index``, add the queries to the saved index under
             their ids (so ``queries`` must then be a mapping), as ``neardup overlap --add``.
+        remove: without ``against``, give each query's text without the passages it repeats
+            from earlier queries, the first holder keeping each (substring dedup, as ``neardup
+            overlap -o`` writes it): the keys ``without_repeats`` (the text) and
+            ``removed_chars``.
         as_table: for a batch, return ``(passages, summary)`` as two ``pyarrow.Table`` with the
             columns of ``neardup overlap --passages`` and ``--summary``.
         min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes,
@@ -458,6 +463,11 @@ def overlap(
             "add: adds the queries checked against a collection to its saved index: give "
             "against and save_index"
         )
+    if remove and (against is not None or as_table):
+        raise InputError(
+            "remove: removes the passages a query repeats from earlier queries of one input: "
+            "give it without against (and without as_table)"
+        )
     if add and not own_ids:
         raise InputError(
             "add: the queries join the saved index under their ids: give them as a mapping of "
@@ -474,6 +484,7 @@ def overlap(
         None if save_index is None else os.fspath(save_index),
         own_ids,
         add,
+        remove,
     )
     if single:
         only = found[0]

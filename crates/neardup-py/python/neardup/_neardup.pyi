@@ -159,6 +159,7 @@ def overlap_texts(
     save_index: Optional[Union[str, PathLike]],
     own_ids: bool,
     add: bool = False,
+    remove: bool = False,
 ) -> list[dict]: ...
 def yanyiwu_simhash(
     text: str, topn: Optional[int] = None, flavor: str = "yanyiwu", strip_symbols: bool = False
