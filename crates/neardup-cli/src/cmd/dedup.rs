@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use anyhow::anyhow;
 use clap::Args;
-use neardup::{Dedup, Keep, Pipeline, SearchConfig, SearchSpec, SearchSpecError};
+use neardup::{Dedup, Keep, Pipeline, SearchConfig, SearchSpec};
 use neardup_corpus::dedup::{DedupJob, DedupObserver};
-pub(crate) use neardup_corpus::peak_memory;
+use neardup_corpus::peak_memory;
 use neardup_corpus::read::{Format, InputError};
 use neardup_corpus::write as output;
 
@@ -22,6 +22,7 @@ use crate::args::{thread_pool, InputArgs, PipelineArgs, MAX_THREADS};
 use crate::cmd::build_pipeline;
 use crate::cmd::progress::Progress;
 use crate::cmd::report::LimitArgs;
+use crate::cmd::search_args::{search_failure, MeasureArgs};
 use crate::Failure;
 
 /// Options of `neardup dedup`.
@@ -102,18 +103,8 @@ pub struct DedupArgs {
     #[arg(value_name = "INPUT", required = true)]
     inputs: Vec<PathBuf>,
 
-    #[arg(long, value_name = "METHOD")]
-    method: Option<String>,
-
-    // The default is the table's (shown in the help); not given, --against takes the index's.
-    #[arg(long, value_name = "T")]
-    threshold: Option<f64>,
-
-    #[arg(long, value_name = "K")]
-    hamming: Option<u32>,
-
-    #[arg(long, value_name = "MEASURE")]
-    verify: Option<String>,
+    #[command(flatten)]
+    measure: MeasureArgs,
 
     #[arg(long, value_name = "R", conflicts_with_all = ["bands", "lsh_weights"])]
     recall: Option<f64>,
@@ -212,18 +203,6 @@ pub struct DedupArgs {
     pipeline: PipelineArgs,
 }
 
-/// A choice flag's value as the library's value (the option table's choices are the serde
-/// names, which the command line checked already).
-pub(crate) fn choice<T: serde::de::DeserializeOwned>(
-    flag: &str,
-    value: Option<&str>,
-) -> Result<Option<T>, Failure> {
-    value
-        .map(|v| serde_json::from_value(serde_json::json!(v)))
-        .transpose()
-        .map_err(|e| Failure::Usage(anyhow!("{flag}: {e}")))
-}
-
 pub fn run(args: DedupArgs) -> Result<(), Failure> {
     let started = Instant::now();
     thread_pool(args.threads)?;
@@ -310,10 +289,6 @@ fn dedup_config(args: &DedupArgs, saved: Option<&SearchSpec>) -> Result<SearchCo
         }
     };
     let search = SearchSpec {
-        method: choice("--method", args.method.as_deref())?,
-        threshold: args.threshold,
-        hamming: args.hamming,
-        verify: choice("--verify", args.verify.as_deref())?,
         bands: args.bands,
         rows: args.rows,
         recall: args.recall,
@@ -321,6 +296,7 @@ fn dedup_config(args: &DedupArgs, saved: Option<&SearchSpec>) -> Result<SearchCo
         keep: Some(args.keep.clone()),
         max_bucket: args.max_bucket,
         star_width: args.star_width,
+        ..args.measure.spec()?
     };
     let search = match saved {
         Some(saved) => search.or_saved(saved),
@@ -357,11 +333,6 @@ fn spill_dir(args: &DedupArgs) -> Result<Option<PathBuf>, Failure> {
         )));
     }
     Ok(Some(dir))
-}
-
-/// A contradiction among the search options, with the option spelled as a flag.
-pub(crate) fn search_failure(e: SearchSpecError) -> Failure {
-    Failure::Usage(anyhow!("--{} {}", e.option.replace('_', "-"), e.message))
 }
 
 /// The first pass's news, on the progress line, and the lines said as the job goes.

@@ -10,6 +10,7 @@ pub mod params;
 pub mod profile;
 pub mod progress;
 pub mod report;
+pub mod search_args;
 pub mod serve;
 
 use std::io::{self, Write};

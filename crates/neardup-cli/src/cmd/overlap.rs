@@ -15,9 +15,9 @@ use neardup_corpus::write as output;
 use neardup_web::thousands;
 
 use crate::args::{thread_pool, InputArgs};
-use crate::cmd::dedup::peak_memory;
 use crate::cmd::progress::Progress;
 use crate::Failure;
+use neardup_corpus::peak_memory;
 
 /// Options of `neardup overlap`.
 #[derive(Debug, Args)]

@@ -5,13 +5,13 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use neardup::{Dedup, SearchSpec};
+use neardup::Dedup;
 use neardup_corpus::report::ReportJob;
 use neardup_web::report::{ReportLimits, MAX_CLUSTERS, MAX_MEMBERS, MAX_TEXT_CHARS};
 
 use crate::args::{InputArgs, PipelineArgs};
 use crate::cmd::build_pipeline;
-use crate::cmd::dedup::{choice, search_failure};
+use crate::cmd::search_args::{search_failure, MeasureArgs};
 use crate::Failure;
 
 /// How much of a run the report shows (shared by `dedup --report` and `report`).
@@ -105,17 +105,8 @@ pub struct ReportArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     output: PathBuf,
 
-    #[arg(long, default_value_t = neardup::DEFAULT_THRESHOLD, value_name = "T")]
-    threshold: f64,
-
-    #[arg(long, value_name = "METHOD")]
-    method: Option<String>,
-
-    #[arg(long, value_name = "K")]
-    hamming: Option<u32>,
-
-    #[arg(long, value_name = "MEASURE")]
-    verify: Option<String>,
+    #[command(flatten)]
+    measure: MeasureArgs,
 
     /// No summary on stderr.
     #[arg(long, short = 'q')]
@@ -134,22 +125,15 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> Result<(), Failure> {
     let pipeline = build_pipeline(&args.pipeline)?;
     // The run's settings, read by the same rules as `dedup` reads them.
-    let config = SearchSpec {
-        method: choice("--method", args.method.as_deref())?,
-        threshold: Some(args.threshold),
-        hamming: args.hamming,
-        verify: choice("--verify", args.verify.as_deref())?,
-        ..SearchSpec::default()
-    }
-    .resolve()
-    .map_err(search_failure)?;
+    let config = args.measure.spec()?.resolve().map_err(search_failure)?;
+    let threshold = config.threshold;
     let dedup = Dedup::new(&pipeline, config).map_err(|e| Failure::Usage(e.into()))?;
     let job = ReportJob {
         inputs: args.inputs,
         clusters: args.clusters,
         pairs: args.pairs,
         output: args.output,
-        threshold: args.threshold,
+        threshold,
         limits: args.limits.limits(),
         read: args.input.read_options_or(neardup_corpus::read::Format::Jsonl),
         files: args.pipeline.files(),
