@@ -29,6 +29,11 @@ pub(crate) trait Holdings {
     fn no_keys(&self) -> bool;
     /// False for a document replaced or removed since the postings were built.
     fn live(&self, doc: u32) -> bool;
+    /// True when every document the postings list is live, so that a k-gram's holders can be
+    /// counted from the lengths of its lists.
+    fn lists_only_live(&self) -> bool {
+        false
+    }
     /// The text of document `doc`, or None when the caller does not have it at hand (a
     /// distributed run ships the texts a check asks for: [`Halt::Needs`]).
     fn text(&self, doc: u32) -> Option<&str>;
@@ -73,11 +78,16 @@ struct Held<'c, C: Holdings> {
     qgrams: &'c [u64],
     /// The range of each k-gram's key in the built postings.
     ranges: Vec<(u32, u32)>,
-    usable: &'c dyn Fn(u32) -> bool,
+    /// The query's own document, never its source.
+    own: Option<u32>,
+    /// Documents never counted as sources.
+    exclude: &'c [u32],
+    /// Every listed document is live ([`Holdings::lists_only_live`]).
+    only_live: bool,
 }
 
 impl<'c, C: Holdings> Held<'c, C> {
-    fn new(c: &'c C, cap: usize, qgrams: &'c [u64], usable: &'c dyn Fn(u32) -> bool) -> Self {
+    fn new(c: &'c C, cap: usize, qgrams: &'c [u64], own: Option<u32>, exclude: &'c [u32]) -> Self {
         let offsets = c.postings().1;
         let ranges = qgrams
             .iter()
@@ -86,7 +96,44 @@ impl<'c, C: Holdings> Held<'c, C> {
                 None => (0, 0),
             })
             .collect();
-        Held { c, cap, qgrams, ranges, usable }
+        Held { c, cap, qgrams, ranges, own, exclude, only_live: c.lists_only_live() }
+    }
+
+    /// Whether document `d` may be a source of the query.
+    fn usable(&self, d: u32) -> bool {
+        Some(d) != self.own && !self.exclude.contains(&d)
+    }
+
+    /// How many of [`Held::at`] there are for position `i`, without reading them one by one:
+    /// when every listed document is live, the first `cap` listed less the query itself and
+    /// the excluded ones among them (found by binary search: each list is ascending, and the
+    /// recent holders come after the built ones).
+    fn count(&self, i: usize) -> Option<u32> {
+        if !self.only_live {
+            return None;
+        }
+        let (a, b) = self.ranges[i];
+        let built = &self.c.postings().2[a as usize..b as usize];
+        let recent = self.c.recent(key(self.qgrams[i]));
+        let n = (built.len() + recent.len()).min(self.cap);
+        if n == 0 {
+            return Some(0);
+        }
+        let last = if n <= built.len() { built[n - 1] } else { recent[n - built.len() - 1] };
+        let listed = |d: u32| {
+            d <= last && (built.binary_search(&d).is_ok() || recent.binary_search(&d).is_ok())
+        };
+        let mut out = n;
+        if self.own.is_some_and(listed) {
+            out -= 1;
+        }
+        for (j, &e) in self.exclude.iter().enumerate() {
+            // Each document once, as `usable` reads the list.
+            if Some(e) != self.own && !self.exclude[..j].contains(&e) && listed(e) {
+                out -= 1;
+            }
+        }
+        Some(out as u32)
     }
 
     /// How many documents the index lists for the k-gram at query position `i`, up to `cap`
@@ -105,7 +152,7 @@ impl<'c, C: Holdings> Held<'c, C> {
             .copied()
             .filter(|&d| self.c.live(d))
             .take(self.cap)
-            .filter(|&d| (self.usable)(d))
+            .filter(|&d| self.usable(d))
     }
 }
 
@@ -285,6 +332,13 @@ fn hits<C: Holdings>(held: &Held<'_, C>) -> (Vec<u64>, Vec<u32>) {
     let mut hits: Vec<u64> = Vec::with_capacity(total.min(MAX_HITS.max(per_position)));
     let mut df: Vec<u32> = Vec::with_capacity(n);
     for i in 0..n {
+        if let Some(count) = held.count(i) {
+            // Only the hits are read; the count comes from the lists' lengths.
+            hits.extend(held.at(i).take(per_position).map(|d| (u64::from(d) << 32) | i as u64));
+            debug_assert_eq!(count as usize, held.at(i).count(), "position {i}");
+            df.push(count);
+            continue;
+        }
         let mut count = 0u32;
         for d in held.at(i) {
             if (count as usize) < per_position {
@@ -418,8 +472,7 @@ pub(crate) fn check_in(
         return Ok(overlap);
     }
 
-    let usable = |d: u32| Some(d) != own && !exclude.contains(&d);
-    let held = Held::new(c, spec.max_postings as usize, &qgrams, &usable);
+    let held = Held::new(c, spec.max_postings as usize, &qgrams, own, exclude);
     let (hits, df) = hits(&held);
 
     // Alignment in rounds: the best candidates for what is not yet explained, until
@@ -792,8 +845,7 @@ mod tests {
         kgram_hashes(&qunits, 3, &mut qgrams);
         // The 27 k-grams are held by most documents, counted up to max_postings (256); their
         // first HIT_HOLDERS holders at every position would pass the bound.
-        let usable = |_: u32| true;
-        let held = Held::new(&index, 256, &qgrams, &usable);
+        let held = Held::new(&index, 256, &qgrams, None, &[]);
         let (hits, df) = hits(&held);
         let all: usize = df.iter().map(|&d| (d as usize).min(HIT_HOLDERS)).sum();
         assert!(all > MAX_HITS, "the query is common enough to reach the bound: {all}");

@@ -330,6 +330,7 @@ impl PassageIndex {
             recent: FxHashMap::default(),
             recent_len: 0,
             stop: None,
+            listed_dead: 0,
         })
     }
 }

@@ -58,6 +58,10 @@ pub struct PassageIndex {
     pub(crate) recent_len: usize,
     /// Set by the caller to stop a long call ([`PassageIndex::set_stop`]).
     pub(crate) stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Documents replaced or removed (not live) that the postings may still list (a rebuild
+    /// drops them): while none is, a k-gram's holders are counted from the postings' lengths
+    /// instead of one by one.
+    pub(crate) listed_dead: usize,
 }
 
 /// Where the keys of each bucket of leading bits start in the sorted keys: finding a key reads
@@ -195,6 +199,7 @@ impl PassageIndex {
             arena: Default::default(),
             recent: FxHashMap::default(),
             recent_len: 0,
+            listed_dead: 0,
             stop: None,
         })
     }
@@ -284,6 +289,7 @@ impl PassageIndex {
         let Some(n) = self.by_id.remove(id) else { return false };
         let doc = &mut self.docs[n as usize];
         doc.live = false;
+        self.listed_dead += 1;
         doc.text = Text::Owned(Arc::from(""));
         true
     }
@@ -362,6 +368,7 @@ impl PassageIndex {
             let id: Arc<str> = Arc::from(id);
             if let Some(old) = self.by_id.insert(id.clone(), n) {
                 self.docs[old as usize].live = false;
+                self.listed_dead += 1;
                 // The old text is not needed again: a replaced document is never a source.
                 self.docs[old as usize].text = Text::Owned(Arc::from(""));
             }
@@ -416,8 +423,10 @@ impl PassageIndex {
         pairs
     }
 
-    /// Takes built postings (from [`csr`]).
+    /// Takes built postings (from [`csr`] over [`PassageIndex::live_pairs`]: no document that
+    /// is not live is listed any more).
     fn set_postings(&mut self, (keys, offsets, postings): (Vec<u32>, Vec<u32>, Vec<u32>)) {
+        self.listed_dead = 0;
         self.key_directory = KeyDirectory::new(&keys);
         (self.keys, self.offsets, self.postings) = (keys.into(), offsets.into(), postings.into());
     }
@@ -598,6 +607,10 @@ impl Holdings for PassageIndex {
 
     fn live(&self, doc: u32) -> bool {
         self.docs[doc as usize].live
+    }
+
+    fn lists_only_live(&self) -> bool {
+        self.listed_dead == 0
     }
 
     fn text(&self, doc: u32) -> Option<&str> {
