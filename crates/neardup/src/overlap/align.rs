@@ -188,7 +188,11 @@ pub(crate) fn evidence(r: &Region, df: &[u32], k: u32, holders: u32) -> f32 {
 
 /// The query's k-grams by hash, built once per query and reused for every candidate source.
 pub(crate) struct QueryGrams {
-    positions: FxHashMap<u64, Vec<u32>>,
+    /// Each k-gram's range in `at`.
+    ranges: FxHashMap<u64, (u32, u32)>,
+    /// The query positions of each k-gram, ascending, the k-grams one after another (one
+    /// allocation, where a list per k-gram made an allocation for nearly every position).
+    at: Vec<u32>,
 }
 
 /// A k-gram whose occurrences in the query and in the source make more pairs than this is
@@ -205,13 +209,27 @@ const ANCHORS: usize = 4;
 
 impl QueryGrams {
     pub fn new(grams: &[u64], usable: impl Fn(usize) -> bool) -> QueryGrams {
-        let mut positions: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-        for (i, &h) in grams.iter().enumerate() {
-            if usable(i) {
-                positions.entry(h).or_default().push(i as u32);
+        let mut pairs: Vec<(u64, u32)> = grams
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| usable(i))
+            .map(|(i, &h)| (h, i as u32))
+            .collect();
+        pairs.sort_unstable();
+        let mut ranges = FxHashMap::with_capacity_and_hasher(pairs.len(), Default::default());
+        let mut start = 0usize;
+        for (n, &(h, _)) in pairs.iter().enumerate() {
+            if pairs.get(n + 1).is_none_or(|next| next.0 != h) {
+                ranges.insert(h, (start as u32, n as u32 + 1));
+                start = n + 1;
             }
         }
-        QueryGrams { positions }
+        QueryGrams { ranges, at: pairs.into_iter().map(|(_, i)| i).collect() }
+    }
+
+    /// The query positions of k-gram `h`, ascending.
+    fn get(&self, h: &u64) -> Option<&[u32]> {
+        self.ranges.get(h).map(|&(a, b)| &self.at[a as usize..b as usize])
     }
 }
 
@@ -354,17 +372,25 @@ pub(crate) fn align(
 /// the query with each in the source; a repeated one (see [`MAX_GRAM_PAIRS`]) only along the
 /// diagonals of the seeds nearest to each occurrence in the query, and by rank.
 fn seeds(query: &QueryGrams, source_grams: &[u64]) -> Vec<(i64, u32, u32)> {
-    let mut in_source: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-    for (j, h) in source_grams.iter().enumerate() {
-        if query.positions.contains_key(h) {
-            in_source.entry(*h).or_default().push(j as u32);
-        }
-    }
+    // The source positions of each k-gram the query holds, grouped by k-gram, ascending.
+    let mut shared: Vec<(u64, u32)> = source_grams
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| query.ranges.contains_key(h))
+        .map(|(j, &h)| (h, j as u32))
+        .collect();
+    shared.sort_unstable();
+    let in_source: Vec<u32> = shared.iter().map(|&(_, j)| j).collect();
     let diagonal = |i: u32, j: u32| i64::from(j) - i64::from(i);
     let mut seeds: Vec<(i64, u32, u32)> = Vec::new();
     let mut repeated: Vec<(&[u32], &[u32])> = Vec::new();
-    for (h, ss) in &in_source {
-        let qs = &query.positions[h];
+    let groups = shared.chunk_by(|a, b| a.0 == b.0).scan(0usize, |at, group| {
+        let start = *at;
+        *at += group.len();
+        Some((group[0].0, &in_source[start..*at]))
+    });
+    for (h, ss) in groups {
+        let qs = query.get(&h).expect("a k-gram of the query");
         if qs.len() * ss.len() <= MAX_GRAM_PAIRS {
             seeds.extend(qs.iter().flat_map(|&i| ss.iter().map(move |&j| (diagonal(i, j), i, j))));
         } else {

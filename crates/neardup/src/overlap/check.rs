@@ -479,7 +479,8 @@ pub(crate) fn check_in(
     // nothing is left with two hits or `max_sources` were aligned. A k-gram position is
     // explained by a region over it; within a corpus, only for later documents, so that
     // the earliest holder of a stretch is still aligned.
-    let query = QueryGrams::new(&qgrams, |_| true);
+    // Built at the first alignment: most checks within a corpus align nothing.
+    let mut query: Option<QueryGrams> = None;
     let min_density = spec.min_density as f32;
     let qhashes: Vec<u64> = qunits.iter().map(|u| u.hash).collect();
     let mut regions: Vec<Region> = Vec::new();
@@ -523,7 +524,8 @@ pub(crate) fn check_in(
             }
             aligned.insert(d);
             let (grams, hashes) = source_hashes(s, d, || c.text(d).unwrap_or_default(), spec);
-            let mut found = align(&query, d, grams, (&qhashes, hashes), &p);
+            let query = query.get_or_insert_with(|| QueryGrams::new(&qgrams, |_| true));
+            let mut found = align(query, d, grams, (&qhashes, hashes), &p);
             // Significance: a passage needs evidence for its length. Its k-grams are
             // weighed by how many documents hold them besides those holding the passage
             // itself, so that a text standing in several documents is still a copy, and a
