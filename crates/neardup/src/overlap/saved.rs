@@ -495,6 +495,11 @@ impl Holdings for InPlace<'_> {
         true
     }
 
+    fn lists_only_live(&self) -> bool {
+        // Every document listed is live (see `live`): holders are counted from the lengths.
+        true
+    }
+
     fn text(&self, doc: u32) -> Option<&str> {
         let cell = self.cells.get(&doc)?;
         if cell.get().is_none() {
