@@ -94,6 +94,12 @@ pub fn id_from_json(raw: &str) -> Result<Cow<'_, str>, IdError> {
     Err(IdError::NotStringOrNumber { found })
 }
 
+/// The id a saved index's id text stands for: its JSON's id (`"7"` and `7` are `7`), or the
+/// text itself when it is not one (an index written before ids were saved as JSON).
+pub fn id_from_saved(raw: &str) -> Cow<'_, str> {
+    id_from_json(raw).unwrap_or(Cow::Borrowed(raw))
+}
+
 /// An id as JSON: always a string, the form saved indexes and the service write.
 pub fn id_to_json(id: &str) -> String {
     serde_json::Value::String(id.to_string()).to_string()

@@ -47,7 +47,10 @@ pub use engine::{
     BelowThreshold, Engine, Hit, KeySource, QueryError, SearchPlan, SourceError, DEFAULT_SCAN_LIMIT,
 };
 pub use error::{io_message, BuildError};
-pub use id::{check_collection_id, id_from_json, id_to_json, IdError, RepeatedIds, MAX_ID_BYTES};
+pub use id::{
+    check_collection_id, id_from_json, id_from_saved, id_to_json, IdError, RepeatedIds,
+    MAX_ID_BYTES,
+};
 pub use idf::IdfBuilder;
 pub use job::{CompiledJob, JobError, JobSpec};
 pub use named::{Check, CheckAnswer, IdSource, NamedEngine, OpenIndexError};

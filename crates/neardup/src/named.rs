@@ -356,7 +356,7 @@ impl NamedEngine {
         let mut named = NamedEngine::new(job.engine());
         let docs = named.engine.read_saved(dir).map_err(OpenIndexError::Index)?;
         for (position, (id, sketch)) in docs.into_iter().enumerate() {
-            let id = plain_id(&id);
+            let id = crate::id_from_saved(&id).into_owned();
             if named.contains(&id) {
                 return Err(OpenIndexError::RepeatedId { path: dir.to_path_buf(), position, id });
             }
@@ -365,7 +365,9 @@ impl NamedEngine {
         if dir.join(crate::overlap::PASSAGE_INDEX_FILE).is_file() {
             let mut passages = PassageIndex::load(dir, &crate::overlap::OverlapOptions::default())
                 .map_err(OpenIndexError::Passages)?;
-            passages.rename_ids(plain_id).map_err(OpenIndexError::Passages)?;
+            passages
+                .rename_ids(|id| crate::id_from_saved(id).into_owned())
+                .map_err(OpenIndexError::Passages)?;
             named.set_passages(passages);
         }
         Ok(named)
@@ -389,11 +391,6 @@ impl NamedEngine {
         }
         Ok(())
     }
-}
-
-/// An id as a saved index holds it (JSON text) as the plain id it names.
-fn plain_id(id: &str) -> String {
-    crate::id_from_json(id).map_or_else(|_| id.to_string(), |c| c.into_owned())
 }
 
 /// One check: "is this a near-duplicate of a stored document? If not (and `insert`), store it".

@@ -208,13 +208,9 @@ const MAX_GRAM_PAIRS: usize = 64;
 const ANCHORS: usize = 4;
 
 impl QueryGrams {
-    pub fn new(grams: &[u64], usable: impl Fn(usize) -> bool) -> QueryGrams {
-        let mut pairs: Vec<(u64, u32)> = grams
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| usable(i))
-            .map(|(i, &h)| (h, i as u32))
-            .collect();
+    pub fn new(grams: &[u64]) -> QueryGrams {
+        let mut pairs: Vec<(u64, u32)> =
+            grams.iter().enumerate().map(|(i, &h)| (h, i as u32)).collect();
         pairs.sort_unstable();
         let mut ranges = FxHashMap::with_capacity_and_hasher(pairs.len(), Default::default());
         let mut start = 0usize;
@@ -774,7 +770,7 @@ mod tests {
 
     fn regions(q: &[u64], s: &[u64]) -> Vec<(u32, u32, u32, u32)> {
         let qg = grams(q, 3);
-        let query = QueryGrams::new(&qg, |_| true);
+        let query = QueryGrams::new(&qg);
         align(&query, 0, &grams(s, 3), (q, s), &params())
             .iter()
             .map(|r| (r.q0, r.q1, r.s0, r.s1))
@@ -804,7 +800,7 @@ mod tests {
     /// Alignments with the default passage settings (12 units, similarity 0.75).
     fn aligned(q: &[u64], s: &[u64]) -> Vec<Region> {
         let qg = grams(q, 3);
-        let query = QueryGrams::new(&qg, |_| true);
+        let query = QueryGrams::new(&qg);
         let p = AlignParams { min_units: 12, min_similarity: 0.75, max_gap: 8, ..params() };
         align(&query, 0, &grams(s, 3), (q, s), &p)
     }

@@ -112,9 +112,7 @@ impl<'c, C: Holdings> Held<'c, C> {
         if !self.only_live {
             return None;
         }
-        let (a, b) = self.ranges[i];
-        let built = &self.c.postings().2[a as usize..b as usize];
-        let recent = self.c.recent(key(self.qgrams[i]));
+        let (built, recent) = self.lists(i);
         let n = (built.len() + recent.len()).min(self.cap);
         if n == 0 {
             return Some(0);
@@ -136,19 +134,26 @@ impl<'c, C: Holdings> Held<'c, C> {
         Some(out as u32)
     }
 
+    /// The documents the index lists for the k-gram at query position `i`: in the built
+    /// postings, then added since, each ascending.
+    fn lists(&self, i: usize) -> (&'c [u32], &'c [u32]) {
+        let (a, b) = self.ranges[i];
+        (&self.c.postings().2[a as usize..b as usize], self.c.recent(key(self.qgrams[i])))
+    }
+
     /// How many documents the index lists for the k-gram at query position `i`, up to `cap`
     /// (before the live and usable ones are chosen).
     fn listed(&self, i: usize) -> usize {
-        let (a, b) = self.ranges[i];
-        ((b - a) as usize + self.c.recent(key(self.qgrams[i])).len()).min(self.cap)
+        let (built, recent) = self.lists(i);
+        (built.len() + recent.len()).min(self.cap)
     }
 
     /// The usable holders of the k-gram at query position `i`, ascending.
     fn at(&self, i: usize) -> impl Iterator<Item = u32> + '_ {
-        let (a, b) = self.ranges[i];
-        self.c.postings().2[a as usize..b as usize]
+        let (built, recent) = self.lists(i);
+        built
             .iter()
-            .chain(self.c.recent(key(self.qgrams[i])))
+            .chain(recent)
             .copied()
             .filter(|&d| self.c.live(d))
             .take(self.cap)
@@ -524,7 +529,7 @@ pub(crate) fn check_in(
             }
             aligned.insert(d);
             let (grams, hashes) = source_hashes(s, d, || c.text(d).unwrap_or_default(), spec);
-            let query = query.get_or_insert_with(|| QueryGrams::new(&qgrams, |_| true));
+            let query = query.get_or_insert_with(|| QueryGrams::new(&qgrams));
             let mut found = align(query, d, grams, (&qhashes, hashes), &p);
             // Significance: a passage needs evidence for its length. Its k-grams are
             // weighed by how many documents hold them besides those holding the passage

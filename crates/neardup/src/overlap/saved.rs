@@ -404,8 +404,7 @@ fn saved_id<'a>(ids: &'a str, id_ends: &[usize], n: usize) -> &'a str {
 
 /// Document `n`'s id as text (the saved JSON's string or number).
 fn plain_id<'a>(ids: &'a str, id_ends: &[usize], n: usize) -> std::borrow::Cow<'a, str> {
-    let id = saved_id(ids, id_ends, n);
-    crate::id_from_json(id).unwrap_or(std::borrow::Cow::Borrowed(id))
+    crate::id_from_saved(saved_id(ids, id_ends, n))
 }
 
 /// Reads and checks the keys (sorted, each once) and the offsets (from 0, never falling, ending at
