@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use super::index::{csr, Doc, PassageIndex, Text};
+use super::runs::SortedRuns;
 use super::{option_name, IoStep, OverlapError, OverlapOptions, OverlapSpec};
 use crate::IndexLock;
 
@@ -493,10 +494,9 @@ pub struct IndexBuilder<'a> {
     /// Each document's id as saved, text length and checksum.
     directory: Vec<(Box<str>, u64, u64)>,
     ids: rustc_hash::FxHashSet<Box<str>>,
-    /// `key << 32 | document` of every document's fingerprints, in blocks (gathered into one
-    /// array of the exact size at the end: a growing array would briefly hold half again as
-    /// much).
-    pairs: Vec<Vec<u64>>,
+    /// `key << 32 | document` of every document's fingerprints: a block in memory, the others
+    /// sorted in temporary files beside the index.
+    runs: SortedRuns,
 }
 
 impl std::fmt::Debug for IndexBuilder<'_> {
@@ -504,7 +504,7 @@ impl std::fmt::Debug for IndexBuilder<'_> {
         f.debug_struct("IndexBuilder")
             .field("dir", &self.lock.dir())
             .field("documents", &self.directory.len())
-            .field("fingerprints", &self.pairs.iter().map(Vec::len).sum::<usize>())
+            .field("fingerprints", &self.runs.len())
             .finish()
     }
 }
@@ -512,6 +512,15 @@ impl std::fmt::Debug for IndexBuilder<'_> {
 impl<'a> IndexBuilder<'a> {
     /// Starts an index with these settings in the directory of `lock` (the writer's lock on it).
     pub fn new(spec: OverlapSpec, lock: &'a IndexLock) -> Result<IndexBuilder<'a>, OverlapError> {
+        IndexBuilder::with_block(spec, lock, PAIR_BLOCK)
+    }
+
+    /// [`IndexBuilder::new`], fingerprints sorted into runs of `block` (tests spill small ones).
+    pub(crate) fn with_block(
+        spec: OverlapSpec,
+        lock: &'a IndexLock,
+        block: usize,
+    ) -> Result<IndexBuilder<'a>, OverlapError> {
         spec.validate()?;
         let dir = lock.dir();
         remove_stale_temporaries(dir);
@@ -546,7 +555,7 @@ impl<'a> IndexBuilder<'a> {
             texts_at,
             directory: Vec::new(),
             ids: Default::default(),
-            pairs: Vec::new(),
+            runs: SortedRuns::new(dir, block),
         })
     }
 
@@ -558,6 +567,15 @@ impl<'a> IndexBuilder<'a> {
     /// True before the first document.
     pub fn is_empty(&self) -> bool {
         self.directory.is_empty()
+    }
+
+    /// The number of the document added with this id (as text: `7` and `"7"` are one id), if
+    /// any: a walk over every document added, for saying where a repeated id was first given.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        if !self.ids.contains(id) {
+            return None;
+        }
+        self.directory.iter().position(|(saved, _, _)| crate::id_from_saved(saved) == id)
     }
 
     /// Adds a batch of documents `(id, saved id, text)`, fingerprinted on every core: `id` is
@@ -592,11 +610,9 @@ impl<'a> IndexBuilder<'a> {
             let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
             self.directory.push((saved.into_boxed_str(), text.len() as u64, hash));
             self.ids.insert(id.into_boxed_str());
-            if self.pairs.last().is_none_or(|p| p.len() + keys.len() > PAIR_BLOCK) {
-                self.pairs.push(Vec::with_capacity(PAIR_BLOCK.max(keys.len())));
-            }
-            let block = self.pairs.last_mut().expect("a block was just added");
-            block.extend(keys.into_iter().map(|k| (u64::from(k) << 32) | n));
+            self.runs
+                .extend(keys.into_iter().map(|k| (u64::from(k) << 32) | n))
+                .map_err(io_err(&path, IoStep::Save))?;
         }
         Ok(())
     }
@@ -604,17 +620,12 @@ impl<'a> IndexBuilder<'a> {
     /// Writes the directory and the postings and renames the file into place: a reader sees the
     /// old index or the new one, never a mix.
     pub fn finish(mut self) -> Result<(), OverlapError> {
-        use rayon::prelude::*;
         let dir = self.lock.dir().to_path_buf();
         let path = dir.join(PASSAGE_INDEX_FILE);
         let save = io_err(&path, IoStep::Save);
         self.ids = Default::default();
-        let blocks = std::mem::take(&mut self.pairs);
-        let mut pairs: Vec<u64> = Vec::with_capacity(blocks.iter().map(Vec::len).sum());
-        for block in blocks {
-            pairs.extend_from_slice(&block);
-        }
-        pairs.par_sort_unstable();
+        self.runs.finish();
+        let runs = &self.runs;
         let w = &mut self.w;
         w.hashing = true;
         let directory_at = w.at;
@@ -626,72 +637,33 @@ impl<'a> IndexBuilder<'a> {
                 w.write_all(&len.to_le_bytes())?;
                 w.write_all(&hash.to_le_bytes())?;
             }
-            // The postings straight from the sorted pairs, as `csr` makes them, without holding
-            // them twice: the keys as they come (and each key's count of postings kept), then
-            // the offsets, then a second pass for the postings.
-            let cap = self.spec.max_postings as u64;
-            let mut counts: Vec<u32> = Vec::new();
-            let mut keys_buf: Vec<u32> = Vec::with_capacity(1 << 16);
-            let mut nkeys = 0u64;
-            let key_of = |p: u64| (p >> 32) as u32;
-            // The number of keys first (it precedes them).
-            let mut i = 0;
-            while i < pairs.len() {
-                let k = key_of(pairs[i]);
-                let mut j = i;
-                while j < pairs.len() && key_of(pairs[j]) == k {
-                    j += 1;
-                }
-                counts.push(((j - i) as u64).min(cap) as u32);
+            // The postings as `csr` makes them (each key keeping its first `max_postings`
+            // documents), from one pass over the sorted pairs (merged from the runs, never held
+            // whole): the keys, the offsets and the postings each go to a temporary file as they
+            // come, then into the index after the count of keys, which precedes them.
+            let cap = self.spec.max_postings as usize;
+            let parts = [(); 3].map(|_| tempfile::tempfile_in(&dir));
+            let [keys, offsets, postings] = parts;
+            let (keys, offsets, postings) = (keys?, offsets?, postings?);
+            let mut outs = [&keys, &offsets, &postings].map(U32Writer::new);
+            let (mut nkeys, mut at) = (0u64, 0u32);
+            outs[1].put(0)?;
+            runs.for_each_key(&mut |k, docs| {
+                let kept = &docs[..docs.len().min(cap)];
                 nkeys += 1;
-                i = j;
+                at += kept.len() as u32;
+                outs[0].put(k)?;
+                outs[1].put(at)?;
+                kept.iter().try_for_each(|&d| outs[2].put(d))
+            })?;
+            for out in &mut outs {
+                out.flush()?;
             }
             w.write_all(&nkeys.to_le_bytes())?;
-            let mut i = 0;
-            while i < pairs.len() {
-                let k = key_of(pairs[i]);
-                keys_buf.push(k);
-                if keys_buf.len() == keys_buf.capacity() {
-                    write_u32s(w, &keys_buf)?;
-                    keys_buf.clear();
-                }
-                while i < pairs.len() && key_of(pairs[i]) == k {
-                    i += 1;
-                }
-            }
-            write_u32s(w, &keys_buf)?;
-            let mut offsets: Vec<u32> = Vec::with_capacity(1 << 16);
-            let mut at = 0u32;
-            offsets.push(0);
-            for c in &counts {
-                at += c;
-                offsets.push(at);
-                if offsets.len() == offsets.capacity() {
-                    write_u32s(w, &offsets)?;
-                    offsets.clear();
-                }
-            }
-            write_u32s(w, &offsets)?;
-            drop(counts);
+            copy_from_start(&keys, w)?;
+            copy_from_start(&offsets, w)?;
             w.write_all(&u64::from(at).to_le_bytes())?;
-            let mut postings: Vec<u32> = Vec::with_capacity(1 << 16);
-            let mut i = 0;
-            while i < pairs.len() {
-                let k = key_of(pairs[i]);
-                let mut taken = 0u64;
-                while i < pairs.len() && key_of(pairs[i]) == k {
-                    if taken < cap {
-                        postings.push(pairs[i] as u32);
-                        taken += 1;
-                        if postings.len() == postings.capacity() {
-                            write_u32s(w, &postings)?;
-                            postings.clear();
-                        }
-                    }
-                    i += 1;
-                }
-            }
-            write_u32s(w, &postings)?;
+            copy_from_start(&postings, w)?;
             w.write_all(&self.texts_at.to_le_bytes())?;
             w.write_all(&directory_at.to_le_bytes())?;
             let digest = w.hash.digest();
@@ -819,6 +791,34 @@ pub(super) fn read_at(file: &fs::File, buf: &mut [u8], offset: u64) -> std::io::
         }
         Ok(())
     }
+}
+
+/// Little-endian u32s written through a buffer.
+struct U32Writer<'f> {
+    w: BufWriter<&'f fs::File>,
+}
+
+impl<'f> U32Writer<'f> {
+    fn new(file: &'f fs::File) -> U32Writer<'f> {
+        U32Writer { w: BufWriter::with_capacity(1 << 20, file) }
+    }
+
+    fn put(&mut self, v: u32) -> std::io::Result<()> {
+        self.w.write_all(&v.to_le_bytes())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Copies all of `file` (written through a handle of its own) to `w`.
+fn copy_from_start(file: &fs::File, w: &mut impl Write) -> std::io::Result<()> {
+    use std::io::Seek;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, file);
+    r.seek(std::io::SeekFrom::Start(0))?;
+    std::io::copy(&mut r, w)?;
+    Ok(())
 }
 
 fn write_u32s(w: &mut impl Write, values: &[u32]) -> std::io::Result<()> {

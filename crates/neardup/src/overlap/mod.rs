@@ -50,6 +50,7 @@ mod file;
 mod index;
 pub mod parts;
 mod record;
+mod runs;
 mod saved;
 mod units;
 
