@@ -15,13 +15,8 @@ use super::{Exclusion, Overlap, OverlapSpec, Passage, SourceShare};
 /// What a check reads of the collection: the holders of each kept k-gram key and the texts of
 /// the sources it aligns.
 pub(crate) trait Holdings {
-    /// The built postings: keys sorted, each once; `postings[offsets[i]..offsets[i + 1]]` the
-    /// documents holding `keys[i]`, ascending.
-    fn postings(&self) -> (&[u32], &[u32], &[u32]);
-    /// Where `key` is in the built postings' keys, if there.
-    fn find_key(&self, key: u32) -> Option<usize> {
-        self.postings().0.binary_search(&key).ok()
-    }
+    /// The documents the built postings list for `key`, ascending (empty when none).
+    fn built(&self, key: u32) -> &[u32];
     /// The holders of a key added since the postings were built, ascending (after the built
     /// ones).
     fn recent(&self, key: u32) -> &[u32];
@@ -55,7 +50,7 @@ pub(crate) enum Halt {
 /// over every holder the index gives each k-gram (up to `max_postings`), not only those that
 /// made candidates.
 fn holders<C: Holdings>(r: &Region, held: &Held<'_, C>, k: u32) -> u32 {
-    let end = ((r.q1 + 1).saturating_sub(k) as usize).min(held.ranges.len());
+    let end = ((r.q1 + 1).saturating_sub(k) as usize).min(held.built.len());
     let mut per_doc: FxHashMap<u32, u32> = FxHashMap::default();
     let mut positions = 0u32;
     for i in (r.q0 as usize).min(end)..end {
@@ -76,8 +71,8 @@ struct Held<'c, C: Holdings> {
     c: &'c C,
     cap: usize,
     qgrams: &'c [u64],
-    /// The range of each k-gram's key in the built postings.
-    ranges: Vec<(u32, u32)>,
+    /// Each k-gram's list in the built postings.
+    built: Vec<&'c [u32]>,
     /// The query's own document, never its source.
     own: Option<u32>,
     /// Documents never counted as sources.
@@ -88,15 +83,8 @@ struct Held<'c, C: Holdings> {
 
 impl<'c, C: Holdings> Held<'c, C> {
     fn new(c: &'c C, cap: usize, qgrams: &'c [u64], own: Option<u32>, exclude: &'c [u32]) -> Self {
-        let offsets = c.postings().1;
-        let ranges = qgrams
-            .iter()
-            .map(|&h| match c.find_key(key(h)) {
-                Some(j) => (offsets[j], offsets[j + 1]),
-                None => (0, 0),
-            })
-            .collect();
-        Held { c, cap, qgrams, ranges, own, exclude, only_live: c.lists_only_live() }
+        let built = qgrams.iter().map(|&h| c.built(key(h))).collect();
+        Held { c, cap, qgrams, built, own, exclude, only_live: c.lists_only_live() }
     }
 
     /// Whether document `d` may be a source of the query.
@@ -137,8 +125,7 @@ impl<'c, C: Holdings> Held<'c, C> {
     /// The documents the index lists for the k-gram at query position `i`: in the built
     /// postings, then added since, each ascending.
     fn lists(&self, i: usize) -> (&'c [u32], &'c [u32]) {
-        let (a, b) = self.ranges[i];
-        (&self.c.postings().2[a as usize..b as usize], self.c.recent(key(self.qgrams[i])))
+        (self.built[i], self.c.recent(key(self.qgrams[i])))
     }
 
     /// How many documents the index lists for the k-gram at query position `i`, up to `cap`

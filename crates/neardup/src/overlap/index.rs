@@ -589,12 +589,8 @@ impl PassageIndex {
 }
 
 impl Holdings for PassageIndex {
-    fn postings(&self) -> (&[u32], &[u32], &[u32]) {
-        (&self.keys, &self.offsets, &self.postings)
-    }
-
-    fn find_key(&self, key: u32) -> Option<usize> {
-        self.key_directory.find(&self.keys, key)
+    fn built(&self, key: u32) -> &[u32] {
+        list_of(&self.keys, &self.offsets, &self.postings, self.key_directory.find(&self.keys, key))
     }
 
     fn recent(&self, key: u32) -> &[u32] {
@@ -615,6 +611,20 @@ impl Holdings for PassageIndex {
 
     fn text(&self, doc: u32) -> Option<&str> {
         Some(PassageIndex::text(self, doc))
+    }
+}
+
+/// The documents of key number `j` (None: an absent key) in sorted postings.
+pub(crate) fn list_of<'a>(
+    keys: &[u32],
+    offsets: &[u32],
+    postings: &'a [u32],
+    j: Option<usize>,
+) -> &'a [u32] {
+    debug_assert_eq!(keys.len() + 1, offsets.len().max(1));
+    match j {
+        Some(j) => &postings[offsets[j] as usize..offsets[j + 1] as usize],
+        None => &[],
     }
 }
 

@@ -122,8 +122,9 @@ impl Shipped {
 }
 
 impl Holdings for Shipped {
-    fn postings(&self) -> (&[u32], &[u32], &[u32]) {
-        (&self.keys, &self.offsets, &self.postings)
+    fn built(&self, key: u32) -> &[u32] {
+        let j = self.keys.binary_search(&key).ok();
+        super::index::list_of(&self.keys, &self.offsets, &self.postings, j)
     }
 
     fn recent(&self, _key: u32) -> &[u32] {
