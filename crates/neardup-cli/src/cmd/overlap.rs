@@ -101,6 +101,13 @@ pub struct OverlapArgs {
     #[arg(long, requires = "save_index")]
     pub add: bool,
 
+    /// Without --against: where the corpus's temporary index is kept while it is checked (its
+    /// texts and fingerprints, about 1.5 times its text; removed when the run ends), so that
+    /// memory does not grow with the corpus's texts [default: the system's temporary
+    /// directory, $TMPDIR].
+    #[arg(long, value_name = "DIR")]
+    pub spill_dir: Option<PathBuf>,
+
     /// Documents never counted as sources (the author's own earlier work), by id: ids are
     /// text, so 7 names the document whose id is 7 or "7".
     #[arg(long, value_name = "ID", num_args = 1..)]
@@ -205,6 +212,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
         output: args.output,
         min_chars: args.min_chars,
         save_index: args.save_index,
+        spill_dir: args.spill_dir,
     };
     let said = Said { progress: Progress::new(args.quiet), quiet: args.quiet };
     let outcome = job.run(&said);

@@ -1108,3 +1108,54 @@ fn a_check_against_a_saved_index_read_in_place_answers_as_the_collection() {
         outputs("memory-30", &coll, &["--min-units", "30"])
     );
 }
+
+#[test]
+fn the_within_corpus_check_on_disk_answers_as_the_index_held_whole() {
+    use serde_json::json;
+    // Documents that copy stretches of each other, in both scripts, a repeat inside one of them.
+    let dir = tempdir("overlap-within-disk");
+    let shared: Vec<String> = (0..4).map(|i| prose(100 + i, 60)).collect();
+    let docs: Vec<Value> = (0..24u64)
+        .map(|n| {
+            let own = prose(n, 30 + (n as usize % 7) * 10);
+            let copied = &shared[n as usize % 4];
+            let text = match n % 3 {
+                0 => format!("{own} {copied}"),
+                1 => format!("{} {own} {}", &copied[..copied.len() / 2], han(n, 40)),
+                _ => format!("{own} {own} {}", han(n % 5, 60)),
+            };
+            json!({"id": if n % 2 == 0 { json!(n) } else { json!(format!("d{n}")) }, "text": text, "n": n})
+        })
+        .collect();
+    let input =
+        write(&dir, "docs.jsonl", &docs.iter().map(|d| format!("{d}\n")).collect::<String>());
+    let spill = dir.join("spill");
+    fs::create_dir_all(&spill).expect("test step");
+    let out = |name: &str| dir.join(name).display().to_string();
+    let spill_arg = spill.display().to_string();
+    // On disk (the default of a corpus), and held whole (the report asks for every text).
+    let disk = ["--passages", &out("p1"), "--summary", &out("s1"), "-o", &out("o1.jsonl")];
+    let o = run(&[&["overlap", &input, "--spill-dir", &spill_arg][..], &disk[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let whole = ["--passages", &out("p2"), "--summary", &out("s2"), "-o", &out("o2.jsonl")];
+    let o = run(&[&["overlap", &input, "--report", &out("r.html")][..], &whole[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (a, b) in [("p1", "p2"), ("s1", "s2"), ("o1.jsonl", "o2.jsonl")] {
+        let (a, b) =
+            (fs::read(dir.join(a)).expect("test step"), fs::read(dir.join(b)).expect("test step"));
+        assert!(!a.is_empty());
+        assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+    }
+    assert!(!lines_of(&fs::read_to_string(dir.join("p1")).expect("test step")).is_empty());
+    // The temporary index is gone once the run ends.
+    assert_eq!(fs::read_dir(&spill).expect("test step").count(), 0);
+
+    let o = run(&["overlap", &input, "--spill-dir", &out("missing"), "--passages", &out("p3")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--spill-dir") && stderr(&o).contains("not a directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.join("p3").exists());
+}

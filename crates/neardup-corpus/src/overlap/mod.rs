@@ -8,6 +8,7 @@
 mod docs;
 mod report;
 mod rewrite;
+mod within;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -70,6 +71,9 @@ pub struct OverlapJob {
     pub min_chars: Option<u64>,
     /// Where to save the passage index (the collection, with the queries when they joined it).
     pub save_index: Option<PathBuf>,
+    /// Where the within-corpus mode keeps its temporary index of the corpus (the texts and
+    /// the postings; removed when the run ends); `None`: the system's temporary directory.
+    pub spill_dir: Option<PathBuf>,
 }
 
 /// What a run did, for its summary line.
@@ -297,6 +301,11 @@ impl OverlapJob {
             }
         }
 
+        // Within one corpus, unless the report (every text at once) or the index is asked for,
+        // the texts stay on disk.
+        if self.against.is_empty() && self.report.is_none() && self.save_index.is_none() {
+            return self.run_within(spec, &query_sources, passages_path, started, observer);
+        }
         // Every id is text (`7` and `"7"` are one document); outputs write it as written.
         let mut written = WrittenIds::default();
         let overlap = CorpusError::Overlap;
@@ -425,7 +434,7 @@ impl OverlapJob {
                     &queries.digests,
                     &places,
                     &query_ids,
-                    &texts,
+                    texts,
                     self.min_chars,
                 )?);
                 Some(out.finish()?)

@@ -37,7 +37,27 @@ pub fn remove_repeats(
     digests: &[Option<SourceDigest>],
     places: &[Place],
     ids: &[String],
-    texts: &[(String, u64)],
+    texts: Vec<(String, u64)>,
+    min_chars: Option<u64>,
+) -> Result<Rewritten, CorpusError> {
+    let mut texts = texts.into_iter();
+    let mut next = |_: usize| texts.next().ok_or_else(more_documents);
+    let id_of = |n: usize| ids[n].clone();
+    remove_repeats_with(out, sources, opts, digests, places, &id_of, &mut next, min_chars)
+}
+
+/// [`remove_repeats`], document `i`'s new text given by `text_of(i)`, asked once for each
+/// document in input order (a caller that checks the documents a chunk at a time), and its id
+/// (for a plain-text document, written as a record) by `id_of(i)`.
+#[allow(clippy::too_many_arguments)]
+pub fn remove_repeats_with(
+    out: &mut RecordsOutput,
+    sources: &[Source],
+    opts: &ReadOptions,
+    digests: &[Option<SourceDigest>],
+    places: &[Place],
+    id_of: &dyn Fn(usize) -> String,
+    text_of: &mut dyn FnMut(usize) -> Result<(String, u64), CorpusError>,
     min_chars: Option<u64>,
 ) -> Result<Rewritten, CorpusError> {
     let kept = vec![true; places.len()];
@@ -46,8 +66,8 @@ pub fn remove_repeats(
         sources,
         opts,
         places,
-        ids,
-        texts,
+        id_of,
+        text_of,
         min_chars: min_chars.unwrap_or(0),
         next: 0,
         done: Rewritten::default(),
@@ -56,27 +76,31 @@ pub fn remove_repeats(
     Ok(sink.done)
 }
 
+fn more_documents() -> CorpusError {
+    CorpusError::Runtime("the input holds more documents than the first read".into())
+}
+
 struct Sink<'a> {
     out: &'a mut RecordsOutput,
     sources: &'a [Source],
     opts: &'a ReadOptions,
     places: &'a [Place],
-    ids: &'a [String],
-    texts: &'a [(String, u64)],
+    id_of: &'a dyn Fn(usize) -> String,
+    text_of: &'a mut dyn FnMut(usize) -> Result<(String, u64), CorpusError>,
     min_chars: u64,
     /// The next document, in input order.
     next: usize,
     done: Rewritten,
 }
 
-impl<'a> Sink<'a> {
+impl Sink<'_> {
     /// The next document's new text, counted; `None` when it is dropped.
-    fn take(&mut self) -> Result<(usize, Option<&'a str>), CorpusError> {
+    fn take(&mut self) -> Result<(usize, Option<String>), CorpusError> {
         let n = self.next;
-        let texts: &'a [(String, u64)] = self.texts;
-        let (text, removed) = texts.get(n).ok_or_else(|| {
-            CorpusError::Runtime("the input holds more documents than the first read".into())
-        })?;
+        if n >= self.places.len() {
+            return Err(more_documents());
+        }
+        let (text, removed) = (self.text_of)(n)?;
         self.next += 1;
         self.done.removed += removed;
         let chars = text.chars().count() as u64;
@@ -84,7 +108,7 @@ impl<'a> Sink<'a> {
             self.done.dropped += 1;
             return Ok((n, None));
         }
-        if chars == 0 && *removed > 0 {
+        if chars == 0 && removed > 0 {
             self.done.emptied += 1;
         }
         Ok((n, Some(text)))
@@ -96,15 +120,13 @@ impl RecordSink for Sink<'_> {
 
     fn record(&mut self, _kept: bool, record: &[u8]) -> Result<(), CorpusError> {
         let sources: &[Source] = self.sources;
-        let place = self.places.get(self.next).ok_or_else(|| {
-            CorpusError::Runtime("the input holds more documents than the first read".into())
-        })?;
+        let place = self.places.get(self.next).ok_or_else(more_documents)?;
         let source = &sources[place.source as usize];
         let plain = self.opts.format_of(source) == Format::Text;
         let (n, Some(text)) = self.take()? else { return Ok(()) };
         if plain {
             // A whole-file document becomes {"id", "text"}, its text as decoded.
-            let line = serde_json::json!({"id": self.ids[n], "text": text});
+            let line = serde_json::json!({"id": (self.id_of)(n), "text": text});
             let line =
                 serde_json::to_vec(&line).map_err(|e| CorpusError::Runtime(e.to_string()))?;
             return self.out.record(&line);
@@ -157,7 +179,7 @@ impl RecordSink for Sink<'_> {
             }
             let (_, text) = self.take()?;
             keep.push(Some(text.is_some()));
-            texts.push(Some(text.unwrap_or_default().to_string()));
+            texts.push(Some(text.unwrap_or_default()));
         }
         let new: ArrayRef = Arc::new(StringArray::from(texts));
         let new = arrow_cast::cast(&new, old.data_type())
