@@ -13,7 +13,7 @@ use elsa::FrozenMap;
 use super::align::Attribution;
 use super::check::{check_in, new_scope, Halt, Holdings, Scope, SCRATCH};
 use super::file::{hash_ranges, read_at, settings, trailer, Stream};
-use super::index::{list_of, KeyDirectory};
+use super::index::KeyDirectory;
 use super::parts::{self, Shipped};
 use super::PASSAGE_INDEX_FORMAT;
 use super::{IoStep, Overlap, OverlapError, OverlapOptions, OverlapSpec};
@@ -34,42 +34,47 @@ pub struct SavedIndex {
     resident: Option<Resident>,
 }
 
-/// A saved index's postings held in memory: the keys one document holds, each with that
-/// document (most keys of a corpus: 80% of the 1 GB benchmark's, 8 bytes each instead of 12),
-/// and the others as sorted postings.
+/// A saved index's postings held in memory: every key, and for each its one holder (most keys
+/// of a corpus: 80% of the 1 GB benchmark's) or where its holders are among the others'
+/// postings: 8 bytes a key, 4 a posting of a key of several holders.
 #[derive(Debug, Default)]
 struct Resident {
-    /// The keys of one holder, sorted, and each one's holder.
-    single_keys: Vec<u32>,
-    single_docs: Vec<u32>,
-    singles: KeyDirectory,
-    /// The other keys, sorted; `postings[offsets[i]..offsets[i + 1]]` the holders of `keys[i]`.
+    /// Every key, sorted, each once.
     keys: Vec<u32>,
+    /// For key `j`: its one holder when bit `j` of `single` is set, else `v`, its holders
+    /// being `postings[offsets[v]..offsets[v + 1]]`.
+    vals: Vec<u32>,
+    single: Vec<u64>,
     offsets: Vec<u32>,
     postings: Vec<u32>,
     directory: KeyDirectory,
 }
 
 impl Resident {
+    fn is_single(&self, j: usize) -> bool {
+        (self.single[j >> 6] >> (j & 63)) & 1 == 1
+    }
+
     fn built(&self, key: u32) -> &[u32] {
-        match self.singles.find(&self.single_keys, key) {
-            Some(i) => std::slice::from_ref(&self.single_docs[i]),
-            None => list_of(
-                &self.keys,
-                &self.offsets,
-                &self.postings,
-                self.directory.find(&self.keys, key),
-            ),
+        let Some(j) = self.directory.find(&self.keys, key) else { return &[] };
+        let v = self.vals[j];
+        match self.is_single(j) {
+            true => std::slice::from_ref(&self.vals[j]),
+            false => {
+                &self.postings
+                    [self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize]
+            }
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.keys.is_empty() && self.single_keys.is_empty()
+        self.keys.is_empty()
     }
 
     /// True when every holder it lists is below `ndocs`.
     fn holders_below(&self, ndocs: u32) -> bool {
-        self.postings.iter().chain(&self.single_docs).all(|&d| d < ndocs)
+        self.postings.iter().all(|&d| d < ndocs)
+            && (0..self.keys.len()).all(|j| !self.is_single(j) || self.vals[j] < ndocs)
     }
 }
 
@@ -536,11 +541,13 @@ fn read_keys(
     }
     let offsets_at = r.at;
     let (mut seen, mut before) = (0u64, 0u32);
-    // Resident: each key to the singles or the others by its count (`single[j]`).
+    // Resident: each key's count says whether it has one holder (its value filled from the
+    // postings below) or several (its value the number of its list).
     let mut p = Resident::default();
-    let mut single: Vec<bool> = Vec::new();
     if resident {
         p.offsets.push(0);
+        p.vals.reserve_exact(keys.len());
+        p.single = vec![0u64; keys.len().div_ceil(64)];
     }
     let offsets_ok = r.each_u32s(nkeys + 1, &mut |block| {
         for &o in block {
@@ -548,21 +555,20 @@ fn read_keys(
                 return false;
             }
             if resident && seen > 0 {
-                let (k, n) = (keys[seen as usize - 1], o - before);
-                single.push(n == 1);
-                match n == 1 {
-                    true => p.single_keys.push(k),
-                    false => {
-                        p.keys.push(k);
-                        p.offsets.push(p.offsets[p.offsets.len() - 1] + n);
-                    }
+                let (j, n) = (seen as usize - 1, o - before);
+                if n == 1 {
+                    p.single[j >> 6] |= 1 << (j & 63);
+                    p.vals.push(u32::MAX);
+                } else {
+                    p.vals.push(p.offsets.len() as u32 - 1);
+                    p.offsets.push(p.offsets[p.offsets.len() - 1] + n);
                 }
             }
             (seen, before) = (seen + 1, o);
         }
         true
     })?;
-    drop(keys);
+    p.keys = keys;
     let npostings = r.u64()?;
     if !offsets_ok || u64::from(before) != npostings {
         return Err(inconsistent());
@@ -570,37 +576,36 @@ fn read_keys(
     let postings_at = r.at;
     let resident = match resident {
         true => {
-            // Each posting to its key's side, the keys taken in order (holders are checked
-            // against the directory by the caller).
-            p.single_docs.reserve_exact(p.single_keys.len());
+            // Each posting to its key, the keys taken in order (holders are checked against
+            // the directory by the caller).
             p.postings.reserve_exact(p.offsets[p.offsets.len() - 1] as usize);
-            let mut keys = single.iter();
-            let (mut left, mut other) = (0u32, 0usize);
-            let mut to_single = false;
+            let (mut j, mut left) = (0usize, 0u32);
             let postings_ok = r.each_u32s(npostings, &mut |block| {
                 for &d in block {
                     while left == 0 {
-                        match keys.next() {
-                            Some(&true) => (left, to_single) = (1, true),
-                            Some(&false) => {
-                                left = p.offsets[other + 1] - p.offsets[other];
-                                (other, to_single) = (other + 1, false);
-                            }
-                            None => return false,
+                        if j >= p.keys.len() {
+                            return false;
                         }
+                        left = match p.is_single(j) {
+                            true => 1,
+                            false => {
+                                let v = p.vals[j] as usize;
+                                p.offsets[v + 1] - p.offsets[v]
+                            }
+                        };
+                        j += 1;
                     }
-                    match to_single {
-                        true => p.single_docs.push(d),
+                    match p.is_single(j - 1) {
+                        true => p.vals[j - 1] = d,
                         false => p.postings.push(d),
                     }
                     left -= 1;
                 }
                 true
             })?;
-            if !postings_ok || p.single_docs.len() != p.single_keys.len() {
+            if !postings_ok || (j, left) != (p.keys.len(), 0) {
                 return Err(inconsistent());
             }
-            p.singles = KeyDirectory::new(&p.single_keys);
             p.directory = KeyDirectory::new(&p.keys);
             Some(p)
         }
