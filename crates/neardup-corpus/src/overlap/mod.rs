@@ -394,10 +394,7 @@ impl OverlapJob {
         outcome.query_notes = queries.notes;
 
         // Outputs, all committed together at the end.
-        let mut passages_out =
-            passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
-        let mut summary_out =
-            self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
+        let (mut passages_out, mut summary_out) = self.record_outputs(passages_path.as_deref())?;
         let report_out = match &self.report {
             Some(path) => {
                 let shown: Vec<(&str, &str, &neardup::overlap::Overlap)> = query_ids
@@ -511,10 +508,7 @@ impl OverlapJob {
             query_notes: queries.notes,
             ..OverlapOutcome::default()
         };
-        let mut passages_out =
-            passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
-        let mut summary_out =
-            self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
+        let (mut passages_out, mut summary_out) = self.record_outputs(passages_path.as_deref())?;
         // Ids as the index saved them (JSON text); one saved plain (an index of an older
         // writer) as a JSON string.
         let report_out = match &self.report {
@@ -619,6 +613,18 @@ impl OverlapJob {
         let mut out = OutputFile::create("--report", path)?;
         out.write_bytes(page.as_bytes())?;
         Ok(out)
+    }
+
+    /// The temporary files of `--passages` (at `passages`, the default output included) and
+    /// `--summary`, each when asked for.
+    fn record_outputs(
+        &self,
+        passages: Option<&Path>,
+    ) -> Result<(Option<OutputFile>, Option<OutputFile>), CorpusError> {
+        Ok((
+            passages.map(|p| OutputFile::create("--passages", p)).transpose()?,
+            self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?,
+        ))
     }
 
     fn excluded(&self, index: &PassageIndex) -> Result<Vec<u32>, CorpusError> {

@@ -22,7 +22,7 @@ use super::{docs, write_records, OverlapJob, OverlapObserver, OverlapOutcome};
 use crate::columnar::RecordsOutput;
 use crate::dedup::Place;
 use crate::read::Source;
-use crate::write::{commit_section, OutputFile};
+use crate::write::commit_section;
 use crate::CorpusError;
 
 /// Text read before a batch of documents is fingerprinted into the temporary index.
@@ -84,10 +84,7 @@ impl OverlapJob {
             query_notes: read.notes,
             ..OverlapOutcome::default()
         };
-        let mut passages_out =
-            passages_path.as_deref().map(|p| OutputFile::create("--passages", p)).transpose()?;
-        let mut summary_out =
-            self.summary.as_deref().map(|p| OutputFile::create("--summary", p)).transpose()?;
+        let (mut passages_out, mut summary_out) = self.record_outputs(passages_path.as_deref())?;
         let name = |n: u32| saved.id_raw(n);
         let total = corpus.places.len();
         let mut copied = 0f64;
