@@ -32,6 +32,12 @@ pub(crate) trait Holdings {
     /// The text of document `doc`, or None when the caller does not have it at hand (a
     /// distributed run ships the texts a check asks for: [`Halt::Needs`]).
     fn text(&self, doc: u32) -> Option<&str>;
+    /// Whether [`Holdings::text`] would give document `doc`'s text, without reading it (a
+    /// saved index reads a text from its file, which a source whose hashes a check kept does
+    /// not need).
+    fn has_text(&self, doc: u32) -> bool {
+        self.text(doc).is_some()
+    }
 }
 
 /// Why a check ended without its answer.
@@ -496,7 +502,7 @@ pub(crate) fn check_in(
         if batch.is_empty() {
             break;
         }
-        if batch.iter().any(|&d| c.text(d).is_none()) {
+        if batch.iter().any(|&d| !c.has_text(d)) {
             // The caller ships texts: it gets the round's candidates and those likely next
             // (ranked as they are now), and runs the check again with them.
             let mut needs: Vec<u32> = batch.clone();
@@ -505,7 +511,7 @@ pub(crate) fn check_in(
                     needs.push(d);
                 }
             }
-            needs.retain(|&d| c.text(d).is_none());
+            needs.retain(|&d| !c.has_text(d));
             return Err(Halt::Needs(needs));
         }
         for d in batch {

@@ -668,6 +668,11 @@ impl Holdings for InPlace<'_> {
         true
     }
 
+    fn has_text(&self, doc: u32) -> bool {
+        // Every text is in the file (one that cannot be read fails the check when it is).
+        (doc as usize) < self.saved.len()
+    }
+
     fn text(&self, doc: u32) -> Option<&str> {
         if let Some(t) = self.cells.get(&doc) {
             return Some(t);
