@@ -102,9 +102,9 @@ pub struct OverlapArgs {
     pub add: bool,
 
     /// Without --against: where the corpus's temporary index is kept while it is checked (its
-    /// texts and fingerprints, about 1.5 times its text; removed when the run ends), so that
-    /// memory does not grow with the corpus's texts [default: the system's temporary
-    /// directory, $TMPDIR].
+    /// texts and fingerprints: up to 2.5 times its text while it is built, 1.6 times after;
+    /// removed when the run ends), so that memory does not grow with the corpus's texts
+    /// [default: the system's temporary directory, $TMPDIR].
     #[arg(long, value_name = "DIR")]
     pub spill_dir: Option<PathBuf>,
 

@@ -1159,3 +1159,31 @@ fn the_within_corpus_check_on_disk_answers_as_the_index_held_whole() {
     );
     assert!(!dir.join("p3").exists());
 }
+
+/// A corpus whose temporary index cannot be written (a full disk: here the file size limit)
+/// is refused naming the spill directory and the room it needs; nothing is left in it and no
+/// output is written.
+#[test]
+fn a_corpus_whose_temporary_index_cannot_be_written_names_the_spill_directory() {
+    let dir = tempdir("overlap-within-full");
+    let spill = dir.join("spill");
+    fs::create_dir_all(&spill).expect("test step");
+    let docs: String =
+        (0..40).map(|n| format!("{{\"id\": {n}, \"text\": \"{}\"}}\n", prose(n, 200))).collect();
+    let input = write(&dir, "docs.jsonl", &docs);
+    let out = dir.join("kept.jsonl");
+    let o = std::process::Command::new("prlimit")
+        .arg("--fsize=4096")
+        .arg(env!("CARGO_BIN_EXE_neardup"))
+        .args(["overlap", &input, "-o", &out.display().to_string()])
+        .arg("--spill-dir")
+        .arg(&spill)
+        .output()
+        .expect("prlimit runs neardup");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(said.contains("File too large") && said.contains("give --spill-dir DIR"), "{said}");
+    assert!(said.contains(&spill.display().to_string()), "{said}");
+    assert_eq!(fs::read_dir(&spill).expect("test step").count(), 0);
+    assert!(!out.exists());
+}

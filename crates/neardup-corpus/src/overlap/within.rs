@@ -63,15 +63,27 @@ impl OverlapJob {
             |e| {
                 CorpusError::Runtime(format!(
                     "{}: making the temporary index of the corpus: {e} (give --spill-dir DIR, \
-                     with room for about 1.5 times the corpus's text)",
+                     with room for 2.5 times the corpus's text)",
                     spill.display()
                 ))
             },
         )?;
         let lock = neardup::IndexLock::acquire(tmp.path()).map_err(CorpusError::Dedup)?;
         let mut builder = IndexBuilder::new(spec, &lock).map_err(overlap)?;
-        let (corpus, read, bytes) = self.read_into(sources, &mut builder, observer)?;
-        builder.finish().map_err(overlap)?;
+        // A write that fails (a full disk) names where the index was and what it needs.
+        let room = |e: CorpusError| match e {
+            CorpusError::Overlap(e @ neardup::overlap::OverlapError::Io { .. }) => {
+                CorpusError::Runtime(format!(
+                    "{e} (the corpus's temporary index, in {}: give --spill-dir DIR with room \
+                     for 2.5 times the corpus's text)",
+                    spill.display()
+                ))
+            }
+            e => e,
+        };
+        let (corpus, read, bytes) =
+            self.read_into(sources, &mut builder, observer).map_err(room)?;
+        builder.finish().map_err(overlap).map_err(room)?;
         let saved = SavedIndex::open_resident(tmp.path(), &self.options)
             .map_err(overlap)?
             .ok_or_else(|| CorpusError::Runtime("the temporary index has an old format".into()))?;
