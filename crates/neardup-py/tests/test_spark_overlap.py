@@ -149,3 +149,20 @@ def test_mistakes_are_refused_by_name(spark, tmp_path, capsys):
         spark_run(tmp_path, [ok], "--min-units", "many")
     assert spark_run(tmp_path, [ok], "--min-units", "0")[0] == 2
     assert "min_units" in capsys.readouterr().err
+
+
+def test_arrow_batches_are_bounded_unless_the_user_set_them(spark):
+    # A query's row carries the postings of its keys and the texts it asked for: Spark's 10,000
+    # rows per Arrow batch made batches of gigabytes within a corpus of near-copies.
+    from neardup.spark import _overlap
+
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    spark.conf.unset(key)
+    try:
+        _overlap._bound_arrow_batches(spark)
+        assert spark.conf.get(key) == str(_overlap._ARROW_ROWS)
+        spark.conf.set(key, "500")
+        _overlap._bound_arrow_batches(spark)
+        assert spark.conf.get(key) == "500"
+    finally:
+        spark.conf.unset(key)

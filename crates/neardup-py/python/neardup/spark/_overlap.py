@@ -168,6 +168,7 @@ def overlap(
 
     spark = queries.sparkSession
     sc = spark.sparkContext
+    _bound_arrow_batches(spark)
     within = collection is None
     coll = queries if within else collection
     stage_seconds: dict = {}
@@ -281,6 +282,19 @@ def overlap(
     }
     sc.setJobDescription(None)
     return SparkOverlapResult(passages=passages, summaries=summaries, rewritten=rewritten, summary=summary)
+
+
+# Rows per Arrow batch sent to the checks, unless the user set it: a query's row carries the
+# postings of its keys and the texts it asked for (within a corpus of near-copies, hundreds of
+# them), and Spark's 10,000 rows made one batch of gigabytes in the JVM's heap.
+_ARROW_ROWS = 64
+
+
+def _bound_arrow_batches(spark: Any) -> None:
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    if spark.sparkContext.getConf().contains(key) or spark.conf.get(key) != "10000":
+        return
+    spark.conf.set(key, str(_ARROW_ROWS))
 
 
 def _id_text(given: str) -> str:
