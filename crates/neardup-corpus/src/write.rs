@@ -52,6 +52,8 @@ enum Cleanup {
     File(PathBuf),
     /// Files in a directory whose names start with one of the prefixes and end with `.tmp`.
     Prefixed(PathBuf, &'static [&'static str]),
+    /// A directory of the run's own, with everything in it.
+    Dir(PathBuf),
 }
 
 /// Reads the umask (call once, before threads start: reading it means setting it), and lets a
@@ -110,6 +112,9 @@ fn remove_all() {
             Cleanup::File(path) => {
                 let _ = fs::remove_file(path);
             }
+            Cleanup::Dir(dir) => {
+                let _ = fs::remove_dir_all(dir);
+            }
             Cleanup::Prefixed(dir, prefixes) => {
                 let Ok(entries) = fs::read_dir(&dir) else { continue };
                 for e in entries.flatten() {
@@ -144,6 +149,20 @@ pub fn register_index_dir(dir: &Path) {
         dir.to_path_buf(),
         &[".docs", ".manifest.json.", neardup::overlap::TEMPORARY_PREFIX],
     ));
+}
+
+/// A temporary directory of the run's own (the within-corpus check's index of the corpus):
+/// removed with everything in it if a signal ends the run, until the guard is dropped (the
+/// caller removes it then).
+pub fn temporary_dir_guard(dir: &Path) -> impl Drop {
+    struct Guard(Cleanup);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            unregister(&self.0);
+        }
+    }
+    register(Cleanup::Dir(dir.to_path_buf()));
+    Guard(Cleanup::Dir(dir.to_path_buf()))
 }
 
 /// One file the run reads, for [`check_conflicts`].

@@ -1187,3 +1187,42 @@ fn a_corpus_whose_temporary_index_cannot_be_written_names_the_spill_directory() 
     assert_eq!(fs::read_dir(&spill).expect("test step").count(), 0);
     assert!(!out.exists());
 }
+
+/// A signal in the middle of a within-corpus check removes the corpus's temporary index (about
+/// 1.6 times its text) with the rest of the run's temporary files.
+#[test]
+fn a_signal_removes_the_corpus_temporary_index() {
+    let dir = tempdir("overlap-within-signal");
+    let spill = dir.join("spill");
+    fs::create_dir_all(&spill).expect("test step");
+    // Enough documents, copying from each other, for the check to take a while.
+    let docs: String = (0..4000u64)
+        .map(|n| {
+            format!("{{\"id\": {n}, \"text\": \"{} {}\"}}\n", prose(n % 50, 120), prose(n, 80))
+        })
+        .collect();
+    let input = write(&dir, "docs.jsonl", &docs);
+    let out = dir.join("kept.jsonl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["overlap", &input, "-o", &out.display().to_string(), "-q"])
+        .arg("--spill-dir")
+        .arg(&spill)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = std::time::Instant::now();
+    while fs::read_dir(&spill).expect("test step").count() == 0 {
+        assert!(started.elapsed().as_secs() < 60, "the temporary index never appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let o = child.wait_with_output().expect("wait");
+    // Ended by the signal (128 + 15), unless it had already finished.
+    if !o.status.success() {
+        assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+        assert!(!out.exists());
+    }
+    assert_eq!(fs::read_dir(&spill).expect("test step").count(), 0);
+}

@@ -22,7 +22,7 @@ use super::{docs, write_records, OverlapJob, OverlapObserver, OverlapOutcome};
 use crate::columnar::RecordsOutput;
 use crate::dedup::Place;
 use crate::read::Source;
-use crate::write::commit_section;
+use crate::write::{commit_section, temporary_dir_guard};
 use crate::CorpusError;
 
 /// Text read before a batch of documents is fingerprinted into the temporary index.
@@ -68,6 +68,8 @@ impl OverlapJob {
                 ))
             },
         )?;
+        // A signal (Ctrl-C) removes it too: it holds about 1.6 times the corpus's text.
+        let guard = temporary_dir_guard(tmp.path());
         let lock = neardup::IndexLock::acquire(tmp.path()).map_err(CorpusError::Dedup)?;
         let mut builder = IndexBuilder::new(spec, &lock).map_err(overlap)?;
         // A write that fails (a full disk) names where the index was and what it needs.
@@ -205,6 +207,7 @@ impl OverlapJob {
         })?;
         drop(saved);
         drop(lock);
+        drop(guard);
         tmp.close()
             .map_err(|e| CorpusError::Runtime(format!("removing the temporary index: {e}")))?;
         Ok(outcome)
