@@ -103,10 +103,10 @@ impl SavedIndex {
         SavedIndex::open_with(dir, options, false)
     }
 
-    /// [`SavedIndex::open`], the keys, offsets and postings read into memory (about 4 bytes a
-    /// key and 8 a posting's key and holder), the texts left in the file: the check of every
-    /// document of a corpus against the others (`neardup overlap CORPUS`) then reads only
-    /// texts.
+    /// [`SavedIndex::open`], the postings read into memory (8 bytes a key, with its holder
+    /// when it has one, and 4 a posting of a key of several holders), the texts left in the
+    /// file: the check of every document of a corpus against the others (`neardup overlap
+    /// CORPUS`) then reads only texts.
     pub fn open_resident(
         dir: &Path,
         options: &OverlapOptions,
