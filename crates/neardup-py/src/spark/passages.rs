@@ -1,25 +1,33 @@
 //! The passage job's stages in Spark's executors (`python -m neardup.spark overlap`): reading
-//! JSON Lines records as `neardup overlap` reads them, the fingerprints of the collection, the
-//! keys of the queries, and the check of each query from the parts shipped to it
+//! JSON Lines records as `neardup overlap` reads them, the keys of the collection and the
+//! queries packed by bucket, the postings of each bucket joined with the keys asked for and
+//! packed by group of queries, and the check of each group from the parts shipped to it
 //! ([`neardup::overlap::parts`]), with the records the CLI writes. Glue: every rule is the
-//! library's.
+//! library's; what crosses Spark is packed in large rows (a row per key or per query cost more
+//! in Spark than the check itself).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 use serde_json::value::RawValue;
 
-use neardup::overlap::parts::{self, Shipped, Step};
+use neardup::overlap::parts::{self, Shipped, ShippedTexts, Step};
 use neardup::overlap::{JsonId, OverlapSpec, PassageRecord};
 
 use crate::errors::overlap_error;
 use crate::guard;
+use crate::texts::Source;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(passage_spec, m)?)?;
     m.add_function(wrap_pyfunction!(passage_records, m)?)?;
-    m.add_function(wrap_pyfunction!(passage_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(passage_check, m)?)?;
+    m.add_function(wrap_pyfunction!(passage_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(passage_join, m)?)?;
+    m.add_function(wrap_pyfunction!(passage_check_group, m)?)?;
     m.add_function(wrap_pyfunction!(passage_splice, m)?)?;
     Ok(())
 }
@@ -40,195 +48,482 @@ fn passage_spec(options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
     serde_json::to_string(&spec).map_err(|e| crate::errors::input(e.to_string()))
 }
 
-/// JSON Lines records read by the library's rule for a record (as `neardup overlap` reads a
-/// file's lines): for each line `(status, error, id, id_json, text)`, status 0 a document, 1 a
-/// blank line, 2 a bad line (`error` says why), 3 a document given as tokens; `id` the id as text (the one id rule) and
-/// `id_json` as written, None for a record without one.
-#[pyfunction]
-#[pyo3(signature = (lines, text_field, id_field, tokens_field, lossy, max_doc_bytes))]
-#[allow(clippy::type_complexity)]
-fn passage_records(
+/// One line of JSON Lines as the passage job reads it: status 0 a document, 1 a blank line,
+/// 2 a bad line (the message says why), 3 a document given as tokens; the id as text (the one
+/// id rule) and as written, None for a record without one; the text.
+type ReadLine = (u8, Option<String>, Option<String>, Option<String>, Option<String>);
+
+fn read_record(
+    line: &[u8],
+    fields: &neardup::RecordFields<'_>,
+    lossy: bool,
+    max_doc_bytes: usize,
+) -> ReadLine {
+    let bad = |m: String| (2u8, Some(m), None, None, None);
+    let Some(body) = neardup::record_line(line) else {
+        return (1, None, None, None, None);
+    };
+    let text = match std::str::from_utf8(body) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) if lossy => String::from_utf8_lossy(body),
+        Err(e) => {
+            return bad(format!(
+                "invalid UTF-8 at byte offset {} of the line (use --lossy to replace bad bytes)",
+                e.valid_up_to() + (body.as_ptr() as usize - line.as_ptr() as usize)
+            ))
+        }
+    };
+    let record = match neardup::parse_json_record(&text, fields) {
+        Ok(r) => r,
+        Err(e) => return bad(e.0),
+    };
+    if record.body.len() > max_doc_bytes {
+        return bad(format!("document is larger than --max-doc-bytes {max_doc_bytes}"));
+    }
+    let (id, written) = match record.id.as_deref() {
+        Some(raw) => match neardup::id_from_json(raw.get()) {
+            Ok(id) => (Some(id.into_owned()), Some(raw.get().to_string())),
+            Err(e) => return bad(format!("field {:?}: {e}", fields.id)),
+        },
+        None => (None, None),
+    };
+    // A token list (no text field) is a document too, its text the tokens joined: status 3,
+    // which a rewrite of the text field refuses.
+    let status = match record.body {
+        neardup::OwnedDocument::Tokens(_) => 3,
+        _ => 0,
+    };
+    (status, None, id, written, Some(record.body.into_display_text()))
+}
+
+/// Strings as an Arrow string column's buffers: offsets (int64, n+1) and data.
+fn string_buffers<'a>(
     py: Python<'_>,
-    lines: Vec<Vec<u8>>,
+    values: impl ExactSizeIterator<Item = &'a str>,
+) -> (Bound<'_, PyArray1<i64>>, Bound<'_, PyBytes>) {
+    let mut offsets = Vec::with_capacity(values.len() + 1);
+    let mut data = Vec::new();
+    offsets.push(0i64);
+    for v in values {
+        data.extend_from_slice(v.as_bytes());
+        offsets.push(data.len() as i64);
+    }
+    (offsets.into_pyarray(py), PyBytes::new(py, &data))
+}
+
+/// JSON Lines records read by the library's rule for a record (as `neardup overlap` reads a
+/// file's lines), on every core: `offsets` (int64 n+1) and `data` are the lines' bytes as
+/// Spark's text reader gives them. Returns `status` (uint8: 0 a document, 1 a blank line, 2 a
+/// bad line, 3 a document given as tokens), `errors` (`(row, message)` of each bad line), and
+/// as Arrow string buffers (`*_offsets`, `*_data`) each line's `id` (the one id rule),
+/// `id_json` (as written) and `text`, with `id_valid` false for a record without an id (both
+/// ids then empty, as are all three of a line that is not a document).
+#[pyfunction]
+#[pyo3(signature = (offsets, data, text_field, id_field, tokens_field, lossy, max_doc_bytes))]
+#[allow(clippy::too_many_arguments)]
+fn passage_records<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, u8>,
     text_field: &str,
     id_field: &str,
     tokens_field: &str,
     lossy: bool,
     max_doc_bytes: usize,
-) -> PyResult<Vec<(u8, Option<String>, Option<String>, Option<String>, Option<String>)>> {
-    let fields =
-        neardup::RecordFields { text: text_field, id: id_field, tokens: tokens_field, rank: None };
-    Ok(py.detach(|| {
-        lines
-            .par_iter()
-            .map(|line| {
-                let bad = |m: String| (2u8, Some(m), None, None, None);
-                let Some(body) = neardup::record_line(line) else {
-                    return (1, None, None, None, None);
-                };
-                let text = match std::str::from_utf8(body) {
-                    Ok(t) => std::borrow::Cow::Borrowed(t),
-                    Err(_) if lossy => String::from_utf8_lossy(body),
-                    Err(e) => {
-                        return bad(format!(
-                            "invalid UTF-8 at byte offset {} of the line (use --lossy to \
-                             replace bad bytes)",
-                            e.valid_up_to() + (body.as_ptr() as usize - line.as_ptr() as usize)
-                        ))
-                    }
-                };
-                let record = match neardup::parse_json_record(&text, &fields) {
-                    Ok(r) => r,
-                    Err(e) => return bad(e.0),
-                };
-                if record.body.len() > max_doc_bytes {
-                    return bad(format!("document is larger than --max-doc-bytes {max_doc_bytes}"));
-                }
-                let (id, written) = match record.id.as_deref() {
-                    Some(raw) => match neardup::id_from_json(raw.get()) {
-                        Ok(id) => (Some(id.into_owned()), Some(raw.get().to_string())),
-                        Err(e) => return bad(format!("field {id_field:?}: {e}")),
-                    },
-                    None => (None, None),
-                };
-                // A token list (no text field) is a document too, its text the tokens joined:
-                // status 3, which a rewrite of the text field refuses.
-                let status = match record.body {
-                    neardup::OwnedDocument::Tokens(_) => 3,
-                    _ => 0,
-                };
-                (status, None, id, written, Some(record.body.into_display_text()))
-            })
-            .collect()
-    }))
-}
-
-/// The keys of each text, flattened: `(rows, keys)`, row `i`'s keys where `rows` is `i`. A
-/// collection's documents (`query` false) give their winnowed keys, what an index posts; queries
-/// give the key of every k-gram, the postings a check reads.
-#[pyfunction]
-fn passage_keys(
-    py: Python<'_>,
-    spec: &str,
-    texts: Vec<String>,
-    query: bool,
-) -> PyResult<(Vec<i64>, Vec<i64>)> {
+) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
-        let spec = spec_of(spec)?;
-        let keys: Vec<Vec<u32>> = py
-            .detach(|| {
-                texts
-                    .par_iter()
-                    .map(|t| match query {
-                        true => parts::query_keys(&spec, t),
-                        false => parts::fingerprints(&spec, t),
-                    })
-                    .collect::<Result<_, _>>()
-            })
-            .map_err(overlap_error)?;
-        let (mut rows, mut flat) = (Vec::new(), Vec::new());
-        for (i, k) in keys.into_iter().enumerate() {
-            rows.extend(std::iter::repeat_n(i as i64, k.len()));
-            flat.extend(k.into_iter().map(i64::from));
+        let (o, d) = (offsets.as_slice()?, data.as_slice()?);
+        if o.is_empty() {
+            return Err(crate::errors::input("the offsets of a batch of lines are empty"));
         }
-        Ok((rows, flat))
+        let mut lines = Vec::with_capacity(o.len() - 1);
+        for (i, w) in o.windows(2).enumerate() {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            lines.push(d.get(s..e).ok_or_else(|| {
+                crate::errors::input(format!("line {i}: offsets outside the batch's data"))
+            })?);
+        }
+        let fields = neardup::RecordFields {
+            text: text_field,
+            id: id_field,
+            tokens: tokens_field,
+            rank: None,
+        };
+        let read: Vec<ReadLine> = py.detach(|| {
+            lines.par_iter().map(|l| read_record(l, &fields, lossy, max_doc_bytes)).collect()
+        });
+        let out = PyDict::new(py);
+        let status: Vec<u8> = read.iter().map(|r| r.0).collect();
+        let errors: Vec<(usize, &str)> =
+            read.iter().enumerate().filter_map(|(i, r)| r.1.as_deref().map(|m| (i, m))).collect();
+        let ids: Vec<&str> = read.iter().map(|r| r.2.as_deref().unwrap_or("")).collect();
+        let written: Vec<&str> = read.iter().map(|r| r.3.as_deref().unwrap_or("")).collect();
+        let valid: Vec<bool> = read.iter().map(|r| r.2.is_some()).collect();
+        out.set_item("id_valid", PyArray1::from_slice(py, &valid))?;
+        out.set_item("status", PyArray1::from_slice(py, &status))?;
+        out.set_item("errors", errors)?;
+        let texts: Vec<&str> = read.iter().map(|r| r.4.as_deref().unwrap_or("")).collect();
+        for (name, values) in [("id", ids), ("id_json", written), ("text", texts)] {
+            let (offsets, data) = string_buffers(py, values.into_iter());
+            out.set_item(format!("{name}_offsets"), offsets)?;
+            out.set_item(format!("{name}_data"), data)?;
+        }
+        Ok(out)
     })
 }
 
-/// One query as a check of parts reads it: its id as written, text, own number, the holders
-/// of its keys, and the texts shipped `(doc, id as written, text)`.
-type QueryParts =
-    (Option<String>, String, Option<i64>, Vec<(i64, Vec<i64>)>, Vec<(i64, String, String)>);
+/// Little-endian `u32`s appended to `out`.
+fn put(out: &mut Vec<u8>, xs: &[u32]) {
+    for x in xs {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
 
-/// What [`passage_check`] gives per query: the documents whose texts it needs (None when done),
-/// the passage records (JSON, one per passage), the summary record (JSON), and within a corpus
-/// the text without its repeats and the code points removed.
+/// The `u32`s of a packed part (see [`put`]).
+fn words(part: &[u8]) -> PyResult<impl Iterator<Item = u32> + '_> {
+    if !part.len().is_multiple_of(4) {
+        return Err(crate::errors::input(format!(
+            "a packed part of {} bytes is not whole 32-bit numbers",
+            part.len()
+        )));
+    }
+    Ok(part.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
+}
+
+/// A part's kind: the winnowed keys a document posts as a holder, `(doc, key)` pairs.
+const HOLDER: u8 = 0;
+/// A part's kind: every key of a query, `(query, key)` pairs.
+const QUERY: u8 = 1;
+
+/// The keys of a batch of texts as packed pairs, by bucket (`key % buckets`), so that a
+/// shuffle by bucket brings each key's holders and askers together in a few large rows instead
+/// of a row per key: `(bucket, kind, pairs)`, kind 0 the `(doc, key)` pairs of `holders` (each
+/// text's winnowed keys, what an index posts), kind 1 the `(query, key)` pairs of `queries`
+/// (every k-gram's key, the postings a check reads). `pos` numbers the texts.
+#[pyfunction]
+#[pyo3(signature = (spec, pos, texts, holders, queries, buckets))]
+fn passage_pairs<'py>(
+    py: Python<'py>,
+    spec: &str,
+    pos: PyReadonlyArray1<'py, i64>,
+    texts: &Bound<'py, PyAny>,
+    holders: bool,
+    queries: bool,
+    buckets: u32,
+) -> PyResult<Vec<(u32, u8, Bound<'py, PyBytes>)>> {
+    guard(|| {
+        let spec = spec_of(spec)?;
+        let source = Source::from_py(texts)?;
+        let texts = source.texts()?;
+        let pos: Vec<u32> = pos.as_slice()?.iter().map(|&p| number(p)).collect::<PyResult<_>>()?;
+        if pos.len() != texts.len() || buckets == 0 {
+            return Err(crate::errors::input("one number per text, and at least one bucket"));
+        }
+        let parts: Vec<Vec<Vec<u8>>> = py
+            .detach(|| -> Result<_, neardup::overlap::OverlapError> {
+                let keys = texts
+                    .par_iter()
+                    .map(|t| parts::keys(&spec, t, holders))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut out = vec![vec![Vec::new(); buckets as usize]; 2];
+                for (&p, (winnowed, every)) in pos.iter().zip(&keys) {
+                    for (kind, ks) in [(HOLDER, winnowed), (QUERY, every)] {
+                        if kind == QUERY && !queries {
+                            continue;
+                        }
+                        for &k in ks {
+                            put(&mut out[kind as usize][(k % buckets) as usize], &[p, k]);
+                        }
+                    }
+                }
+                Ok(out)
+            })
+            .map_err(overlap_error)?;
+        let mut rows = Vec::new();
+        for (kind, by_bucket) in parts.into_iter().enumerate() {
+            for (b, part) in by_bucket.into_iter().enumerate() {
+                if !part.is_empty() {
+                    rows.push((b as u32, kind as u8, PyBytes::new(py, &part)));
+                }
+            }
+        }
+        Ok(rows)
+    })
+}
+
+/// The postings of the queries' keys, from the packed pairs of a shuffle by bucket
+/// ([`passage_pairs`]'s rows: every holder of the partition's keys, and the queries asking for
+/// them): each key keeps its first `max_postings` holders, ascending, as an index posts it.
+/// Returns `(group, held)` by group of queries (`query / group`), `held` the records
+/// ([`held_record`]) of each query's keys that some document holds, about a megabyte a row.
+#[pyfunction]
+fn passage_join<'py>(
+    py: Python<'py>,
+    spec: &str,
+    kinds: Vec<u8>,
+    parts: Vec<Bound<'py, PyBytes>>,
+    group: u32,
+) -> PyResult<Vec<(u32, Bound<'py, PyBytes>)>> {
+    guard(|| {
+        let spec = spec_of(spec)?;
+        if kinds.len() != parts.len() || group == 0 {
+            return Err(crate::errors::input("one kind per part, and groups of one query or more"));
+        }
+        // (key, doc) and (key, query), sorted: a merge join.
+        let (mut held, mut asked) = (Vec::new(), Vec::new());
+        for (kind, part) in kinds.iter().zip(&parts) {
+            let mut w = words(part.as_bytes())?;
+            let to = match *kind {
+                HOLDER => &mut held,
+                QUERY => &mut asked,
+                k => return Err(crate::errors::input(format!("a part of kind {k}"))),
+            };
+            while let (Some(who), Some(key)) = (w.next(), w.next()) {
+                to.push((key, who));
+            }
+        }
+        let by_group = py.detach(|| {
+            // Each group's open part, and the key its last record named.
+            let mut open: std::collections::BTreeMap<u32, (Vec<u8>, u32)> = Default::default();
+            held.par_sort_unstable();
+            held.dedup();
+            asked.par_sort_unstable();
+            asked.dedup();
+            // A group's parts in rows of about PART_BYTES (a row's records whole): an Arrow
+            // batch of the check holds many rows.
+            let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+            let mut h = 0;
+            let mut a = 0;
+            while a < asked.len() {
+                let key = asked[a].0;
+                while h < held.len() && held[h].0 < key {
+                    h += 1;
+                }
+                let end = held[h..].partition_point(|&(k, _)| k == key) + h;
+                let a_end = asked[a..].partition_point(|&(k, _)| k == key) + a;
+                if end > h {
+                    let docs: Vec<u32> = held[h..end]
+                        .iter()
+                        .take(spec.max_postings as usize)
+                        .map(|&(_, d)| d)
+                        .collect();
+                    for &(_, q) in &asked[a..a_end] {
+                        let (blob, last) = open.entry(q / group).or_default();
+                        held_record(blob, *last, q, key, &docs);
+                        *last = key;
+                        if blob.len() >= PART_BYTES {
+                            out.push((q / group, std::mem::take(blob)));
+                            *last = 0;
+                        }
+                    }
+                }
+                h = end;
+                a = a_end;
+            }
+            out.extend(
+                open.into_iter()
+                    .filter(|(_, (blob, _))| !blob.is_empty())
+                    .map(|(g, (b, _))| (g, b)),
+            );
+            out
+        });
+        Ok(by_group.into_iter().map(|(g, blob)| (g, PyBytes::new(py, &blob))).collect())
+    })
+}
+
+/// Appends `x` as a LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut x: u32) {
+    while x >= 0x80 {
+        out.push((x as u8) | 0x80);
+        x >>= 7;
+    }
+    out.push(x as u8);
+}
+
+/// Reads a LEB128 varint at `*at`, moving past it.
+fn varint(part: &[u8], at: &mut usize) -> PyResult<u32> {
+    let mut x: u64 = 0;
+    for shift in (0..35).step_by(7) {
+        let b =
+            *part.get(*at).ok_or_else(|| crate::errors::input("a packed posting ends early"))?;
+        *at += 1;
+        x |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return u32::try_from(x)
+                .map_err(|_| crate::errors::input("a packed number is too large"));
+        }
+    }
+    Err(crate::errors::input("a packed number is too long"))
+}
+
+/// One record of a part of held postings: the key as its distance from the part's last key
+/// (`last`; keys come ascending), the query, the holders' count and the holders, each as its
+/// distance from the one before (they are ascending), all varints: a third of the bytes of
+/// whole numbers, which every pass of the check moves through the JVM.
+fn held_record(out: &mut Vec<u8>, last: u32, q: u32, key: u32, docs: &[u32]) {
+    put_varint(out, key - last);
+    put_varint(out, q);
+    put_varint(out, docs.len() as u32);
+    let mut prev = 0;
+    for &d in docs {
+        put_varint(out, d - prev);
+        prev = d;
+    }
+}
+
+/// The records of a part of held postings (see [`held_record`]): `(query, key, holders)`.
+fn held_records(part: &[u8], mut each: impl FnMut(u32, u32, Vec<u32>)) -> PyResult<()> {
+    let bad = || crate::errors::input("a packed posting is out of order");
+    let (mut at, mut key) = (0, 0u32);
+    while at < part.len() {
+        key = key.checked_add(varint(part, &mut at)?).ok_or_else(bad)?;
+        let q = varint(part, &mut at)?;
+        let n = varint(part, &mut at)? as usize;
+        if n > part.len() - at {
+            return Err(crate::errors::input("a packed posting ends early"));
+        }
+        let mut docs = Vec::with_capacity(n);
+        let mut d = 0u32;
+        for _ in 0..n {
+            d = d.checked_add(varint(part, &mut at)?).ok_or_else(bad)?;
+            docs.push(d);
+        }
+        each(q, key, docs);
+    }
+    Ok(())
+}
+
+/// The size of a row of packed postings that [`passage_join`] writes.
+const PART_BYTES: usize = 1 << 20;
+
+/// What [`passage_check_group`] gives per query: the documents whose texts it needs (None when
+/// done), the passage records (JSON, one per passage), the summary record (JSON), and within a
+/// corpus the text without its repeats and the code points removed.
 type Checked = (Option<Vec<i64>>, Vec<String>, Option<String>, Option<(String, u64)>);
 
 fn number(n: i64) -> PyResult<u32> {
     u32::try_from(n).map_err(|_| crate::errors::input(format!("document number {n} out of range")))
 }
 
-/// Checks each query from its parts ([`neardup::overlap::parts::check`]), on every core.
+/// Checks a group of queries ([`neardup::overlap::parts::check`]), on every core: `queries`
+/// (their numbers), `own` (each one's number in the collection, if it is one of its documents),
+/// `query_ids` (as written) and `query_texts`; `held`, the packed postings of the group
+/// ([`passage_join`]'s parts; records of other queries are passed over); and the texts shipped
+/// to the group, each once (`docs`, `doc_ids` as written, `doc_texts`), which every query of the
+/// group may read.
 #[pyfunction]
-fn passage_check(
-    py: Python<'_>,
+#[pyo3(signature = (spec, within, exclude, queries, own, query_ids, query_texts, held, docs, doc_ids, doc_texts))]
+#[allow(clippy::too_many_arguments)]
+fn passage_check_group<'py>(
+    py: Python<'py>,
     spec: &str,
     within: bool,
     exclude: Vec<i64>,
-    queries: Vec<QueryParts>,
+    queries: Vec<i64>,
+    own: Vec<Option<i64>>,
+    query_ids: Vec<Option<String>>,
+    query_texts: &Bound<'py, PyAny>,
+    held: Vec<Bound<'py, PyBytes>>,
+    docs: Vec<i64>,
+    doc_ids: Vec<String>,
+    doc_texts: &Bound<'py, PyAny>,
 ) -> PyResult<Vec<Checked>> {
     guard(|| {
         let spec = spec_of(spec)?;
         let exclude: Vec<u32> = exclude.into_iter().map(number).collect::<PyResult<_>>()?;
-        let run = |(qid, text, own, held, texts): QueryParts| -> PyResult<Checked> {
-            let own = own.map(number).transpose()?;
-            let held = held
-                .into_iter()
-                .map(|(k, docs)| {
-                    let docs = docs.into_iter().map(number).collect::<PyResult<Vec<u32>>>()?;
-                    Ok((
-                        u32::try_from(k).map_err(|_| crate::errors::input("key out of range"))?,
-                        docs,
-                    ))
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            let mut names: std::collections::HashMap<u32, JsonId> = Default::default();
-            let mut shipped_texts = Vec::with_capacity(texts.len());
-            for (d, id, t) in texts {
-                let d = number(d)?;
-                let id = RawValue::from_string(id)
-                    .map_err(|e| crate::errors::input(format!("a source's id: {e}")))?;
-                names.insert(d, id);
-                shipped_texts.push((d, t));
-            }
-            let shipped = Shipped::new(&spec, held, shipped_texts).map_err(overlap_error)?;
-            let found = match parts::check(&spec, &shipped, &text, own, &exclude, within)
-                .map_err(overlap_error)?
-            {
-                Step::Needs(docs) => {
-                    return Ok((
-                        Some(docs.into_iter().map(i64::from).collect()),
-                        vec![],
-                        None,
-                        None,
-                    ))
+        let query_source = Source::from_py(query_texts)?;
+        let query_texts = query_source.texts()?;
+        let doc_source = Source::from_py(doc_texts)?;
+        let doc_texts = doc_source.texts()?;
+        let n = queries.len();
+        if own.len() != n || query_ids.len() != n || query_texts.len() != n {
+            return Err(crate::errors::input("one number, id and text per query"));
+        }
+        if doc_ids.len() != docs.len() || doc_texts.len() != docs.len() {
+            return Err(crate::errors::input("one id and text per document shipped"));
+        }
+        let mut of_query: HashMap<u32, Vec<(u32, Vec<u32>)>> = HashMap::with_capacity(n);
+        for q in &queries {
+            of_query.insert(number(*q)?, Vec::new());
+        }
+        for part in &held {
+            held_records(part.as_bytes(), |q, key, holders| {
+                if let Some(list) = of_query.get_mut(&q) {
+                    list.push((key, holders));
                 }
-                Step::Done(found) => found,
-            };
-            let query = qid
-                .map(RawValue::from_string)
-                .transpose()
-                .map_err(|e| crate::errors::input(format!("a query's id: {e}")))?;
-            // Every source a passage names was aligned, so its text (and id) was shipped.
-            if let Some(d) = found
-                .all_passages()
-                .iter()
-                .flat_map(|p| std::iter::once(p.source).chain(p.also.iter().copied()))
-                .find(|d| !names.contains_key(d))
-            {
-                return Err(crate::errors::input(format!(
-                    "source {d} was not shipped with its id"
-                )));
-            }
-            let name = |n: u32| names[&n].clone();
-            let json = |e: serde_json::Error| crate::errors::input(e.to_string());
-            let lines = found
-                .all_passages()
-                .into_iter()
-                .map(|p| serde_json::to_string(&PassageRecord::new(query.as_deref(), p, &name)))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(json)?;
-            let summary = serde_json::to_string(&found.summary_record(query.as_deref(), &name))
-                .map_err(json)?;
-            let rewritten = match (within, own) {
-                (true, Some(n)) => Some(found.without_repeats(&text, n)),
-                _ => None,
-            };
-            Ok((None, lines, Some(summary), rewritten))
+            })?;
+        }
+        let mut names: HashMap<u32, JsonId> = HashMap::with_capacity(docs.len());
+        let mut texts = Vec::with_capacity(docs.len());
+        for ((d, id), text) in docs.iter().zip(doc_ids).zip(&doc_texts) {
+            let d = number(*d)?;
+            let id = RawValue::from_string(id)
+                .map_err(|e| crate::errors::input(format!("a source's id: {e}")))?;
+            names.insert(d, id);
+            texts.push((d, text.to_string()));
+        }
+        let texts = Arc::new(ShippedTexts::new(texts));
+        let mut work = Vec::with_capacity(n);
+        for (((q, own), qid), text) in queries.iter().zip(own).zip(query_ids).zip(&query_texts) {
+            let held = of_query.remove(&number(*q)?).unwrap_or_default();
+            work.push((own.map(number).transpose()?, qid, *text, held));
+        }
+        let run = |(own, qid, text, held): (Option<u32>, Option<String>, &str, Vec<_>)| {
+            let shipped =
+                Shipped::sharing(&spec, held, Arc::clone(&texts)).map_err(overlap_error)?;
+            answer(&spec, &shipped, qid, text, own, &exclude, within, &names)
         };
-        py.detach(|| queries.into_par_iter().map(run).collect())
+        py.detach(|| work.into_par_iter().map(run).collect())
     })
+}
+
+/// One query's check from its shipped parts, as [`Checked`].
+#[allow(clippy::too_many_arguments)]
+fn answer(
+    spec: &OverlapSpec,
+    shipped: &Shipped,
+    qid: Option<String>,
+    text: &str,
+    own: Option<u32>,
+    exclude: &[u32],
+    within: bool,
+    names: &HashMap<u32, JsonId>,
+) -> PyResult<Checked> {
+    let found =
+        match parts::check(spec, shipped, text, own, exclude, within).map_err(overlap_error)? {
+            Step::Needs(docs) => {
+                return Ok((Some(docs.into_iter().map(i64::from).collect()), vec![], None, None))
+            }
+            Step::Done(found) => found,
+        };
+    let query = qid
+        .map(RawValue::from_string)
+        .transpose()
+        .map_err(|e| crate::errors::input(format!("a query's id: {e}")))?;
+    // Every source a passage names was aligned, so its text (and id) was shipped.
+    if let Some(d) = found
+        .all_passages()
+        .iter()
+        .flat_map(|p| std::iter::once(p.source).chain(p.also.iter().copied()))
+        .find(|d| !names.contains_key(d))
+    {
+        return Err(crate::errors::input(format!("source {d} was not shipped with its id")));
+    }
+    let name = |n: u32| names[&n].clone();
+    let json = |e: serde_json::Error| crate::errors::input(e.to_string());
+    let lines = found
+        .all_passages()
+        .into_iter()
+        .map(|p| serde_json::to_string(&PassageRecord::new(query.as_deref(), p, &name)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(json)?;
+    let summary =
+        serde_json::to_string(&found.summary_record(query.as_deref(), &name)).map_err(json)?;
+    let rewritten = match (within, own) {
+        (true, Some(n)) => Some(found.without_repeats(text, n)),
+        _ => None,
+    };
+    Ok((None, lines, Some(summary), rewritten))
 }
 
 /// JSON Lines records with their text field's value replaced (`-o`'s rewrite, as

@@ -44,10 +44,12 @@
 //! # Ok::<(), neardup::overlap::OverlapError>(())
 //! ```
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
-use super::check::{check_in, key, Halt, Holdings, NO_SCOPE, SCRATCH};
+use super::check::{check_in, key, new_scope, Halt, Holdings, Scope, SCRATCH};
 use super::index::winnow;
 use super::units::{kgram_hashes, units};
 use super::{Overlap, OverlapError, OverlapSpec};
@@ -67,15 +69,51 @@ pub fn fingerprints(spec: &OverlapSpec, text: &str) -> Result<Vec<u32>, OverlapE
 
 /// The keys of every k-gram of a query, sorted and each once: the postings a check of it reads.
 pub fn query_keys(spec: &OverlapSpec, text: &str) -> Result<Vec<u32>, OverlapError> {
+    Ok(keys(spec, text, false)?.1)
+}
+
+/// A text's [`fingerprints`] (when `winnowed`; else none) and [`query_keys`], its units read
+/// once: what a document of a corpus checked within itself gives, as a holder and as a query.
+pub fn keys(
+    spec: &OverlapSpec,
+    text: &str,
+    winnowed: bool,
+) -> Result<(Vec<u32>, Vec<u32>), OverlapError> {
     spec.validate()?;
-    let mut out: Vec<u32> = SCRATCH.with_borrow_mut(|s| {
+    let (mut fingerprints, mut every) = (Vec::new(), Vec::new());
+    SCRATCH.with_borrow_mut(|s| {
         units(text, spec.zh_script, &mut s.units);
         kgram_hashes(&s.units, spec.seed as usize, &mut s.grams);
-        s.grams.iter().map(|&h| key(h)).collect()
+        if winnowed {
+            winnow(&s.grams, spec.window as usize, &mut fingerprints);
+        }
+        every.extend(s.grams.iter().map(|&h| key(h)));
     });
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    every.sort_unstable();
+    every.dedup();
+    Ok((fingerprints, every))
+}
+
+/// Texts shipped to the checks of several queries (a group of queries given each text once),
+/// by document number. The checks that share them reuse each other's work on a source (its
+/// hashes, kept per thread) while these texts are unchanged, as the checks of one index do.
+#[derive(Debug)]
+pub struct ShippedTexts {
+    texts: FxHashMap<u32, String>,
+    scope: Scope,
+}
+
+impl ShippedTexts {
+    /// The texts `(document, text)`; a document given twice keeps its last text.
+    pub fn new(texts: impl IntoIterator<Item = (u32, String)>) -> ShippedTexts {
+        ShippedTexts { texts: texts.into_iter().collect(), scope: new_scope() }
+    }
+}
+
+impl Default for ShippedTexts {
+    fn default() -> Self {
+        ShippedTexts::new([])
+    }
 }
 
 /// What a query's check is given of the collection: the holders of its keys and the texts of
@@ -85,7 +123,7 @@ pub struct Shipped {
     keys: Vec<u32>,
     offsets: Vec<u32>,
     postings: Vec<u32>,
-    texts: FxHashMap<u32, String>,
+    texts: Arc<ShippedTexts>,
 }
 
 impl Shipped {
@@ -94,11 +132,21 @@ impl Shipped {
     /// Keys the collection does not hold may be left out.
     pub fn new(
         spec: &OverlapSpec,
-        mut held: Vec<(u32, Vec<u32>)>,
+        held: Vec<(u32, Vec<u32>)>,
         texts: Vec<(u32, String)>,
     ) -> Result<Shipped, OverlapError> {
+        Shipped::sharing(spec, held, Arc::new(ShippedTexts::new(texts)))
+    }
+
+    /// As [`new`](Self::new), with texts that several queries' checks share (the texts shipped
+    /// to a group of queries, each sent once to the group).
+    pub fn sharing(
+        spec: &OverlapSpec,
+        mut held: Vec<(u32, Vec<u32>)>,
+        texts: Arc<ShippedTexts>,
+    ) -> Result<Shipped, OverlapError> {
         held.sort_unstable_by_key(|(k, _)| *k);
-        let mut shipped = Shipped { texts: texts.into_iter().collect(), ..Shipped::default() };
+        let mut shipped = Shipped { texts, ..Shipped::default() };
         shipped.offsets.push(0);
         for (k, mut docs) in held {
             if shipped.keys.last() == Some(&k) {
@@ -146,7 +194,7 @@ impl Holdings for Shipped {
     }
 
     fn text(&self, doc: u32) -> Option<&str> {
-        self.texts.get(&doc).map(String::as_str)
+        self.texts.texts.get(&doc).map(String::as_str)
     }
 }
 
@@ -179,7 +227,7 @@ pub fn check(
     }
     let by = if within { Attribution::Earliest } else { Attribution::BestMatch };
     SCRATCH.with_borrow_mut(|s| {
-        match check_in(shipped, spec, text, own, exclude, by, &|| false, s, NO_SCOPE) {
+        match check_in(shipped, spec, text, own, exclude, by, &|| false, s, shipped.texts.scope) {
             Ok(found) => Ok(Step::Done(found)),
             Err(Halt::Needs(docs)) => Ok(Step::Needs(docs)),
             Err(Halt::Stopped) => Err(OverlapError::Stopped),
@@ -299,6 +347,40 @@ mod tests {
                 let want = index.check(None, &query, &exclude).expect("check");
                 let (got, _) = by_parts(&spec, &docs, &query, None, &exclude, false);
                 prop_assert_eq!(got, want);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A group of queries checked with one set of shipped texts (each check reusing the
+        /// sources' hashes the group's earlier checks computed) gives each the index's answer.
+        #[test]
+        fn checks_sharing_shipped_texts_give_the_index_answers(
+            (docs, _) in corpus(),
+            max_postings in 1u32..6,
+            min_units in 3u32..10,
+        ) {
+            let spec = OverlapSpec { max_postings, min_units, min_density: 0.0, ..OverlapSpec::default() };
+            let mut index = PassageIndex::new(spec.clone()).expect("index");
+            let named: Vec<(String, String)> =
+                docs.iter().enumerate().map(|(i, t)| (format!("d{i}"), t.clone())).collect();
+            index.add_documents(named, OnExistingId::Refuse).expect("add");
+            let texts = Arc::new(ShippedTexts::new(
+                docs.iter().enumerate().map(|(i, t)| (i as u32, t.clone())),
+            ));
+            // Twice over, so that the second round reads what the first kept.
+            for n in (0..docs.len() as u32).chain(0..docs.len() as u32) {
+                let held = held(&spec, &docs, &docs[n as usize]);
+                let shipped = Shipped::sharing(&spec, held, Arc::clone(&texts)).expect("new");
+                let got = match check(&spec, &shipped, &docs[n as usize], Some(n), &[], true)
+                    .expect("check")
+                {
+                    Step::Done(found) => found,
+                    Step::Needs(d) => panic!("every text was shipped, and {d:?} asked"),
+                };
+                prop_assert_eq!(got, index.check_member(n, &[]).expect("check"));
             }
         }
     }

@@ -304,11 +304,14 @@ def run_overlap(args: argparse.Namespace):
         docs, rows = _overlap.read_parquet(spark, paths, args.text_field, args.id_field)
         return fmt, docs, rows
 
+    started = time.perf_counter()
     fmt, queries, rows = read(args.input)
     collection = read(args.against)[1] if args.against else None
     if args.remove:
         _overlap.refuse_tokens(rows)
+    reading = time.perf_counter() - started
     result = _overlap.overlap(queries, collection, spec, args.exclude_source)
+    result.summary["stage_seconds"] = {"read": reading, **result.summary["stage_seconds"]}
 
     spark.sparkContext.setJobDescription("neardup overlap: write")
     started = time.perf_counter()

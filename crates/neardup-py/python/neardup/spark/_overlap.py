@@ -2,15 +2,20 @@
 are copied from which documents of a collection (``--against``), or which passages the
 documents of one corpus repeat from earlier ones, with the answers ``neardup overlap`` gives.
 
-The library's engine runs in the executors, in parts (``neardup::overlap::parts``):
+The library's engine runs in the executors, in parts (``neardup::overlap::parts``), and what
+moves between them moves packed in few large rows, never a row per key:
 
-1. the collection's documents, numbered in input order, give their winnowed keys (what an index
-   posts); shuffled by key, each key keeps its first ``max_postings`` holders;
-2. each query's keys (every k-gram's) are joined with those postings;
-3. each query is checked with the holders of its keys; a check that lacks the texts of the
-   sources it would align next says which, they are joined to it from the collection, and it is
-   checked again, until every query is done (most are in two passes). The answer depends only on
-   the texts it used, so it is the CLI's.
+1. the records are read once (JSON Lines by the library's rule) and kept, numbered in input
+   order;
+2. each document gives its winnowed keys (what an index posts) and each query the key of
+   every k-gram, as packed ``(document, key)`` pairs by bucket of keys; shuffled by bucket,
+   each key keeps its first ``max_postings`` holders and is joined with the queries asking for
+   it, packed by group of queries (about 8 MB of their text);
+3. each group's queries are checked together, with their postings and the texts shipped to the
+   group, each text once (and its hashes computed once per worker thread): a check that lacks
+   the texts of the sources it would align next says which, they are shipped to its group, and
+   the group's unfinished queries are checked again, until every query is done (most are in
+   two passes). The answer depends only on the texts it used, so it is the CLI's.
 """
 
 from __future__ import annotations
@@ -65,9 +70,15 @@ def numbered(df: Any) -> Any:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    marked = df.withColumn("__mid", F.monotonically_increasing_id()).persist(
-        StorageLevel.MEMORY_AND_DISK_DESER
-    )
+    return _dense(df.withColumn("__mid", F.monotonically_increasing_id()).persist(
+        StorageLevel.MEMORY_AND_DISK_DESER))
+
+
+def _dense(marked: Any) -> Any:
+    """``marked`` (persisted, its rows numbered by ``monotonically_increasing_id`` in ``__mid``)
+    with ``pos`` instead: dense numbers from 0 in the same order."""
+    from pyspark.sql import functions as F
+
     counts = sorted(
         (r["part"], r["n"])
         for r in marked.groupBy((F.col("__mid") / F.lit(1 << 33)).cast("long").alias("part"))
@@ -87,23 +98,91 @@ def numbered(df: Any) -> Any:
     return marked.withColumn("pos", F.col("__mid") - part * F.lit(1 << 33) + start).drop("__mid")
 
 
-def _keys_stage(spec: str, query: bool):
-    """``(pos, text)`` -> ``(pos, key)``: a document's winnowed keys, or a query's every key."""
+# Packed pairs (`passage_pairs`) gathered before they are written, a row per bucket and kind:
+# a shuffle moves few large rows, not a row per key.
+_PAIR_BYTES = 16 << 20
+
+
+def _pairs_stage(spec: str, holders: bool, queries: bool, buckets: int):
+    """``(pos, text)`` -> ``(bucket, kind, part)``: the texts' keys as packed pairs by bucket,
+    kind 0 a holder's winnowed keys, kind 1 a query's every key."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         from neardup import _neardup
 
+        held: dict = {}
+        size = 0
+
+        def flush() -> Iterator:
+            if held:
+                keys = sorted(held)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([b for b, _ in keys], pa.int32()), pa.array([k for _, k in keys], pa.int8()),
+                     pa.array([b"".join(held[k]) for k in keys], pa.binary())],
+                    names=["bucket", "kind", "part"],
+                )
+                held.clear()
+
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            pos = batch.column("pos").to_pylist()
-            rows, keys = _neardup.passage_keys(spec, batch.column("text").to_pylist(), query)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([pos[r] for r in rows], pa.int64()), pa.array(keys, pa.int64())],
-                names=["pos", "key"],
-            )
+            for bucket, kind, part in _neardup.passage_pairs(
+                spec, batch.column("pos").to_numpy(), batch.column("text"), holders, queries, buckets
+            ):
+                held.setdefault((bucket, kind), []).append(part)
+                size += len(part)
+            if size >= _PAIR_BYTES:
+                yield from flush()
+                size = 0
+        yield from flush()
+
+    return run
+
+
+# The bytes of a batch a stage gives the JVM, which reads it whole into its heap.
+_BATCH_BYTES = 16 << 20
+
+
+def _held_batch(rows: list) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([g for g, _ in rows], pa.int64()), pa.array([h for _, h in rows], pa.binary())],
+        names=["g", "held"],
+    )
+
+
+def _join_stage(spec: str, group: int):
+    """The rows of a shuffle by bucket -> ``(g, held)``: each group's postings of its queries'
+    keys, packed."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        from neardup import _neardup
+
+        kinds, parts = [], []
+        for batch in batches:
+            if batch.num_rows:
+                kinds.extend(batch.column("kind").to_pylist())
+                parts.extend(batch.column("part").to_pylist())
+        if not parts:
+            return
+        out = _neardup.passage_join(spec, kinds, parts, group)
+        del kinds, parts
+        # Batches of a few megabytes: the JVM reads a batch whole into its heap.
+        rows: list = []
+        size = 0
+        for g, h in out:
+            rows.append((g, h))
+            size += len(h)
+            if size >= _BATCH_BYTES:
+                yield _held_batch(rows)
+                rows, size = [], 0
+        if rows:
+            yield _held_batch(rows)
 
     return run
 
@@ -111,47 +190,75 @@ def _keys_stage(spec: str, query: bool):
 _CHECKED = ("q long, needs array<long>, lines array<string>, summary string, text string, "
             "removed long")
 
+# A row of the check's input: a text shipped to group g (kind 0), a part of the group's
+# postings (kind 1) or a query of it (kind 2).
+_GROUP_ROW = "g long, kind byte, pos long, own long, id_json string, text string, held binary"
+_SHIPPED, _HELD, _QUERY = 0, 1, 2
+
 
 def _check_stage(spec: str, within: bool, exclude: list):
-    """A pass of checks: each query from the parts shipped to it."""
+    """A pass of checks over rows sorted by group: each group's queries, with its postings and
+    the texts shipped to it (each once), checked together."""
 
     def run(batches: Iterator) -> Iterator:
+        import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from neardup import _neardup
 
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-            queries = [
-                (
-                    qid,
-                    text,
-                    own,
-                    [(h["key"], h["docs"]) for h in (held or [])],
-                    [(t["doc"], t["id_json"], t["text"]) for t in (texts or [])],
-                )
-                for qid, text, own, held, texts in zip(
-                    cols["id_json"], cols["text"], cols["own"], cols["held"], cols["texts"]
-                )
-            ]
-            out = _neardup.passage_check(spec, within, exclude, queries)
+        schema = pa.schema([
+            ("q", pa.int64()), ("needs", pa.list_(pa.int64())), ("lines", pa.list_(pa.string())),
+            ("summary", pa.string()), ("text", pa.string()), ("removed", pa.int64()),
+        ])
+
+        def check(rows: list) -> Iterator:
+            table = pa.Table.from_batches(rows)
+            kind = table.column("kind")
+            shipped = table.filter(pc.equal(kind, _SHIPPED))
+            held = table.filter(pc.equal(kind, _HELD)).column("held").to_pylist()
+            asked = table.filter(pc.equal(kind, _QUERY))
+            if asked.num_rows == 0:
+                return
+            out = _neardup.passage_check_group(
+                spec, within, exclude, asked.column("pos").to_pylist(), asked.column("own").to_pylist(),
+                asked.column("id_json").to_pylist(), asked.column("text"), held,
+                shipped.column("pos").to_pylist(), shipped.column("id_json").to_pylist(),
+                shipped.column("text"),
+            )
             yield pa.RecordBatch.from_pylist(
                 [
                     {"q": q, "needs": needs, "lines": lines, "summary": summary,
                      "text": rewritten[0] if rewritten else None,
                      "removed": rewritten[1] if rewritten else None}
-                    for q, (needs, lines, summary, rewritten) in zip(cols["q"], out)
+                    for q, (needs, lines, summary, rewritten) in zip(asked.column("pos").to_pylist(), out)
                 ],
-                schema=pa.schema([
-                    ("q", pa.int64()), ("needs", pa.list_(pa.int64())),
-                    ("lines", pa.list_(pa.string())), ("summary", pa.string()),
-                    ("text", pa.string()), ("removed", pa.int64()),
-                ]),
+                schema=schema,
             )
 
+        rows: list = []
+        current = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            g = batch.column("g").to_numpy()
+            cuts = [0, *(np.flatnonzero(g[1:] != g[:-1]) + 1).tolist(), len(g)]
+            for s, e in zip(cuts, cuts[1:]):
+                if current is not None and g[s] != current:
+                    yield from check(rows)
+                    rows = []
+                current = g[s]
+                rows.append(batch.slice(s, e - s))
+        if rows:
+            yield from check(rows)
+
     return run
+
+
+# Bytes of query text per group: a group's queries are checked together, with the texts
+# shipped to any of them sent once to the group.
+_GROUP_BYTES = 8 << 20
+_GROUP_MAX = 4096
 
 
 def overlap(
@@ -185,6 +292,7 @@ def overlap(
         stage_seconds[name] = stage_seconds.get(name, 0.0) + time.perf_counter() - t
         return df, n
 
+    started = time.perf_counter()
     _refuse_repeated_ids(queries, "the queries" if not within else "the input")
     if not within:
         _refuse_repeated_ids(coll, "--against")
@@ -197,62 +305,69 @@ def overlap(
                 raise InputError(f"--exclude-source {g}: no document of the collection has this id")
         exclude = sorted(found.values())
 
-    # 1. The collection's postings.
-    keys = coll.select("pos", "text").mapInArrow(_keys_stage(spec, False), "pos long, key long")
-    postings, _ = timed(
-        "postings",
-        keys.groupBy("key").agg(
-            F.slice(F.sort_array(F.collect_list("pos")), 1, max_postings).alias("docs")
-        ),
-    )
-    # 2. The queries' keys joined with them.
-    qkeys = queries.select("pos", "text").mapInArrow(_keys_stage(spec, True), "pos long, key long")
-    held = (
-        qkeys.join(postings, "key")
-        .groupBy(F.col("pos").alias("q"))
-        .agg(F.collect_list(F.struct("key", "docs")).alias("held"))
-    )
+    # Groups of queries, checked together: about _GROUP_BYTES of text each.
+    mean = queries.agg(F.avg(F.length("text")).alias("m")).first()["m"] or 1.0
+    group = max(1, min(_GROUP_MAX, int(_GROUP_BYTES // max(mean, 1.0))))
+    buckets = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    stage_seconds["ids"] = time.perf_counter() - started
+
+    # 1. The keys of the collection's documents and the queries as packed pairs by bucket;
+    # each bucket's postings joined with the keys asked for, by group of queries.
+    if within:
+        pairs = coll.select("pos", "text").mapInArrow(
+            _pairs_stage(spec, True, True, buckets), "bucket int, kind byte, part binary")
+    else:
+        pairs = coll.select("pos", "text").mapInArrow(
+            _pairs_stage(spec, True, False, buckets), "bucket int, kind byte, part binary"
+        ).unionByName(queries.select("pos", "text").mapInArrow(
+            _pairs_stage(spec, False, True, buckets), "bucket int, kind byte, part binary"))
+    held, _ = timed("postings", pairs.repartition("bucket").mapInArrow(
+        _join_stage(spec, group), "g long, held binary"))
+
     if within:
         own = queries.select(F.col("pos").alias("q"), F.col("pos").alias("own"))
     else:
         own = queries.select(F.col("pos").alias("q"), "id").join(
             coll.select("id", F.col("pos").alias("own")), "id", "left"
         ).select("q", "own")
-    pending = (
+    pending, n_queries = timed("keys", (
         queries.select(F.col("pos").alias("q"), "id_json", "text")
         .join(own, "q", "left")
-        .join(held, "q", "left")
-        .withColumn("texts", F.array().cast("array<struct<doc:long,id_json:string,text:string>>"))
-    )
-    pending, n_queries = timed("keys", pending)
+        .withColumn("g", (F.col("q") / F.lit(group)).cast("long"))
+    ))
     sources = coll.select(F.col("pos").alias("doc"), "id_json", "text")
+    wanted = None
 
-    # 3. Passes of checks, shipping the texts each asks for.
+    # 2. Passes of checks, each group given the texts any of its queries asked for, once.
     exclude_l = [int(x) for x in exclude]
     done_parts = []
     passes = 0
     while True:
         passes += 1
-        checked, _ = timed("check", pending.mapInArrow(_check_stage(spec, within, exclude_l), _CHECKED))
+        rows = pending.select(
+            "g", F.lit(_QUERY).cast("byte").alias("kind"), F.col("q").alias("pos"), "own", "id_json",
+            "text", F.lit(None).cast("binary").alias("held"))
+        rows = rows.unionByName(held.join(pending.select("g").distinct(), "g").select(
+            "g", F.lit(_HELD).cast("byte").alias("kind"), F.lit(None).cast("long").alias("pos"),
+            F.lit(None).cast("long").alias("own"), F.lit(None).cast("string").alias("id_json"),
+            F.lit(None).cast("string").alias("text"), "held"))
+        if wanted is not None:
+            rows = rows.unionByName(wanted.join(sources, "doc").select(
+                "g", F.lit(_SHIPPED).cast("byte").alias("kind"), F.col("doc").alias("pos"),
+                F.lit(None).cast("long").alias("own"), "id_json", "text",
+                F.lit(None).cast("binary").alias("held")))
+        grouped = rows.repartition("g").sortWithinPartitions("g", "kind")
+        checked, _ = timed("check", grouped.mapInArrow(_check_stage(spec, within, exclude_l), _CHECKED))
         done_parts.append(checked.where(F.col("needs").isNull()).drop("needs"))
-        needs = checked.where(F.col("needs").isNotNull()).select("q", "needs")
-        more = (
-            needs.select("q", F.explode("needs").alias("doc"))
-            .join(sources, "doc")
-            .groupBy("q")
-            .agg(F.collect_list(F.struct("doc", "id_json", "text")).alias("more"))
-        )
-        unfinished = (
-            pending.join(more, "q")
-            .withColumn("texts", F.concat("texts", "more"))
-            .drop("more")
-        )
-        unfinished, left = timed("ship", unfinished)
-        if left != needs.count():
-            raise RuntimeError("a query's sources were not found in the collection: a bug, please report it")
-        pending = unfinished
+        needs = checked.where(F.col("needs").isNotNull()).select(
+            "q", (F.col("q") / F.lit(group)).cast("long").alias("g"), F.explode("needs").alias("doc"))
+        asked = needs.select("g", "doc")
+        wanted, shipped = timed("ship", (asked if wanted is None else wanted.unionByName(asked)).distinct())
+        pending, left = timed("pending", pending.join(needs.select("q").distinct(), "q", "left_semi"))
         if left == 0:
             break
+        if wanted.join(sources, "doc", "left_anti").first() is not None:
+            raise RuntimeError("a query's sources were not found in the collection: a bug, please report it")
         if passes >= _MAX_PASSES:
             raise RuntimeError("the passage check did not settle: a bug, please report it")
     done = done_parts[0]
@@ -284,9 +399,9 @@ def overlap(
     return SparkOverlapResult(passages=passages, summaries=summaries, rewritten=rewritten, summary=summary)
 
 
-# Rows per Arrow batch sent to the checks, unless the user set it: a query's row carries the
-# postings of its keys and the texts it asked for (within a corpus of near-copies, hundreds of
-# them), and Spark's 10,000 rows made one batch of gigabytes in the JVM's heap.
+# Rows per Arrow batch, unless the user set it: a row of the check's input is a document's text
+# (up to --max-doc-bytes) or a part of a group's postings (about a megabyte), and Spark's 10,000
+# rows made one batch of gigabytes in the JVM's heap.
 _ARROW_ROWS = 64
 
 
@@ -324,7 +439,7 @@ def _refuse_repeated_ids(df: Any, what: str) -> None:
         )
 
 
-_RECORDS = "pos long, status byte, error string, id string, id_json string, text string"
+_RECORDS = "pos long, status byte, error string, id string, id_json string, text string, line string"
 
 
 def _records_stage(fields: dict):
@@ -334,20 +449,28 @@ def _records_stage(fields: dict):
         import pyarrow as pa
 
         from neardup import _neardup
+        from neardup.spark._stages import _large_binary_buffers
+
+        def strings(out: dict, name: str, n: int, valid: Any = None) -> Any:
+            return pa.Array.from_buffers(
+                pa.large_string(), n,
+                [valid, pa.py_buffer(out[f"{name}_offsets"]), pa.py_buffer(out[f"{name}_data"])])
 
         for batch in batches:
-            if batch.num_rows == 0:
+            n = batch.num_rows
+            if n == 0:
                 continue
-            pos = batch.column("pos").to_pylist()
-            lines = batch.column("line").cast(pa.binary()).to_pylist()
-            out = _neardup.passage_records(lines, **fields)
-            cols = list(zip(*out))
-            ids = [i if i is not None else str(p) for i, p in zip(cols[2], pos)]
-            written = [w if w is not None else str(p) for w, p in zip(cols[3], pos)]
+            offsets, data = _large_binary_buffers(batch.column("line"))
+            out = _neardup.passage_records(offsets, data, **fields)
+            errors: list = [None] * n
+            for row, message in out["errors"]:
+                errors[row] = message
+            valid = pa.array(out["id_valid"]).buffers()[1]
             yield pa.RecordBatch.from_arrays(
-                [pa.array(pos, pa.int64()), pa.array(cols[0], pa.int8()), pa.array(cols[1], pa.string()),
-                 pa.array(ids, pa.string()), pa.array(written, pa.string()), pa.array(cols[4], pa.string())],
-                names=["pos", "status", "error", "id", "id_json", "text"],
+                [batch.column("pos"), pa.array(out["status"]).cast(pa.int8()), pa.array(errors, pa.string()),
+                 strings(out, "id", n, valid), strings(out, "id_json", n, valid), strings(out, "text", n),
+                 batch.column("line")],
+                names=["pos", "status", "error", "id", "id_json", "text", "line"],
             )
 
     return run
@@ -358,11 +481,19 @@ def read_jsonl(spark: Any, paths: list, fields: dict, skip_bad: bool) -> tuple[A
     and ``line``, the line as read), each line read as ``neardup overlap`` reads it; a record
     without an id is named by its position (the CLI's FILE:LINE needs a line number, which
     Spark's reader does not give). Returns the records and the bad lines skipped."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    lines = numbered(spark.read.text(paths, lineSep="\n").where(F.length("value") > 0))
-    read = lines.select("pos", F.col("value").alias("line")).mapInArrow(_records_stage(fields), _RECORDS)
-    records = read.join(lines.select("pos", F.col("value").alias("line")), "pos")
+    # Read once and kept (deserialized): every stage of the check reads the records, and
+    # reading them again is a pass of every line through Python. Numbered after, on what is kept.
+    lines = spark.read.text(paths, lineSep="\n").where(F.length("value") > 0)
+    read = lines.select(F.monotonically_increasing_id().alias("pos"), F.col("value").alias("line")) \
+        .mapInArrow(_records_stage(fields), _RECORDS).withColumnRenamed("pos", "__mid") \
+        .persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    records = _dense(read)
+    # A record without an id is named by its number.
+    number = F.col("pos").cast("string")
+    records = records.withColumn("id", F.coalesce("id", number)).withColumn("id_json", F.coalesce("id_json", number))
     bad = records.where(F.col("status") == 2)
     first = bad.orderBy("pos").select("pos", "error").first()
     skipped = 0
