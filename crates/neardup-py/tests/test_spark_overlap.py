@@ -151,9 +151,38 @@ def test_mistakes_are_refused_by_name(spark, tmp_path, capsys):
     assert "min_units" in capsys.readouterr().err
 
 
+def test_bad_lines_are_named_or_skipped_and_a_record_without_id_is_named_by_its_position(
+        spark, tmp_path, capsys):
+    text = b"the quick brown fox jumps over the lazy dog and runs far into the quiet green woods"
+    bad_utf8 = b'{"id": "c", "text": "caf\xe9 ' + text + b'"}'
+    docs = tmp_path / "bad.jsonl"
+    docs.write_bytes(b"\n".join([
+        b'{"id": "a", "text": "' + text + b'"}',
+        b"   ",  # blank: not a record, but a position
+        b'{"text": "' + text + b'"}',  # no id: named by its position, 2
+        bad_utf8,
+        b'{"id": "d", "text": 5}',
+    ]) + b"\n")
+    code, out = spark_run(tmp_path, [docs])
+    assert code == 1 and not out.exists()
+    err = capsys.readouterr().err
+    assert f"invalid UTF-8 at byte offset {bad_utf8.index(bytes([0xe9]))} of the line" in err
+    assert "position 3" in err and "--skip-bad" in err
+    code, out = spark_run(tmp_path, [docs], "--skip-bad", "--remove")
+    assert code == 0
+    assert "2 bad lines skipped" in capsys.readouterr().err
+    passages = [json.loads(line) for line in part_lines(out / "passages")]
+    # Within one input each of the two holds the passage the other repeats.
+    assert [(p["query"], p["source"]) for p in passages] == [("a", 2), (2, "a")]
+    records = [json.loads(line) for line in part_lines(out / "records")]
+    # Every record read is written, the one without an id with its repeat removed.
+    assert [r.get("id") for r in records] == ["a", None]
+    assert records[0]["text"] == text.decode() and records[1]["text"] == ""
+
+
 def test_arrow_batches_are_bounded_unless_the_user_set_them(spark):
-    # A query's row carries the postings of its keys and the texts it asked for: Spark's 10,000
-    # rows per Arrow batch made batches of gigabytes within a corpus of near-copies.
+    # A row of the check is a text or a part of a group's postings: Spark's 10,000 rows per
+    # Arrow batch made batches of gigabytes within a corpus of near-copies.
     from neardup.spark import _overlap
 
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"

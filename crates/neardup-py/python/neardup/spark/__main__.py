@@ -296,10 +296,13 @@ def run_overlap(args: argparse.Namespace):
     fields = dict(text_field=args.text_field, id_field=args.id_field or "id", tokens_field="tokens",
                   lossy=args.lossy, max_doc_bytes=_max_doc_bytes(args.max_doc_bytes))
 
+    skipped = []
+
     def read(paths: list) -> tuple:
         fmt = args.format if args.format != "auto" else input_format(spark, paths)
         if fmt == "jsonl":
-            docs, _ = _overlap.read_jsonl(spark, paths, fields, args.skip_bad)
+            docs, bad = _overlap.read_jsonl(spark, paths, fields, args.skip_bad)
+            skipped.append(bad)
             return fmt, docs, docs
         docs, rows = _overlap.read_parquet(spark, paths, args.text_field, args.id_field)
         return fmt, docs, rows
@@ -312,6 +315,7 @@ def run_overlap(args: argparse.Namespace):
     reading = time.perf_counter() - started
     result = _overlap.overlap(queries, collection, spec, args.exclude_source)
     result.summary["stage_seconds"] = {"read": reading, **result.summary["stage_seconds"]}
+    result.summary["skipped"] = sum(skipped)
 
     spark.sparkContext.setJobDescription("neardup overlap: write")
     started = time.perf_counter()

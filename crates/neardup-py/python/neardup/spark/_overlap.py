@@ -10,7 +10,7 @@ moves between them moves packed in few large rows, never a row per key:
 2. each document gives its winnowed keys (what an index posts) and each query the key of
    every k-gram, as packed ``(document, key)`` pairs by bucket of keys; shuffled by bucket,
    each key keeps its first ``max_postings`` holders and is joined with the queries asking for
-   it, packed by group of queries (about 8 MB of their text);
+   it, packed by group of queries (about 4 MB of their text);
 3. each group's queries are checked together, with their postings and the texts shipped to the
    group, each text once (and its hashes computed once per worker thread): a check that lacks
    the texts of the sources it would align next says which, they are shipped to its group, and
@@ -55,6 +55,8 @@ class SparkOverlapResult:
             f"{s['passages']} passages ({s['quoted']} quoted), {s['with_copies']} queries with "
             f"copies, {s['mean_copied'] * 100:.1f}% copied on average"
         ]
+        if s.get("skipped"):
+            lines.append(f"  {s['skipped']} bad lines skipped (--skip-bad)")
         if s.get("removed") is not None:
             lines.append(f"  {s['removed']} characters removed; {s['dropped']} records dropped")
         lines.append(
@@ -256,9 +258,11 @@ def _check_stage(spec: str, within: bool, exclude: list):
 
 
 # Bytes of query text per group: a group's queries are checked together, with the texts
-# shipped to any of them sent once to the group.
-_GROUP_BYTES = 8 << 20
-_GROUP_MAX = 4096
+# shipped to any of them sent once to the group. Larger groups ship fewer copies of a text but
+# cost more per group: the check stage of 250,000 documents took 102, 109, 123 and 153 s with
+# groups of 2, 4, 8 and 32 MB (BENCHMARKS.md).
+_GROUP_BYTES = 4 << 20
+_GROUP_MAX = 2048
 
 
 def overlap(
