@@ -52,6 +52,21 @@ pub(super) fn components<'py>(
     })
 }
 
+/// The lines of a batch given as an Arrow binary column's buffers (`offsets` int64 n+1, `data`).
+pub(super) fn batch_lines<'a>(offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<&'a [u8]>> {
+    if offsets.is_empty() {
+        return Err(crate::errors::input("the offsets of a batch of lines are empty"));
+    }
+    let mut lines = Vec::with_capacity(offsets.len() - 1);
+    for (i, w) in offsets.windows(2).enumerate() {
+        let (s, e) = (w[0] as usize, w[1] as usize);
+        lines.push(data.get(s..e).ok_or_else(|| {
+            crate::errors::input(format!("line {i}: offsets outside the batch's data"))
+        })?);
+    }
+    Ok(lines)
+}
+
 /// A binary column as `(offsets int64 n+1, data uint8)`.
 fn binary_column(parts: &[Vec<u8>]) -> (Vec<i64>, Vec<u8>) {
     let mut offsets = Vec::with_capacity(parts.len() + 1);

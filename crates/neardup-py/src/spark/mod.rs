@@ -165,17 +165,7 @@ impl PySketcher {
         max_doc_bytes: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            let (o, d) = (offsets.as_slice()?, data.as_slice()?);
-            if o.is_empty() {
-                return Err(crate::errors::input("the offsets of a batch of lines are empty"));
-            }
-            let mut lines = Vec::with_capacity(o.len() - 1);
-            for (i, w) in o.windows(2).enumerate() {
-                let (s, e) = (w[0] as usize, w[1] as usize);
-                lines.push(d.get(s..e).ok_or_else(|| {
-                    crate::errors::input(format!("line {i}: offsets outside the batch's data"))
-                })?);
-            }
+            let lines = columns::batch_lines(offsets.as_slice()?, data.as_slice()?)?;
             let fields = neardup::RecordFields {
                 text: text_field,
                 id: id_field,
