@@ -59,11 +59,12 @@ impl OverlapJob {
             Some(dir) => dir.clone(),
             None => std::env::temp_dir(),
         };
+        // What a failed write of the temporary index asks for.
+        const ROOM: &str = "give --spill-dir DIR with room for 2.5 times the corpus's text";
         let tmp = tempfile::Builder::new().prefix("neardup-overlap-").tempdir_in(&spill).map_err(
             |e| {
                 CorpusError::Runtime(format!(
-                    "{}: making the temporary index of the corpus: {e} (give --spill-dir DIR, \
-                     with room for 2.5 times the corpus's text)",
+                    "{}: making the temporary index of the corpus: {e} ({ROOM})",
                     spill.display()
                 ))
             },
@@ -76,8 +77,7 @@ impl OverlapJob {
         let room = |e: CorpusError| match e {
             CorpusError::Overlap(e @ neardup::overlap::OverlapError::Io { .. }) => {
                 CorpusError::Runtime(format!(
-                    "{e} (the corpus's temporary index, in {}: give --spill-dir DIR with room \
-                     for 2.5 times the corpus's text)",
+                    "{e} (the corpus's temporary index, in {}: {ROOM})",
                     spill.display()
                 ))
             }

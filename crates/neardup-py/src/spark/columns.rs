@@ -67,10 +67,12 @@ pub(super) fn batch_lines<'a>(offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<&
     Ok(lines)
 }
 
-/// A binary column as `(offsets int64 n+1, data uint8)`.
-fn binary_column(parts: &[Vec<u8>]) -> (Vec<i64>, Vec<u8>) {
+/// A binary (or string) column as `(offsets int64 n+1, data uint8)`.
+pub(super) fn binary_column<'a>(
+    parts: impl ExactSizeIterator<Item = &'a [u8]>,
+) -> (Vec<i64>, Vec<u8>) {
     let mut offsets = Vec::with_capacity(parts.len() + 1);
-    let mut data = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    let mut data = Vec::new();
     offsets.push(0i64);
     for p in parts {
         data.extend_from_slice(p);
@@ -163,7 +165,7 @@ pub(super) fn sketch_columns<'py>(
         }
     }
     let bytes: Vec<Vec<u8>> = py.detach(|| sketches.par_iter().map(DocSketch::to_bytes).collect());
-    let (offsets, data) = binary_column(&bytes);
+    let (offsets, data) = binary_column(bytes.iter().map(Vec::as_slice));
     let out = PyDict::new(py);
     out.set_item("len", lens.into_pyarray(py))?;
     out.set_item("empty", PyArray1::from_slice(py, &empty))?;

@@ -19,7 +19,8 @@ mod columns;
 mod passages;
 
 use columns::{
-    components, pair_columns, read_line, sketch_columns, to_position, Line, PositionPairs,
+    binary_column, components, pair_columns, read_line, sketch_columns, to_position, Line,
+    PositionPairs,
 };
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -212,15 +213,9 @@ impl PySketcher {
             let out = sketch_columns(py, engine, &sketches)?;
             out.set_item("status", status.into_pyarray(py))?;
             out.set_item("errors", errors)?;
-            let mut id_offsets = Vec::with_capacity(n + 1);
-            let mut id_data = Vec::new();
-            let mut id_valid = Vec::with_capacity(n);
-            id_offsets.push(0i64);
-            for id in &ids {
-                id_valid.push(id.is_some());
-                id_data.extend_from_slice(id.as_deref().unwrap_or("").as_bytes());
-                id_offsets.push(id_data.len() as i64);
-            }
+            let id_valid: Vec<bool> = ids.iter().map(Option::is_some).collect();
+            let (id_offsets, id_data) =
+                binary_column(ids.iter().map(|id| id.as_deref().unwrap_or("").as_bytes()));
             out.set_item("id_offsets", id_offsets.into_pyarray(py))?;
             out.set_item("id_data", id_data.into_pyarray(py))?;
             out.set_item("id_valid", PyArray1::from_slice(py, &id_valid))?;

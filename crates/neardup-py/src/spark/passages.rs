@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use neardup::overlap::parts::{self, Shipped, ShippedTexts, Step};
 use neardup::overlap::{JsonId, OverlapSpec, PassageRecord};
 
+use super::columns::{batch_lines, binary_column};
 use crate::errors::overlap_error;
 use crate::guard;
 use crate::texts::Source;
@@ -96,21 +97,6 @@ fn read_record(
     (status, None, id, written, Some(record.body.into_display_text()))
 }
 
-/// Strings as an Arrow string column's buffers: offsets (int64, n+1) and data.
-fn string_buffers<'a>(
-    py: Python<'_>,
-    values: impl ExactSizeIterator<Item = &'a str>,
-) -> (Bound<'_, PyArray1<i64>>, Bound<'_, PyBytes>) {
-    let mut offsets = Vec::with_capacity(values.len() + 1);
-    let mut data = Vec::new();
-    offsets.push(0i64);
-    for v in values {
-        data.extend_from_slice(v.as_bytes());
-        offsets.push(data.len() as i64);
-    }
-    (offsets.into_pyarray(py), PyBytes::new(py, &data))
-}
-
 /// JSON Lines records read by the library's rule for a record (as `neardup overlap` reads a
 /// file's lines), on every core: `offsets` (int64 n+1) and `data` are the lines' bytes as
 /// Spark's text reader gives them. Returns `status` (uint8: 0 a document, 1 a blank line, 2 a
@@ -132,7 +118,7 @@ fn passage_records<'py>(
     max_doc_bytes: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
-        let lines = super::columns::batch_lines(offsets.as_slice()?, data.as_slice()?)?;
+        let lines = batch_lines(offsets.as_slice()?, data.as_slice()?)?;
         let fields = neardup::RecordFields {
             text: text_field,
             id: id_field,
@@ -154,9 +140,9 @@ fn passage_records<'py>(
         out.set_item("errors", errors)?;
         let texts: Vec<&str> = read.iter().map(|r| r.4.as_deref().unwrap_or("")).collect();
         for (name, values) in [("id", ids), ("id_json", written), ("text", texts)] {
-            let (offsets, data) = string_buffers(py, values.into_iter());
-            out.set_item(format!("{name}_offsets"), offsets)?;
-            out.set_item(format!("{name}_data"), data)?;
+            let (offsets, data) = binary_column(values.iter().map(|v| v.as_bytes()));
+            out.set_item(format!("{name}_offsets"), offsets.into_pyarray(py))?;
+            out.set_item(format!("{name}_data"), PyBytes::new(py, &data))?;
         }
         Ok(out)
     })
@@ -213,14 +199,14 @@ fn passage_pairs<'py>(
             .detach(|| -> Result<_, neardup::overlap::OverlapError> {
                 let keys = texts
                     .par_iter()
-                    .map(|t| parts::keys(&spec, t, holders))
+                    .map(|t| match queries {
+                        true => parts::keys(&spec, t, holders),
+                        false => Ok((parts::fingerprints(&spec, t)?, Vec::new())),
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 let mut out = vec![vec![Vec::new(); buckets as usize]; 2];
                 for (&p, (winnowed, every)) in pos.iter().zip(&keys) {
                     for (kind, ks) in [(HOLDER, winnowed), (QUERY, every)] {
-                        if kind == QUERY && !queries {
-                            continue;
-                        }
                         for &k in ks {
                             put(&mut out[kind as usize][(k % buckets) as usize], &[p, k]);
                         }

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
-use super::check::{check_in, key, new_scope, Halt, Holdings, Scope, SCRATCH};
+use super::check::{check_in, key, new_scope, Halt, Holdings, Scope, NO_SCOPE, SCRATCH};
 use super::index::winnow;
 use super::units::{kgram_hashes, units};
 use super::{Overlap, OverlapError, OverlapSpec};
@@ -111,8 +111,9 @@ impl ShippedTexts {
 }
 
 impl Default for ShippedTexts {
+    /// No texts, and nothing reused.
     fn default() -> Self {
-        ShippedTexts::new([])
+        ShippedTexts { texts: FxHashMap::default(), scope: NO_SCOPE }
     }
 }
 
@@ -135,7 +136,10 @@ impl Shipped {
         held: Vec<(u32, Vec<u32>)>,
         texts: Vec<(u32, String)>,
     ) -> Result<Shipped, OverlapError> {
-        Shipped::sharing(spec, held, Arc::new(ShippedTexts::new(texts)))
+        // One query's texts: nothing to reuse, so nothing is kept (a scope of its own would
+        // fill the thread's source cache, and drop what a group's checks kept, for nothing).
+        let texts = ShippedTexts { texts: texts.into_iter().collect(), scope: NO_SCOPE };
+        Shipped::sharing(spec, held, Arc::new(texts))
     }
 
     /// As [`new`](Self::new), with texts that several queries' checks share (the texts shipped

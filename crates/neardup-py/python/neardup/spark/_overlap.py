@@ -192,9 +192,8 @@ def _join_stage(spec: str, group: int):
 _CHECKED = ("q long, needs array<long>, lines array<string>, summary string, text string, "
             "removed long")
 
-# A row of the check's input: a text shipped to group g (kind 0), a part of the group's
-# postings (kind 1) or a query of it (kind 2).
-_GROUP_ROW = "g long, kind byte, pos long, own long, id_json string, text string, held binary"
+# The kinds of row of the check's input: a text shipped to group g, a part of the group's
+# postings, or a query of it.
 _SHIPPED, _HELD, _QUERY = 0, 1, 2
 
 
@@ -222,8 +221,9 @@ def _check_stage(spec: str, within: bool, exclude: list):
             asked = table.filter(pc.equal(kind, _QUERY))
             if asked.num_rows == 0:
                 return
+            qs = asked.column("pos").to_pylist()
             out = _neardup.passage_check_group(
-                spec, within, exclude, asked.column("pos").to_pylist(), asked.column("own").to_pylist(),
+                spec, within, exclude, qs, asked.column("own").to_pylist(),
                 asked.column("id_json").to_pylist(), asked.column("text"), held,
                 shipped.column("pos").to_pylist(), shipped.column("id_json").to_pylist(),
                 shipped.column("text"),
@@ -233,7 +233,7 @@ def _check_stage(spec: str, within: bool, exclude: list):
                     {"q": q, "needs": needs, "lines": lines, "summary": summary,
                      "text": rewritten[0] if rewritten else None,
                      "removed": rewritten[1] if rewritten else None}
-                    for q, (needs, lines, summary, rewritten) in zip(asked.column("pos").to_pylist(), out)
+                    for q, (needs, lines, summary, rewritten) in zip(qs, out)
                 ],
                 schema=schema,
             )
