@@ -17,6 +17,12 @@ use super::{Exclusion, Overlap, OverlapSpec, Passage, SourceShare};
 pub(crate) trait Holdings {
     /// The documents the built postings list for `key`, ascending (empty when none).
     fn built(&self, key: u32) -> &[u32];
+    /// [`Holdings::built`] of each of `keys`, in order, into `out` (cleared first): a
+    /// collection whose lookups miss the caches does them all together.
+    fn built_all<'a>(&'a self, keys: &[u32], out: &mut Vec<&'a [u32]>) {
+        out.clear();
+        out.extend(keys.iter().map(|&k| self.built(k)));
+    }
     /// The holders of a key added since the postings were built, ascending (after the built
     /// ones).
     fn recent(&self, key: u32) -> &[u32];
@@ -89,7 +95,9 @@ struct Held<'c, C: Holdings> {
 
 impl<'c, C: Holdings> Held<'c, C> {
     fn new(c: &'c C, cap: usize, qgrams: &'c [u64], own: Option<u32>, exclude: &'c [u32]) -> Self {
-        let built = qgrams.iter().map(|&h| c.built(key(h))).collect();
+        let keys: Vec<u32> = qgrams.iter().map(|&h| key(h)).collect();
+        let mut built = Vec::with_capacity(keys.len());
+        c.built_all(&keys, &mut built);
         Held { c, cap, qgrams, built, own, exclude, only_live: c.lists_only_live() }
     }
 
@@ -167,6 +175,9 @@ pub(crate) struct Scratch {
     pub units: Vec<Unit>,
     pub grams: Vec<u64>,
     pub hashes: Vec<u64>,
+    /// The query's units and k-gram hashes (taken by a check and given back when it ends).
+    pub query_units: Vec<Unit>,
+    pub query_grams: Vec<u64>,
     /// The hashes of sources aligned often by the checks of one unchanging collection.
     pub sources: SourceCache,
 }
@@ -241,7 +252,7 @@ fn source_hashes<'s, 't>(
     text: impl FnOnce() -> &'t str,
     spec: &OverlapSpec,
 ) -> (&'s [u64], &'s [u64]) {
-    let Scratch { units: u, grams, hashes, sources } = s;
+    let Scratch { units: u, grams, hashes, sources, .. } = s;
     let cached = sources.scope != NO_SCOPE;
     if cached {
         if sources.slots.is_empty() {
@@ -462,11 +473,12 @@ pub(crate) fn check_in(
     let p = align_params(spec);
     let seed = spec.seed as usize;
     let mut overlap = Overlap { chars: text.chars().count() as u64, ..Overlap::default() };
-    let mut qunits = Vec::new();
+    let mut qunits = std::mem::take(&mut s.query_units);
     units(text, spec.zh_script, &mut qunits);
-    let mut qgrams = Vec::new();
+    let mut qgrams = std::mem::take(&mut s.query_grams);
     kgram_hashes(&qunits, seed, &mut qgrams);
     if qgrams.is_empty() || c.no_keys() {
+        (s.query_units, s.query_grams) = (qunits, qgrams);
         return Ok(overlap);
     }
 
@@ -550,8 +562,9 @@ pub(crate) fn check_in(
     }
     let settled = settle(regions, &p, by);
 
-    // Quotations and references are set apart.
-    let excluded = exclusions(spec, text, &qunits);
+    // Quotations and references are set apart (looked for only when there is a passage:
+    // most checks within a corpus have none).
+    let excluded = if settled.is_empty() { Vec::new() } else { exclusions(spec, text, &qunits) };
     let mut passages = Vec::new();
     let mut set_apart = Vec::new();
     for st in settled {

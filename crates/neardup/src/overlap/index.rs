@@ -108,6 +108,27 @@ impl KeyDirectory {
         let (lo, hi) = (self.starts[b] as usize, self.starts[b + 1] as usize);
         keys[lo..hi].binary_search(&key).ok().map(|i| lo + i)
     }
+
+    /// Where each of `wanted` is in `keys`, as [`KeyDirectory::find`] says, into `out` (cleared
+    /// first). The lookups go step by step over all the keys (every bucket, then every search
+    /// in its bucket), not one key after another: a step's reads of different keys do not
+    /// wait for each other, so the processor has many cache misses in flight at once where one
+    /// lookup's chain of reads had one (in an index larger than the caches, each lookup misses
+    /// at every step).
+    pub(crate) fn find_all(&self, keys: &[u32], wanted: &[u32], out: &mut Vec<Option<usize>>) {
+        out.clear();
+        let buckets: Vec<(u32, u32)> = wanted
+            .iter()
+            .map(|&key| {
+                let b = (u64::from(key) >> self.shift) as usize;
+                (self.starts[b], self.starts[b + 1])
+            })
+            .collect();
+        out.extend(wanted.iter().zip(&buckets).map(|(&key, &(lo, hi))| {
+            let (lo, hi) = (lo as usize, hi as usize);
+            keys[lo..hi].binary_search(&key).ok().map(|i| lo + i)
+        }));
+    }
 }
 
 /// What [`PassageIndex::add_documents`] does with an id the index already holds.
@@ -593,6 +614,15 @@ impl Holdings for PassageIndex {
         list_of(&self.keys, &self.offsets, &self.postings, self.key_directory.find(&self.keys, key))
     }
 
+    fn built_all<'a>(&'a self, keys: &[u32], out: &mut Vec<&'a [u32]>) {
+        let mut found = Vec::with_capacity(keys.len());
+        self.key_directory.find_all(&self.keys, keys, &mut found);
+        out.clear();
+        out.extend(
+            found.into_iter().map(|j| list_of(&self.keys, &self.offsets, &self.postings, j)),
+        );
+    }
+
     fn recent(&self, key: u32) -> &[u32] {
         self.recent.get(&key).map_or(&[][..], Vec::as_slice)
     }
@@ -801,9 +831,15 @@ mod tests {
                 keys.sort_unstable();
                 keys.dedup();
                 let dir = KeyDirectory::new(&keys);
-                for k in probes.iter().chain(&keys).copied().chain([0, u32::MAX]) {
+                let all: Vec<u32> = probes.iter().chain(&keys).copied().chain([0, u32::MAX]).collect();
+                for &k in &all {
                     prop_assert_eq!(dir.find(&keys, k), keys.binary_search(&k).ok(), "key {}", k);
                 }
+                // All at once, in the order asked.
+                let mut found = vec![Some(7)];
+                dir.find_all(&keys, &all, &mut found);
+                let one_by_one: Vec<Option<usize>> = all.iter().map(|k| dir.find(&keys, *k)).collect();
+                prop_assert_eq!(found, one_by_one);
             }
 
             /// A batch, whose checks share the hashes of the sources they align, answers as each

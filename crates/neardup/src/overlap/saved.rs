@@ -56,7 +56,12 @@ impl Resident {
     }
 
     fn built(&self, key: u32) -> &[u32] {
-        let Some(j) = self.directory.find(&self.keys, key) else { return &[] };
+        self.list(self.directory.find(&self.keys, key))
+    }
+
+    /// The holders of key number `j` (none for a key not held).
+    fn list(&self, j: Option<usize>) -> &[u32] {
+        let Some(j) = j else { return &[] };
         let v = self.vals[j];
         match self.is_single(j) {
             true => std::slice::from_ref(&self.vals[j]),
@@ -65,6 +70,20 @@ impl Resident {
                     [self.offsets[v as usize] as usize..self.offsets[v as usize + 1] as usize]
             }
         }
+    }
+
+    /// [`Resident::built`] of every key of `keys`, the lookups done together
+    /// ([`KeyDirectory::find_all`]).
+    fn built_all<'a>(&'a self, keys: &[u32], out: &mut Vec<&'a [u32]>) {
+        let mut found = Vec::with_capacity(keys.len());
+        self.directory.find_all(&self.keys, keys, &mut found);
+        out.clear();
+        out.extend(found.into_iter().map(|j| self.list(j)));
+        // The last holder of every list read now, all together, so that the check's reads of
+        // the lists (their counts, then their first holders) find them in the cache: one by
+        // one, each list of several holders was a cache miss the check waited for.
+        let touched = out.iter().fold(0u32, |x, l| x ^ l.last().copied().unwrap_or(0));
+        std::hint::black_box(touched);
     }
 
     fn is_empty(&self) -> bool {
@@ -645,6 +664,16 @@ impl Holdings for InPlace<'_> {
         match &self.lookup {
             Lookup::Shipped(s) => s.built(key),
             Lookup::Resident(p) => p.built(key),
+        }
+    }
+
+    fn built_all<'a>(&'a self, keys: &[u32], out: &mut Vec<&'a [u32]>) {
+        match &self.lookup {
+            Lookup::Shipped(s) => {
+                out.clear();
+                out.extend(keys.iter().map(|&k| s.built(k)));
+            }
+            Lookup::Resident(p) => p.built_all(keys, out),
         }
     }
 
