@@ -108,12 +108,19 @@ impl ShippedTexts {
     pub fn new(texts: impl IntoIterator<Item = (u32, String)>) -> ShippedTexts {
         ShippedTexts { texts: texts.into_iter().collect(), scope: new_scope() }
     }
+
+    /// The texts of one query's check: nothing to reuse, so nothing is kept (a scope of its
+    /// own would fill the thread's source cache, and drop what a group's checks kept, for
+    /// nothing).
+    fn unshared(texts: impl IntoIterator<Item = (u32, String)>) -> ShippedTexts {
+        ShippedTexts { texts: texts.into_iter().collect(), scope: NO_SCOPE }
+    }
 }
 
 impl Default for ShippedTexts {
     /// No texts, and nothing reused.
     fn default() -> Self {
-        ShippedTexts { texts: FxHashMap::default(), scope: NO_SCOPE }
+        ShippedTexts::unshared([])
     }
 }
 
@@ -136,10 +143,7 @@ impl Shipped {
         held: Vec<(u32, Vec<u32>)>,
         texts: Vec<(u32, String)>,
     ) -> Result<Shipped, OverlapError> {
-        // One query's texts: nothing to reuse, so nothing is kept (a scope of its own would
-        // fill the thread's source cache, and drop what a group's checks kept, for nothing).
-        let texts = ShippedTexts { texts: texts.into_iter().collect(), scope: NO_SCOPE };
-        Shipped::sharing(spec, held, Arc::new(texts))
+        Shipped::sharing(spec, held, Arc::new(ShippedTexts::unshared(texts)))
     }
 
     /// As [`new`](Self::new), with texts that several queries' checks share (the texts shipped

@@ -669,10 +669,7 @@ impl Holdings for InPlace<'_> {
 
     fn built_all<'a>(&'a self, keys: &[u32], out: &mut Vec<&'a [u32]>) {
         match &self.lookup {
-            Lookup::Shipped(s) => {
-                out.clear();
-                out.extend(keys.iter().map(|&k| s.built(k)));
-            }
+            Lookup::Shipped(s) => s.built_all(keys, out),
             Lookup::Resident(p) => p.built_all(keys, out),
         }
     }

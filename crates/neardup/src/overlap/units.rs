@@ -266,8 +266,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The ASCII path gives the units the general one gives (a non-ASCII character at the
-        /// end sends the text through the general path; it is cut off again before comparing).
+        /// The ASCII path gives the units the general one gives (an ideographic space after
+        /// the text sends it through the general path and adds no unit).
         #[test]
         fn ascii_text_gives_the_units_of_the_general_reading(
             text in "[ -~\t\n]{0,80}"
