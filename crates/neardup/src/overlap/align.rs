@@ -328,27 +328,27 @@ pub(crate) fn align(
     done.sort_unstable_by_key(|c| (c.q0, c.q1));
     let mut joined: Vec<Region> = Vec::new();
     for c in done {
+        // The pieces of one copied passage lie within about its length of each other in the
+        // source too; a chain from farther away is a phrase the source holds elsewhere (a
+        // name, a stock clause), not part of this copy, wherever it falls in the query.
+        let near = |last: &Region| {
+            let slack = i64::from(last.q1 - last.q0) + 2 * gap;
+            i64::from(c.s0) <= i64::from(last.s1) + slack
+                && i64::from(c.s1) + slack >= i64::from(last.s0)
+        };
         match joined.last_mut() {
-            // Near in the query, and near in the source: the pieces of one copied passage
-            // lie within about its length of each other there; a piece from far away is a
-            // phrase the source repeats, not part of this copy.
             // A chain inside the region's query range either aligns text the region's
             // fragments already cover (a phrase the source repeats: it adds nothing), or
             // fills a gap the region bridged (a sentence of a reordered passage, between two
             // that stay in order): its fragments join the region.
             Some(last) if c.q1 <= last.q1 && c.q0 >= last.q0 => {
-                if uncovered(&last.fragments, c.q0, c.q1) > k {
+                if uncovered(&last.fragments, c.q0, c.q1) > k && near(last) {
                     last.fragments.extend(c.fragments);
                     last.recount();
                 }
             }
-            Some(last)
-                if i64::from(c.q0) <= i64::from(last.q1) + gap && {
-                    let slack = i64::from(last.q1 - last.q0) + 2 * gap;
-                    i64::from(c.s0) <= i64::from(last.s1) + slack
-                        && i64::from(c.s1) + slack >= i64::from(last.s0)
-                } =>
-            {
+            // Near in the query, and near in the source.
+            Some(last) if i64::from(c.q0) <= i64::from(last.q1) + gap && near(last) => {
                 last.fragments.extend(c.fragments);
                 last.recount();
             }
@@ -846,6 +846,27 @@ mod tests {
         let got = aligned(&q, &s);
         assert_eq!(got.iter().map(|r| (r.q0, r.q1)).collect::<Vec<_>>(), [(0, 20)], "{got:?}");
         assert_eq!(got[0].similarity(), 1.0);
+    }
+
+    #[test]
+    fn a_phrase_the_source_holds_far_away_does_not_fill_a_passages_gap() {
+        // Query X A Y; the source holds X Y together (the query inserted A between them) and
+        // A alone 500 units before: A is a phrase found elsewhere, not part of the copy of X Y
+        // (a law's "执行中查封" copied as "执行中华人民共和国查封", the name matched far back).
+        let (x, a, y): (Vec<u64>, Vec<u64>, Vec<u64>) =
+            ((1..4).collect(), (10..14).collect(), (20..28).collect());
+        let q: Vec<u64> = [x.clone(), a.clone(), y.clone()].concat();
+        let mut s = a.clone();
+        s.extend(1000..1496);
+        s.extend(x.iter().chain(&y));
+        // With the defaults' similarity X Y is not a passage (11 of 15 units aligned)...
+        assert_eq!(aligned(&q, &s), []);
+        // ... and looser settings report Y alone (the gap A left costs X its place), not a
+        // passage stretched over A's far stretch of the source.
+        let p = AlignParams { min_units: 6, min_similarity: 0.5, max_gap: 8, ..params() };
+        let got = align(&QueryGrams::new(&grams(&q, 3)), 0, &grams(&s, 3), (&q, &s), &p);
+        let got: Vec<_> = got.iter().map(|r| (r.q0, r.q1, r.s0, r.s1)).collect();
+        assert_eq!(got, [(7, 15, 503, 511)]);
     }
 
     #[test]
