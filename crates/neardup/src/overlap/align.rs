@@ -12,7 +12,8 @@
 //!    it; the fragments on both sides still chain).
 //! 4. **Passages**: chains of the same source that touch or nearly touch in the query join
 //!    whatever their order in the source: a passage whose sentences were swapped, or one dropped,
-//!    is one passage, whose source range spans the pieces.
+//!    is one passage, whose source range spans the pieces. Pieces kept apart by a phrase the
+//!    source also holds elsewhere are joined once settled ([`settle`]).
 //!
 //! Units an edit left equal between two fragments of a chain are aligned too (the longest
 //! common subsequence of the gap). Each passage is cut to its best-scoring stretch ([`trim`]: a
@@ -749,7 +750,50 @@ pub(crate) fn settle(mut regions: Vec<Region>, p: &AlignParams, by: Attribution)
         }
     }
     taken.sort_by_key(|s| (s.region.q0, s.region.q1));
-    taken
+    join_pieces(taken, p)
+}
+
+/// Joins settled passages of one source that meet in the query (at most `max_gap` units apart)
+/// and lie near each other in the source (within the first's length and twice `max_gap`): the
+/// sentences of a passage copied in another order, each aligned as a region of its own when a
+/// phrase the source also holds elsewhere came between them. The joined passage keeps its
+/// similarity of at least `min_similarity`, or the pieces stay apart. A document is named as
+/// also holding it when it holds pieces covering at least half of it.
+fn join_pieces(taken: Vec<Settled>, p: &AlignParams) -> Vec<Settled> {
+    let gap = i64::from(p.max_gap);
+    let mut out: Vec<Settled> = Vec::with_capacity(taken.len());
+    for next in taken {
+        if let Some(last) = out.last_mut() {
+            let (r, c) = (&last.region, &next.region);
+            let slack = i64::from(r.len()) + 2 * gap;
+            let fits = r.source == c.source
+                && c.q0 >= r.q1
+                && i64::from(c.q0) <= i64::from(r.q1) + gap
+                && i64::from(c.s0) <= i64::from(r.s1) + slack
+                && i64::from(c.s1) + slack >= i64::from(r.s0);
+            if fits {
+                let mut joined = r.clone();
+                joined.fragments.extend(c.fragments.iter().copied());
+                joined.recount();
+                joined.evidence = r.evidence + c.evidence;
+                if joined.similarity() >= p.min_similarity {
+                    let (a, b) = (r.len(), c.len());
+                    let mut also: Vec<u32> = Vec::new();
+                    for &d in last.also.iter().chain(&next.also) {
+                        let held = if last.also.contains(&d) { a } else { 0 }
+                            + if next.also.contains(&d) { b } else { 0 };
+                        if held * 2 >= joined.len() && !also.contains(&d) {
+                            also.push(d);
+                        }
+                    }
+                    *last = Settled { region: joined, also };
+                    continue;
+                }
+            }
+        }
+        out.push(next);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -895,6 +939,42 @@ mod tests {
         // Shared trigrams scattered through unrelated text.
         let q = [100, 101, 102, 50, 51, 52, 53, 54, 55, 56, 110, 111, 112, 60, 61, 62, 63];
         assert!(regions(&q, &s).is_empty());
+    }
+
+    #[test]
+    fn the_sentences_of_a_passage_copied_in_another_order_are_one_passage() {
+        // Query units 0..20 copy source units 30..50, 20..30 copy 0..10 (the sentences swapped),
+        // 30..40 copy 500..510 (far in the source: another passage); 40..60 are another
+        // source's, and 63..80 copy source 1's 10..27 again after a gap of the query.
+        let r = |source, q0: u32, q1: u32, s0: u32| Region {
+            source,
+            q0,
+            q1,
+            s0,
+            s1: s0 + q1 - q0,
+            matched: q1 - q0,
+            fragments: vec![Fragment { q0, q1, s0, s1: s0 + q1 - q0 }],
+            evidence: 1.0,
+            bridge: 4,
+        };
+        let regions = vec![
+            r(1, 0, 20, 30),
+            r(1, 20, 30, 0),
+            r(1, 30, 40, 500),
+            r(2, 40, 60, 0),
+            r(1, 63, 80, 10),
+        ];
+        let settled = settle(regions, &params(), Attribution::BestMatch);
+        let got: Vec<_> = settled
+            .iter()
+            .map(|s| (s.region.source, s.region.q0, s.region.q1, s.region.s0, s.region.s1))
+            .collect();
+        assert_eq!(
+            got,
+            [(1, 0, 30, 0, 50), (1, 30, 40, 500, 510), (2, 40, 60, 0, 20), (1, 63, 80, 10, 27)]
+        );
+        assert_eq!(settled[0].region.similarity(), 1.0);
+        assert_eq!(settled[0].region.evidence, 2.0);
     }
 
     #[test]
