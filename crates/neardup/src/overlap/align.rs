@@ -753,47 +753,80 @@ pub(crate) fn settle(mut regions: Vec<Region>, p: &AlignParams, by: Attribution)
     join_pieces(taken, p)
 }
 
-/// Joins settled passages of one source that meet in the query (at most `max_gap` units apart)
-/// and lie near each other in the source (within the first's length and twice `max_gap`): the
-/// sentences of a passage copied in another order, each aligned as a region of its own when a
-/// phrase the source also holds elsewhere came between them. The joined passage keeps its
-/// similarity of at least `min_similarity`, or the pieces stay apart. A document is named as
-/// also holding it when it holds pieces covering at least half of it.
+/// Joins settled passages of one source that meet in the query (at most `max_gap` units
+/// apart): the sentences of a passage copied in another order, each aligned as a region of its
+/// own when a phrase the source also holds elsewhere came between them. A run of such pieces
+/// is joined whole when together they lie in a stretch of the source at most half as long
+/// again as the run (its sentences in any order, one dropped; chance phrases lie all over the
+/// source); otherwise two neighbours are joined when the second lies within the first's length
+/// (and twice `max_gap`) of it in the source. A joined passage keeps its similarity of at least
+/// `min_similarity`, or the pieces stay apart. A document is named as also holding it when it
+/// holds pieces covering at least half of it.
 fn join_pieces(taken: Vec<Settled>, p: &AlignParams) -> Vec<Settled> {
     let gap = i64::from(p.max_gap);
+    let meets = |r: &Region, c: &Region| {
+        r.source == c.source && c.q0 >= r.q1 && i64::from(c.q0) <= i64::from(r.q1) + gap
+    };
+    let near = |r: &Region, c: &Region| {
+        let slack = i64::from(r.len()) + 2 * gap;
+        i64::from(c.s0) <= i64::from(r.s1) + slack && i64::from(c.s1) + slack >= i64::from(r.s0)
+    };
     let mut out: Vec<Settled> = Vec::with_capacity(taken.len());
-    for next in taken {
-        if let Some(last) = out.last_mut() {
-            let (r, c) = (&last.region, &next.region);
-            let slack = i64::from(r.len()) + 2 * gap;
-            let fits = r.source == c.source
-                && c.q0 >= r.q1
-                && i64::from(c.q0) <= i64::from(r.q1) + gap
-                && i64::from(c.s0) <= i64::from(r.s1) + slack
-                && i64::from(c.s1) + slack >= i64::from(r.s0);
-            if fits {
-                let mut joined = r.clone();
-                joined.fragments.extend(c.fragments.iter().copied());
-                joined.recount();
-                joined.evidence = r.evidence + c.evidence;
-                if joined.similarity() >= p.min_similarity {
-                    let (a, b) = (r.len(), c.len());
-                    let mut also: Vec<u32> = Vec::new();
-                    for &d in last.also.iter().chain(&next.also) {
-                        let held = if last.also.contains(&d) { a } else { 0 }
-                            + if next.also.contains(&d) { b } else { 0 };
-                        if held * 2 >= joined.len() && !also.contains(&d) {
-                            also.push(d);
-                        }
-                    }
-                    *last = Settled { region: joined, also };
+    let mut rest = taken.into_iter().peekable();
+    while let Some(first) = rest.next() {
+        let mut run = vec![first];
+        while let Some(next) =
+            rest.next_if(|n| run.last().is_some_and(|l| meets(&l.region, &n.region)))
+        {
+            run.push(next);
+        }
+        if run.len() > 1 {
+            let q = i64::from(run[run.len() - 1].region.q1 - run[0].region.q0);
+            let s0 = run.iter().map(|x| x.region.s0).min().unwrap_or(0);
+            let s1 = run.iter().map(|x| x.region.s1).max().unwrap_or(0);
+            if i64::from(s1 - s0) <= q * 3 / 2 + 2 * gap {
+                let whole = run[1..]
+                    .iter()
+                    .try_fold(run[0].clone(), |acc, next| joined(&acc, next, p.min_similarity));
+                if let Some(whole) = whole {
+                    out.push(whole);
                     continue;
                 }
             }
         }
-        out.push(next);
+        for next in run {
+            if let Some(last) = out.last_mut() {
+                if meets(&last.region, &next.region) && near(&last.region, &next.region) {
+                    if let Some(j) = joined(last, &next, p.min_similarity) {
+                        *last = j;
+                        continue;
+                    }
+                }
+            }
+            out.push(next);
+        }
     }
     out
+}
+
+/// Passages `a` and `b` (of one source) as one, if it is at least `min_similarity` similar.
+fn joined(a: &Settled, b: &Settled, min_similarity: f64) -> Option<Settled> {
+    let mut region = a.region.clone();
+    region.fragments.extend(b.region.fragments.iter().copied());
+    region.recount();
+    region.evidence = a.region.evidence + b.region.evidence;
+    if region.similarity() < min_similarity {
+        return None;
+    }
+    let mut also: Vec<u32> = Vec::new();
+    for &d in a.also.iter().chain(&b.also) {
+        let held = if a.also.contains(&d) { a.region.len() } else { 0 }
+            + if b.also.contains(&d) { b.region.len() } else { 0 };
+        if held * 2 >= region.len() && !also.contains(&d) {
+            also.push(d);
+        }
+    }
+    Some(Settled { region, also })
 }
 
 #[cfg(test)]
@@ -975,6 +1008,17 @@ mod tests {
         );
         assert_eq!(settled[0].region.similarity(), 1.0);
         assert_eq!(settled[0].region.evidence, 2.0);
+
+        // Three sentences of source units 300..340 copied as the first, the third, the second:
+        // the third lies farther from the first than the first's length, but together they
+        // tile the source's stretch, so they are one passage.
+        let regions = vec![r(1, 100, 105, 300), r(1, 105, 125, 320), r(1, 125, 140, 305)];
+        let settled = settle(regions, &params(), Attribution::BestMatch);
+        let got: Vec<_> = settled
+            .iter()
+            .map(|s| (s.region.q0, s.region.q1, s.region.s0, s.region.s1, s.region.similarity()))
+            .collect();
+        assert_eq!(got, [(100, 140, 300, 340, 1.0)]);
     }
 
     #[test]
