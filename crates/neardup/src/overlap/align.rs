@@ -329,14 +329,7 @@ pub(crate) fn align(
     done.sort_unstable_by_key(|c| (c.q0, c.q1));
     let mut joined: Vec<Region> = Vec::new();
     for c in done {
-        // The pieces of one copied passage lie within about its length of each other in the
-        // source too; a chain from farther away is a phrase the source holds elsewhere (a
-        // name, a stock clause), not part of this copy, wherever it falls in the query.
-        let near = |last: &Region| {
-            let slack = i64::from(last.q1 - last.q0) + 2 * gap;
-            i64::from(c.s0) <= i64::from(last.s1) + slack
-                && i64::from(c.s1) + slack >= i64::from(last.s0)
-        };
+        let near = |last: &Region| near_in_source(last, &c, p.max_gap);
         match joined.last_mut() {
             // A chain inside the region's query range either aligns text the region's
             // fragments already cover (a phrase the source repeats: it adds nothing), or
@@ -767,10 +760,6 @@ fn join_pieces(taken: Vec<Settled>, p: &AlignParams) -> Vec<Settled> {
     let meets = |r: &Region, c: &Region| {
         r.source == c.source && c.q0 >= r.q1 && i64::from(c.q0) <= i64::from(r.q1) + gap
     };
-    let near = |r: &Region, c: &Region| {
-        let slack = i64::from(r.len()) + 2 * gap;
-        i64::from(c.s0) <= i64::from(r.s1) + slack && i64::from(c.s1) + slack >= i64::from(r.s0)
-    };
     let mut out: Vec<Settled> = Vec::with_capacity(taken.len());
     let mut rest = taken.into_iter().peekable();
     while let Some(first) = rest.next() {
@@ -796,7 +785,9 @@ fn join_pieces(taken: Vec<Settled>, p: &AlignParams) -> Vec<Settled> {
         }
         for next in run {
             if let Some(last) = out.last_mut() {
-                if meets(&last.region, &next.region) && near(&last.region, &next.region) {
+                if meets(&last.region, &next.region)
+                    && near_in_source(&last.region, &next.region, p.max_gap)
+                {
                     if let Some(j) = joined(last, &next, p.min_similarity) {
                         *last = j;
                         continue;
@@ -807,6 +798,15 @@ fn join_pieces(taken: Vec<Settled>, p: &AlignParams) -> Vec<Settled> {
         }
     }
     out
+}
+
+/// True when `c` lies within `r`'s length (and twice `max_gap`) of `r` in the source: the
+/// pieces of one copied passage lie within about its length of each other there too; a piece
+/// from farther away is a phrase the source holds elsewhere (a name, a stock clause), not part
+/// of this copy, wherever it falls in the query.
+fn near_in_source(r: &Region, c: &Region, max_gap: u32) -> bool {
+    let slack = i64::from(r.len()) + 2 * i64::from(max_gap);
+    i64::from(c.s0) <= i64::from(r.s1) + slack && i64::from(c.s1) + slack >= i64::from(r.s0)
 }
 
 /// Passages `a` and `b` (of one source) as one, if it is at least `min_similarity` similar.
