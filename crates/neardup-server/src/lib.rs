@@ -30,13 +30,13 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use neardup::{Engine, NamedEngine, Pipeline};
-use redb::{Database, ReadableTable};
 
 pub use api::router;
 pub use limits::{bounds, Limits, HEAVY_WAIT};
 pub use store::{OLDEST_STORE_FORMAT, STORE_FORMAT};
 
-use store::{for_each_doc, CollectionInfo, COLLECTIONS, META};
+use store::embedded::Embedded;
+use store::{CollectionInfo, Record, Store, StoreError};
 
 /// How to run the service.
 #[derive(Debug, Clone)]
@@ -158,7 +158,7 @@ impl Collection {
 #[derive(Debug)]
 pub struct State {
     /// The store; `None` while it is being reopened after an I/O error.
-    db: RwLock<Option<Database>>,
+    db: RwLock<Option<Box<dyn Store>>>,
     path: PathBuf,
     collections: RwLock<BTreeMap<String, Arc<Collection>>>,
     token: Option<Vec<u8>>,
@@ -213,11 +213,11 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| OpenError::Store(format!("{}: {e}", config.data_dir.display())))?;
     let path = config.data_dir.join("neardup.redb");
-    let db = open_db(&path, config.limits.store_cache_bytes)?;
+    let db = Embedded::open(&path, config.limits.store_cache_bytes)?;
     let mut damage = Damage::default();
     let collections = load_collections(&db, &path, &mut damage, &config.limits)?;
     Ok(Arc::new(State {
-        db: RwLock::new(Some(db)),
+        db: RwLock::new(Some(Box::new(db))),
         path,
         collections: RwLock::new(collections),
         token: config.token.map(String::into_bytes),
@@ -268,8 +268,9 @@ pub async fn serve(
 }
 
 /// Runs `f`, turning a panic inside it (redb asserts on some damage instead of answering an
-/// error) into `OpenError::Damaged`, without printing the panic.
-fn damage_as_error<T>(
+/// error) into `OpenError::Damaged`, without printing the panic: the store's open and the
+/// collections' load run in it.
+pub(crate) fn damage_as_error<T>(
     path: &Path,
     f: impl FnOnce() -> Result<T, OpenError>,
 ) -> Result<T, OpenError> {
@@ -316,65 +317,10 @@ mod quiet_panics {
     }
 }
 
-/// Opens the store file and checks (or writes) its format version, upgrading format 2. A file
-/// that exists but is empty, or that redb finds damaged, is refused by name: it is never made
-/// into a new store.
-fn open_db(path: &Path, cache_bytes: usize) -> Result<Database, OpenError> {
-    let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
-    let damaged = |e: &dyn fmt::Display| OpenError::Damaged {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    match std::fs::metadata(path) {
-        Ok(m) if m.len() == 0 => {
-            return Err(damaged(&"the file is empty (0 bytes), so it holds no store"));
-        }
-        Ok(m) if !m.is_file() => return Err(store_err(&"not a regular file")),
-        _ => {}
-    }
-    damage_as_error(path, || {
-        let db =
-            Database::builder().set_cache_size(cache_bytes).create(path).map_err(|e| match e {
-                redb::DatabaseError::Storage(redb::StorageError::Corrupted(m)) => damaged(&m),
-                e => store_err(&e),
-            })?;
-        // The layout version: written once, checked on every start.
-        let txn = db.begin_write().map_err(|e| store_err(&e))?;
-        {
-            let mut meta = txn.open_table(META).map_err(|e| store_err(&e))?;
-            let found = meta.get("store_format").map_err(|e| store_err(&e))?.map(|v| v.value());
-            match found {
-                Some(STORE_FORMAT) => {}
-                Some(old @ (2 | 3)) => {
-                    let records = if old == 2 {
-                        let n = store::upgrade_v2_records(&txn).map_err(|e| store_err(&e))?;
-                        format!(", {n} records checksummed")
-                    } else {
-                        String::new()
-                    };
-                    let n = store::upgrade_settings(&txn).map_err(|e| store_err(&e))?;
-                    meta.insert("store_format", STORE_FORMAT).map_err(|e| store_err(&e))?;
-                    eprintln!(
-                        "neardup serve: upgraded the store from format {old} to {STORE_FORMAT} \
-                         ({n} collections' settings written as jobs{records})"
-                    );
-                }
-                Some(v) => return Err(OpenError::Format { found: v }),
-                None => {
-                    meta.insert("store_format", STORE_FORMAT).map_err(|e| store_err(&e))?;
-                }
-            }
-            txn.open_table(COLLECTIONS).map_err(|e| store_err(&e))?;
-        }
-        txn.commit().map_err(|e| store_err(&e))?;
-        Ok(db)
-    })
-}
-
 /// Reads every collection's settings and rebuilds its index from the stored sketches. A record
 /// that fails its checksum is left out of the index and counted in `damage`.
 fn load_collections(
-    db: &Database,
+    db: &dyn Store,
     path: &Path,
     damage: &mut Damage,
     limits: &Limits,
@@ -383,28 +329,25 @@ fn load_collections(
 }
 
 fn load_collections_inner(
-    db: &Database,
+    db: &dyn Store,
     path: &Path,
     damage: &mut Damage,
     limits: &Limits,
 ) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
     let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
     let mut collections = BTreeMap::new();
-    let read = db.begin_read().map_err(|e| store_err(&e))?;
-    let infos: Vec<CollectionInfo> = {
-        let table = read.open_table(COLLECTIONS).map_err(|e| store_err(&e))?;
-        let mut out = Vec::new();
-        for item in table.iter().map_err(|e| store_err(&e))? {
-            let (_, v) = item.map_err(|e| store_err(&e))?;
-            let info: CollectionInfo =
-                serde_json::from_str(v.value()).map_err(|e| OpenError::Damaged {
-                    path: path.to_path_buf(),
-                    message: format!("collection settings: {e}"),
-                })?;
-            out.push(info);
-        }
-        out
-    };
+    let read = db.read().map_err(|e| store_err(&e))?;
+    let infos: Vec<CollectionInfo> = read
+        .collections()
+        .map_err(|e| store_err(&e))?
+        .into_iter()
+        .map(|(_, settings)| {
+            serde_json::from_str(&settings).map_err(|e| OpenError::Damaged {
+                path: path.to_path_buf(),
+                message: format!("collection settings: {e}"),
+            })
+        })
+        .collect::<Result<_, _>>()?;
     for info in infos {
         let started = Instant::now();
         let table = store::docs_table(&info.name, &info.incarnation);
@@ -414,8 +357,13 @@ fn load_collections_inner(
                 let mut live = new_live(&info, engine, limits)
                     .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
                 let (mut n, mut bad) = (0u64, 0u64);
-                for_each_doc(&read, &table, |id, record| {
-                    match record {
+                let docs = match read.docs(&table) {
+                    Ok(docs) => Some(docs),
+                    Err(StoreError::Gone) => None,
+                    Err(e) => return Err(store_err(&format!("collection {:?}: {e}", info.name))),
+                };
+                let mut visit = |id: &str, bytes: &[u8]| {
+                    match Record::decode(id, bytes) {
                         Ok(record) => {
                             largest = largest.max(record.metadata.get().len());
                             live.insert_with_text(id, record.sketch, record.text);
@@ -430,8 +378,11 @@ fn load_collections_inner(
                         eprintln!("neardup serve: loading {:?}: {n} documents", info.name);
                     }
                     Ok(())
-                })
-                .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
+                };
+                if let Some(docs) = docs {
+                    docs.for_each(&mut visit)
+                        .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
+                }
                 eprintln!(
                     "neardup serve: loaded collection {:?}: {n} documents in {:.2} s",
                     info.name,
@@ -505,7 +456,7 @@ impl State {
             let mut db = st.db.write().unwrap_or_else(|p| p.into_inner());
             *db = None; // close it: redb must be reopened after an I/O error
             let fresh =
-                open_db(&st.path, st.limits.store_cache_bytes).map_err(|e| e.to_string())?;
+                Embedded::open(&st.path, st.limits.store_cache_bytes).map_err(|e| e.to_string())?;
             let mut damage = Damage::default();
             let collections = load_collections(&fresh, &st.path, &mut damage, &st.limits)
                 .map_err(|e| e.to_string())?;
@@ -514,7 +465,7 @@ impl State {
                 c.retired.store(RELOADED, Ordering::SeqCst);
             }
             *st.collections.write().unwrap_or_else(|p| p.into_inner()) = collections;
-            *db = Some(fresh);
+            *db = Some(Box::new(fresh));
             Ok(())
         })
         .await;

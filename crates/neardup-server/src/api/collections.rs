@@ -169,14 +169,10 @@ pub(super) async fn create_collection(
     blocking(move || {
         let name = c2.info.name.as_str();
         st.with_db(|db| {
-            let err = |e: redb::Error| store_err(&st, name, e);
-            let txn = db.begin_write().map_err(|e| err(e.into()))?;
-            {
-                let mut t = txn.open_table(COLLECTIONS).map_err(|e| err(e.into()))?;
-                t.insert(name, text.as_str()).map_err(|e| err(e.into()))?;
-                txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-            }
-            txn.commit().map_err(|e| err(e.into()))
+            let err = |e: StoreError| store_err(&st, name, e);
+            let txn = db.write().map_err(err)?;
+            txn.create_collection(name, &text, &c2.table).map_err(err)?;
+            txn.commit().map_err(err)
         })
     })
     .await?;
@@ -254,15 +250,11 @@ pub(super) async fn delete_collection(
     blocking(move || {
         let name = c2.info.name.as_str();
         st.with_db(|db| {
-            let err = |e: redb::Error| store_err(&st, name, e);
-            let txn = db.begin_write().map_err(|e| err(e.into()))?;
-            check_incarnation(&txn, &st, &c2)?;
-            {
-                let mut t = txn.open_table(COLLECTIONS).map_err(|e| err(e.into()))?;
-                t.remove(name).map_err(|e| err(e.into()))?;
-            }
-            txn.delete_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-            txn.commit().map_err(|e| err(e.into()))
+            let err = |e: StoreError| store_err(&st, name, e);
+            let txn = db.write().map_err(err)?;
+            check_incarnation(&*txn, &st, &c2)?;
+            txn.delete_collection(name, &c2.table).map_err(err)?;
+            txn.commit().map_err(err)
         })
     })
     .await?;

@@ -62,30 +62,28 @@ pub(super) async fn insert_docs(
         let _turn = turn;
         let name = c2.info.name.as_str();
         let updated = st.with_db(|db| {
-            let err = |e: redb::Error| store_err(&st, name, e);
-            let txn = db.begin_write().map_err(|e| err(e.into()))?;
-            check_incarnation(&txn, &st, &c2)?;
+            let err = |e: StoreError| store_err(&st, name, e);
+            let txn = db.write().map_err(err)?;
+            check_incarnation(&*txn, &st, &c2)?;
             let mut updated = 0usize;
             {
-                let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
+                let mut t = txn.docs(&c2.table).map_err(err)?;
                 for (id, metadata, record) in &mut records {
                     // Sent without metadata, a stored document keeps its own.
                     match metadata.take() {
                         Some(m) => record.metadata = m,
                         None => {
-                            if let Some(v) = t.get(id.as_str()).map_err(|e| err(e.into()))? {
-                                record.metadata = read_record(&st, name, id, v.value())?.metadata;
+                            if let Some(v) = t.get(id.as_str()).map_err(err)? {
+                                record.metadata = read_record(&st, name, id, &v)?.metadata;
                             }
                         }
                     }
                     c2.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
-                    let old = t
-                        .insert(id.as_str(), record.encode(id).as_slice())
-                        .map_err(|e| err(e.into()))?;
-                    updated += usize::from(old.is_some());
+                    let replaced = t.put(id.as_str(), record.encode(id).as_slice()).map_err(err)?;
+                    updated += usize::from(replaced);
                 }
             }
-            txn.commit().map_err(|e| err(e.into()))?;
+            txn.commit().map_err(err)?;
             Ok(updated)
         })?;
         // Durable: now visible to searches.
@@ -109,11 +107,11 @@ pub(super) async fn get_doc(
     let record = blocking(move || {
         let name = c2.info.name.as_str();
         st.with_db(|db| {
-            let err = |e: redb::Error| store_err(&st, name, e);
-            let txn = db.begin_read().map_err(|e| err(e.into()))?;
-            let t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-            let v = t.get(key.as_str()).map_err(|e| err(e.into()))?;
-            v.map(|v| read_record(&st, &c2.info.name, &key, v.value())).transpose()
+            let err = |e: StoreError| store_err(&st, name, e);
+            let txn = db.read().map_err(err)?;
+            let t = txn.docs(&c2.table).map_err(err)?;
+            let v = t.get(key.as_str()).map_err(err)?;
+            v.map(|v| read_record(&st, &c2.info.name, &key, &v)).transpose()
         })
     })
     .await?;
@@ -159,15 +157,11 @@ pub(super) async fn delete_doc(
     let existed = blocking(move || {
         let name = c2.info.name.as_str();
         let existed = st.with_db(|db| {
-            let err = |e: redb::Error| store_err(&st, name, e);
-            let txn = db.begin_write().map_err(|e| err(e.into()))?;
-            check_incarnation(&txn, &st, &c2)?;
-            let existed = {
-                let mut t = txn.open_table(docs_def(&c2.table)).map_err(|e| err(e.into()))?;
-                let old = t.remove(key.as_str()).map_err(|e| err(e.into()))?;
-                old.is_some()
-            };
-            txn.commit().map_err(|e| err(e.into()))?;
+            let err = |e: StoreError| store_err(&st, name, e);
+            let txn = db.write().map_err(err)?;
+            check_incarnation(&*txn, &st, &c2)?;
+            let existed = txn.docs(&c2.table).map_err(err)?.remove(key.as_str()).map_err(err)?;
+            txn.commit().map_err(err)?;
             Ok(existed)
         })?;
         live(&c2)?.write().unwrap_or_else(|p| p.into_inner()).remove(&key);

@@ -43,7 +43,6 @@ use neardup::overlap::{
 };
 use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch, SearchUse};
 use rayon::prelude::*;
-use redb::{Database, ReadableTable};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -51,7 +50,8 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::store::{
-    docs_def, encode_record, new_incarnation, no_metadata, CollectionInfo, Record, COLLECTIONS,
+    encode_record, new_incarnation, no_metadata, CollectionInfo, Docs, Record, Store, StoreError,
+    WriteTxn,
 };
 use crate::{build_engine, new_live, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
@@ -144,17 +144,17 @@ fn to_raw(body: &impl serde::Serialize) -> Result<Box<RawValue>, ApiError> {
     serde_json::value::to_raw_value(body).map_err(ApiError::internal)
 }
 
-/// Maps a store error: an I/O error makes the service unhealthy (503 until the store is
-/// reopened); a table that no longer exists means the collection was deleted (404).
-fn store_err(state: &AppState, name: &str, e: impl Into<redb::Error>) -> ApiError {
-    match e.into() {
-        e @ (redb::Error::Io(_) | redb::Error::PreviousIo) => {
-            let reason = format!("storage I/O error: {e}");
+/// Maps a store error: one that makes the store unavailable makes the service unhealthy (503
+/// until the store is reopened); a table that no longer exists means the collection was
+/// deleted (404).
+fn store_err(state: &AppState, name: &str, e: StoreError) -> ApiError {
+    match e {
+        StoreError::Unavailable(reason) => {
             state.set_unhealthy(reason.clone());
             ApiError::unavailable(reason)
         }
-        redb::Error::TableDoesNotExist(_) => ApiError::collection_gone(name),
-        e => ApiError::internal(format!("store: {e}")),
+        StoreError::Gone => ApiError::collection_gone(name),
+        StoreError::Other(m) => ApiError::internal(m),
     }
 }
 
@@ -182,7 +182,7 @@ fn read_record(
 struct StoredSketches<'a> {
     state: &'a AppState,
     collection: &'a str,
-    table: redb::ReadOnlyTable<&'static str, &'static [u8]>,
+    table: Box<dyn Docs + 'a>,
     failed: std::cell::RefCell<Option<ApiError>>,
 }
 
@@ -190,10 +190,10 @@ impl<'a> StoredSketches<'a> {
     fn open(
         state: &'a AppState,
         c: &'a Collection,
-        txn: &redb::ReadTransaction,
+        txn: &'a dyn crate::store::ReadTxn,
     ) -> Result<StoredSketches<'a>, ApiError> {
         let name = c.info.name.as_str();
-        let table = txn.open_table(docs_def(&c.table)).map_err(|e| store_err(state, name, e))?;
+        let table = txn.docs(&c.table).map_err(|e| store_err(state, name, e))?;
         Ok(StoredSketches { state, collection: name, table, failed: Default::default() })
     }
 
@@ -208,7 +208,7 @@ impl<'a> StoredSketches<'a> {
         else {
             return Ok(None);
         };
-        match Record::decode_sketch(id, v.value()) {
+        match Record::decode_sketch(id, &v) {
             Ok(sketch) => Ok(Some(sketch)),
             Err(what) => {
                 self.state.record_damage(self.collection, id, &what);
@@ -229,12 +229,12 @@ impl<'a> StoredSketches<'a> {
 
 impl AppState {
     /// Runs `f` on the store, unless the service is unhealthy (503).
-    fn with_db<T>(&self, f: impl FnOnce(&Database) -> Result<T, ApiError>) -> Result<T, ApiError> {
+    fn with_db<T>(&self, f: impl FnOnce(&dyn Store) -> Result<T, ApiError>) -> Result<T, ApiError> {
         if let Some(reason) = self.unhealthy() {
             return Err(ApiError::unavailable(reason));
         }
         let guard = self.db.read().unwrap_or_else(|p| p.into_inner());
-        match guard.as_ref() {
+        match guard.as_deref() {
             Some(db) => f(db),
             None => Err(ApiError::unavailable("the store is closed")),
         }
@@ -381,15 +381,10 @@ fn check_writable(c: &Collection) -> Result<(), ApiError> {
 
 /// In a write transaction: the collection must still be the stored incarnation (a delete may
 /// have committed since the request found it).
-fn check_incarnation(
-    txn: &redb::WriteTransaction,
-    state: &AppState,
-    c: &Collection,
-) -> Result<(), ApiError> {
-    let t = txn.open_table(COLLECTIONS).map_err(|e| store_err(state, &c.info.name, e))?;
-    let stored = t.get(c.info.name.as_str()).map_err(|e| store_err(state, &c.info.name, e))?;
+fn check_incarnation(txn: &dyn WriteTxn, state: &AppState, c: &Collection) -> Result<(), ApiError> {
+    let stored = txn.settings(&c.info.name).map_err(|e| store_err(state, &c.info.name, e))?;
     let same = stored.is_some_and(|v| {
-        serde_json::from_str::<CollectionInfo>(v.value())
+        serde_json::from_str::<CollectionInfo>(&v)
             .is_ok_and(|i| i.incarnation == c.info.incarnation)
     });
     if same {

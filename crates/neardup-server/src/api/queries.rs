@@ -59,15 +59,16 @@ pub(super) async fn search(
         let _turn = turn;
         let name = c.info.name.as_str();
         st.with_db(|db| {
-            let err = |e: redb::Error| store_err(&st, name, e);
+            let err = |e: StoreError| store_err(&st, name, e);
             // The hits and the snapshot that gives their metadata are taken together, under
             // the index's read lock: a hit whose delete committed since (and whose removal from
             // the index waits for that lock) is left out, as the delete is then the earlier.
             // Verification reads the candidates' sketches from the same snapshot.
+            let txn;
             let (hits, plan, stored) = {
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
-                let txn = db.begin_read().map_err(|e| err(e.into()))?;
-                let stored = StoredSketches::open(&st, &c, &txn)?;
+                txn = db.read().map_err(err)?;
+                let stored = StoredSketches::open(&st, &c, &*txn)?;
                 let mut scratch = Scratch::default();
                 let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
                 // Planned again under the read lock: the collection may have grown since.
@@ -77,14 +78,14 @@ pub(super) async fn search(
                     .search_in(&q, req.threshold, top_k, None, &|id| stored.get(id))
                     .map_err(|e| stored.error(e))?
                     .map_err(below)?;
-                (hits, plan, stored)
+                (hits, plan, stored.table)
             };
             let mut out = Vec::with_capacity(hits.len());
             for (id, similarity) in hits {
-                let Some(v) = stored.table.get(id.as_str()).map_err(|e| err(e.into()))? else {
+                let Some(v) = stored.get(id.as_str()).map_err(err)? else {
                     continue;
                 };
-                let metadata = read_record(&state, &c.info.name, &id, v.value())?.metadata;
+                let metadata = read_record(&state, &c.info.name, &id, &v)?.metadata;
                 out.push(Match { id, similarity, metadata });
             }
             #[derive(serde::Serialize)]
@@ -379,8 +380,8 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
     let decided = state.with_db(|db| {
         let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
         // The stored candidates' sketches, from a snapshot taken under the index's read lock.
-        let txn = db.begin_read().map_err(|e| store_err(state, name, e))?;
-        let stored = StoredSketches::open(state, c, &txn)?;
+        let txn = db.read().map_err(|e| store_err(state, name, e))?;
+        let stored = StoredSketches::open(state, c, &*txn)?;
         let checks: Vec<neardup::Check<'_>> = group
             .iter()
             .map(|p| neardup::Check {
@@ -403,39 +404,36 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
     // reads its matches' metadata in a read transaction.
     let allowances = group.iter().map(|p| p.allowance);
     let written = state.with_db(|db| {
-        let err = |e: redb::Error| store_err(state, name, e);
+        let err = |e: StoreError| store_err(state, name, e);
         let mut replaced = vec![false; group.len()];
         if accepted.is_empty() {
-            let txn = db.begin_read().map_err(|e| err(e.into()))?;
-            let t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
-            return answers_of(state, name, &t, &decided, &replaced, allowances);
+            let txn = db.read().map_err(err)?;
+            let t = txn.docs(&c.table).map_err(err)?;
+            return answers_of(state, name, &*t, &decided, &replaced, allowances);
         }
-        let txn = db.begin_write().map_err(|e| err(e.into()))?;
-        check_incarnation(&txn, state, c)?;
+        let txn = db.write().map_err(err)?;
+        check_incarnation(&*txn, state, c)?;
         let answers = {
-            let mut t = txn.open_table(docs_def(&c.table)).map_err(|e| err(e.into()))?;
+            let mut t = txn.docs(&c.table).map_err(err)?;
             for &i in &accepted {
                 let p = &group[i];
                 // An upsert of a stored id (or of one accepted earlier in the group) replaced
                 // that document: say so, `inserted` alone read as a new one. Sent without
                 // metadata, it keeps the stored document's.
-                let (was_stored, metadata) = match t
-                    .get(p.id.as_str())
-                    .map_err(|e| err(e.into()))?
-                {
+                let (was_stored, metadata) = match t.get(p.id.as_str()).map_err(err)? {
                     Some(v) if p.metadata.is_none() => {
-                        (true, read_record(state, name, &p.id, v.value())?.metadata)
+                        (true, read_record(state, name, &p.id, &v)?.metadata)
                     }
                     stored => (stored.is_some(), p.metadata.clone().unwrap_or_else(no_metadata)),
                 };
                 replaced[i] = was_stored;
                 c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
                 let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
-                t.insert(p.id.as_str(), record.as_slice()).map_err(|e| err(e.into()))?;
+                t.put(p.id.as_str(), record.as_slice()).map_err(err)?;
             }
-            answers_of(state, name, &t, &decided, &replaced, allowances)?
+            answers_of(state, name, &*t, &decided, &replaced, allowances)?
         };
-        txn.commit().map_err(|e| err(e.into()))?;
+        txn.commit().map_err(err)?;
         Ok(answers)
     });
     let answers = match written {
@@ -481,7 +479,7 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
 fn answers_of(
     state: &AppState,
     collection: &str,
-    t: &impl ReadableTable<&'static str, &'static [u8]>,
+    t: &dyn Docs,
     decided: &[neardup::CheckAnswer],
     replaced: &[bool],
     allowances: impl Iterator<Item = usize>,
@@ -493,7 +491,7 @@ fn answers_of(
         inserted: bool,
         replaced: bool,
     }
-    let err = |e: redb::Error| store_err(state, collection, e);
+    let err = |e: StoreError| store_err(state, collection, e);
     decided
         .iter()
         .zip(replaced)
@@ -501,8 +499,8 @@ fn answers_of(
         .map(|((a, &replaced), allowance)| {
             let mut matches = Vec::with_capacity(a.matches.len());
             for (id, similarity) in &a.matches {
-                let metadata = match t.get(id.as_str()).map_err(|e| err(e.into()))? {
-                    Some(v) => read_record(state, collection, id, v.value())?.metadata,
+                let metadata = match t.get(id.as_str()).map_err(err)? {
+                    Some(v) => read_record(state, collection, id, &v)?.metadata,
                     None => no_metadata(),
                 };
                 matches.push(Match { id: id.clone(), similarity: *similarity, metadata });

@@ -1,22 +1,25 @@
-//! The embedded store (redb): collection settings and documents, and their byte layouts.
+//! What the service stores, and the store behind it.
 //!
-//! Tables: `meta` (`store_format` -> version), `collections` (name -> settings as JSON) and one
-//! `docs/NAME/INCARNATION` table per collection (id -> record). The incarnation is a random id
-//! given at creation: a collection deleted and created again under the same name gets a new
-//! table, and every write transaction first checks that its collection's incarnation is still
-//! the one in `collections`, so a write that raced a delete can never land in the table of the
-//! next collection of that name (nor resurrect the deleted one after a restart).
+//! The layout is the same in every store: collection settings (name -> settings as JSON) and,
+//! per collection, one table of documents named `docs/NAME/INCARNATION` (id -> record). The
+//! incarnation is a random id given at creation: a collection deleted and created again under
+//! the same name gets a new table, and every write transaction first checks that its
+//! collection's incarnation is still the stored one, so a write that raced a delete can never
+//! land in the table of the next collection of that name (nor resurrect the deleted one after a
+//! restart).
 //!
 //! A record is the document's sketch (what the index is rebuilt from at start), its metadata
 //! (JSON) and, if the collection keeps them, its text, closed by an xxh3-64 checksum of the id
-//! and all of that (format 3): redb checks its own structure, not the values in it, so a
-//! flipped bit in a record would otherwise be served as the document. Every write is one redb
-//! transaction committed with immediate durability (fsync), so an acknowledged write survives a
-//! crash and a batch is all or nothing.
+//! and all of that (format 3): a store checks its own structure, not the values in it, so a
+//! flipped bit in a record would otherwise be served as the document.
+//!
+//! The routes reach a store through [`Store`]: a read transaction (a snapshot) or a write
+//! transaction (all or nothing, durable once committed). [`embedded`] is redb in one file.
+
+pub mod embedded;
 
 use neardup::overlap::OverlapSpec;
 use neardup::{DocSketch, JobSpec, Method, PipelineSpec, SearchUse, Verification};
-use redb::{ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -29,16 +32,85 @@ pub const STORE_FORMAT: u32 = 4;
 /// The oldest layout this build opens (and upgrades).
 pub const OLDEST_STORE_FORMAT: u32 = 2;
 
-pub const META: TableDefinition<'static, &str, u32> = TableDefinition::new("meta");
-pub const COLLECTIONS: TableDefinition<'static, &str, &str> = TableDefinition::new("collections");
-
 /// The table of one incarnation of a collection's documents.
 pub fn docs_table(name: &str, incarnation: &str) -> String {
     format!("docs/{name}/{incarnation}")
 }
 
-pub fn docs_def(table: &str) -> TableDefinition<'_, &'static str, &'static [u8]> {
-    TableDefinition::new(table)
+/// Why a store could not do what it was asked.
+#[derive(Debug, Clone)]
+pub enum StoreError {
+    /// The store cannot be read or written now (an I/O error, a full disk): the service
+    /// answers 503 until the store is reopened.
+    Unavailable(String),
+    /// The collection's documents are gone: it was deleted meanwhile.
+    Gone,
+    /// Anything else, named.
+    Other(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Unavailable(m) | StoreError::Other(m) => write!(f, "{m}"),
+            StoreError::Gone => write!(f, "the collection's documents are gone"),
+        }
+    }
+}
+
+/// A stored value, borrowed from the transaction that read it where the store can.
+pub type Value<'a> = Box<dyn std::ops::Deref<Target = [u8]> + 'a>;
+
+/// What [`Docs::for_each`] calls with each document's id and record.
+pub type Visit<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
+
+/// A store of collections and their documents.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// A snapshot: what it reads does not change while it is held.
+    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError>;
+    /// A write transaction: nothing of it is seen until [`WriteTxn::commit`], which is
+    /// durable when it returns; dropped uncommitted, it leaves nothing.
+    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StoreError>;
+}
+
+/// A read transaction.
+pub trait ReadTxn {
+    /// Every collection's name and settings (JSON), by name.
+    fn collections(&self) -> Result<Vec<(String, String)>, StoreError>;
+    /// The documents of `table` ([`StoreError::Gone`] if it does not exist).
+    fn docs(&self, table: &str) -> Result<Box<dyn Docs + '_>, StoreError>;
+}
+
+/// A table of documents: id -> record.
+pub trait Docs {
+    /// The record of `id`, if stored.
+    fn get(&self, id: &str) -> Result<Option<Value<'_>>, StoreError>;
+    /// Calls `visit(id, record)` for every document, in id order; stops at `visit`'s first
+    /// error, which is returned as [`StoreError::Other`].
+    fn for_each(&self, visit: &mut Visit<'_>) -> Result<(), StoreError>;
+}
+
+/// A table of documents in a write transaction.
+pub trait DocsMut: Docs {
+    /// Stores `record` as `id`; true if it replaced a stored one.
+    fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError>;
+    /// Removes `id`; true if it was stored.
+    fn remove(&mut self, id: &str) -> Result<bool, StoreError>;
+}
+
+/// A write transaction.
+pub trait WriteTxn {
+    /// The settings (JSON) stored for collection `name`, read so that a concurrent delete of
+    /// the collection cannot commit before this transaction does.
+    fn settings(&self, name: &str) -> Result<Option<String>, StoreError>;
+    /// Stores a new collection: its settings and its empty table of documents.
+    fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError>;
+    /// Removes a collection: its settings and its table of documents.
+    fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError>;
+    /// The documents of `table`, to read and write ([`StoreError::Gone`] if it does not exist).
+    fn docs(&self, table: &str) -> Result<Box<dyn DocsMut + '_>, StoreError>;
+    /// Commits, durably.
+    fn commit(self: Box<Self>) -> Result<(), StoreError>;
 }
 
 /// A collection's settings, as stored (format 4: its job; formats 2 and 3 are read through
@@ -245,7 +317,7 @@ pub fn encode_record(
 }
 
 /// Appends the checksum of `id` and `body` to `body`.
-fn seal(id: &str, mut body: Vec<u8>) -> Vec<u8> {
+pub(crate) fn seal(id: &str, mut body: Vec<u8>) -> Vec<u8> {
     let sum = checksum(id, &body);
     body.extend_from_slice(&sum.to_le_bytes());
     body
@@ -296,7 +368,7 @@ impl Record {
     }
 
     /// Reads a record without a checksum (store format 2, and the body of format 3).
-    fn decode_body(bytes: &[u8]) -> Result<Record, String> {
+    pub(crate) fn decode_body(bytes: &[u8]) -> Result<Record, String> {
         let mut pos = 0usize;
         let mut take = |n: usize| -> Result<&[u8], String> {
             let end = pos.checked_add(n).filter(|&e| e <= bytes.len());
@@ -327,104 +399,9 @@ impl Record {
     }
 }
 
-/// Reads every document of a table, calling `visit(id, record)` (`Err` for a damaged record).
-pub fn for_each_doc(
-    txn: &redb::ReadTransaction,
-    table: &str,
-    mut visit: impl FnMut(&str, Result<Record, String>) -> Result<(), String>,
-) -> Result<(), String> {
-    let t = match txn.open_table(docs_def(table)) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(e) => return Err(e.to_string()),
-    };
-    for item in t.iter().map_err(|e| e.to_string())? {
-        let (k, v) = item.map_err(|e| e.to_string())?;
-        visit(k.value(), Record::decode(k.value(), v.value()))?;
-    }
-    Ok(())
-}
-
 /// A new incarnation id, never given before.
 pub fn new_incarnation() -> String {
     neardup::unique_name()
-}
-
-/// Writes every collection's settings of a format 2 or 3 store as its job (format 4), inside
-/// `txn`. Returns how many were rewritten; settings that do not parse are left as they are,
-/// and reported when the collections load.
-pub fn upgrade_settings(txn: &redb::WriteTransaction) -> Result<u64, String> {
-    let e = |e: redb::Error| e.to_string();
-    let mut t = txn.open_table(COLLECTIONS).map_err(|x| e(x.into()))?;
-    let mut rows = Vec::new();
-    for item in t.iter().map_err(|x| e(x.into()))? {
-        let (k, v) = item.map_err(|x| e(x.into()))?;
-        if let Ok(info) = serde_json::from_str::<CollectionInfo>(v.value()) {
-            rows.push((k.value().to_string(), info));
-        }
-    }
-    for (name, info) in &rows {
-        let text = serde_json::to_string(info).expect("settings are plain data");
-        t.insert(name.as_str(), text.as_str()).map_err(|x| e(x.into()))?;
-    }
-    Ok(rows.len() as u64)
-}
-
-/// Upgrades every document table of a format 2 store to format 3 (a checksum on each record)
-/// inside `txn`, a batch of keys at a time so that memory stays bounded. Returns how many
-/// records were rewritten.
-pub fn upgrade_v2_records(txn: &redb::WriteTransaction) -> Result<u64, String> {
-    upgrade(txn).map_err(|e| e.to_string())
-}
-
-// redb's error is large, but this runs once per store, at start: its size costs nothing.
-#[allow(clippy::result_large_err)]
-fn upgrade(txn: &redb::WriteTransaction) -> Result<u64, redb::Error> {
-    let tables: Vec<String> = {
-        let collections = txn.open_table(COLLECTIONS)?;
-        let mut out = Vec::new();
-        for item in collections.iter()? {
-            let (_, v) = item?;
-            // Settings that do not parse are reported when the collections load.
-            if let Ok(info) = serde_json::from_str::<CollectionInfo>(v.value()) {
-                out.push(docs_table(&info.name, &info.incarnation));
-            }
-        }
-        out
-    };
-    let mut rewritten = 0u64;
-    for table in tables {
-        let mut t = txn.open_table(docs_def(&table))?;
-        let mut after: Option<String> = None;
-        loop {
-            let batch: Vec<(String, Vec<u8>)> = {
-                let range = match &after {
-                    Some(k) => t.range::<&str>((
-                        std::ops::Bound::Excluded(k.as_str()),
-                        std::ops::Bound::Unbounded,
-                    ))?,
-                    None => t.range::<&str>(..)?,
-                };
-                let mut batch = Vec::new();
-                for item in range.take(4096) {
-                    let (k, v) = item?;
-                    batch.push((k.value().to_string(), v.value().to_vec()));
-                }
-                batch
-            };
-            let Some((last, _)) = batch.last() else { break };
-            after = Some(last.clone());
-            for (id, body) in batch {
-                // A format 2 record that does not parse stays as it is: its checksum will then
-                // fail, and it is reported as damaged like any other.
-                if Record::decode_body(&body).is_ok() {
-                    t.insert(id.as_str(), seal(&id, body).as_slice())?;
-                    rewritten += 1;
-                }
-            }
-        }
-    }
-    Ok(rewritten)
 }
 
 #[cfg(test)]
