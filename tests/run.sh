@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of neardup, in one command (the README's, and what .ci/run calls):
 #   1. Rust: unit, property, golden-vector and integration tests (the built CLI and the real
-#      server): `cargo test --workspace`;
+#      server): `cargo test --workspace`, and the service's suite again on the PostgreSQL store
+#      (Debian's postgresql: `apt-get install postgresql`);
 #   2. Python: the package built from this tree into target/test-venv, its tests (against the
 #      real datasketch and rensa, and the CLI), the Spark tests in local mode (Java 17+), the
 #      service's OpenAPI document and the pages in headless Chromium (chromium and chromedriver
@@ -10,6 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test --workspace
+# The service's suite again, on the PostgreSQL store (a throwaway cluster of Debian's
+# postgresql: `apt-get install postgresql`; the tests start and stop it themselves).
+NEARDUP_TEST_STORE=postgres cargo test -p neardup-server --test service
+NEARDUP_TEST_STORE=postgres cargo test -p neardup-cli --test serve -- postgres
 
 venv=target/test-venv
 if [ ! -x "$venv/bin/python" ]; then

@@ -41,8 +41,11 @@ use store::{CollectionInfo, Record, Store, StoreError};
 /// How to run the service.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Where the store lives (created if missing).
+    /// Where the embedded store lives (created if missing), unless `store` names another.
     pub data_dir: PathBuf,
+    /// The store, when not the embedded one in `data_dir`: a PostgreSQL URL
+    /// (`postgres://USER@HOST/DB`; the password from the URL, `PGPASSWORD` or `.pgpass`).
+    pub store: Option<String>,
     /// A bearer token every request except `/v1/health` must carry.
     pub token: Option<String>,
     /// Request limits.
@@ -159,7 +162,8 @@ impl Collection {
 pub struct State {
     /// The store; `None` while it is being reopened after an I/O error.
     db: RwLock<Option<Box<dyn Store>>>,
-    path: PathBuf,
+    /// Where the store is, to reopen it.
+    location: Location,
     collections: RwLock<BTreeMap<String, Arc<Collection>>>,
     token: Option<Vec<u8>>,
     limits: Limits,
@@ -212,13 +216,23 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
     config.limits.validate().map_err(OpenError::Limits)?;
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| OpenError::Store(format!("{}: {e}", config.data_dir.display())))?;
-    let path = config.data_dir.join("neardup.redb");
-    let db = Embedded::open(&path, config.limits.store_cache_bytes)?;
+    let location = match config.store {
+        Some(url) if store::postgres::is_postgres_url(&url) => Location::Postgres(url),
+        Some(other) => {
+            return Err(OpenError::Store(format!(
+                "--store {}: not a store this build knows; give a PostgreSQL URL \
+                 (postgres://USER@HOST/DB), or leave it out for the embedded store in --data-dir",
+                store::postgres::redact(&other)
+            )))
+        }
+        None => Location::Embedded(config.data_dir.join("neardup.redb")),
+    };
+    let db = location.open(&config.limits)?;
     let mut damage = Damage::default();
-    let collections = load_collections(&db, &path, &mut damage, &config.limits)?;
+    let collections = load_collections(&*db, &location, &mut damage, &config.limits)?;
     Ok(Arc::new(State {
-        db: RwLock::new(Some(Box::new(db))),
-        path,
+        db: RwLock::new(Some(db)),
+        location,
         collections: RwLock::new(collections),
         token: config.token.map(String::into_bytes),
         limits: config.limits,
@@ -231,6 +245,34 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
         waiting: std::sync::atomic::AtomicUsize::new(0),
         memory: Arc::new(tokio::sync::Semaphore::new(config.limits.max_memory_bytes >> 10)),
     }))
+}
+
+/// Where the store is.
+#[derive(Debug, Clone)]
+enum Location {
+    /// The embedded store's file.
+    Embedded(PathBuf),
+    /// A PostgreSQL URL (never shown as given: its password is left out).
+    Postgres(String),
+}
+
+impl Location {
+    fn open(&self, limits: &Limits) -> Result<Box<dyn Store>, OpenError> {
+        Ok(match self {
+            Location::Embedded(path) => Box::new(Embedded::open(path, limits.store_cache_bytes)?),
+            Location::Postgres(url) => {
+                Box::new(store::postgres::Postgres::open(url, limits.store_connections)?)
+            }
+        })
+    }
+
+    /// The store as messages name it (a file, or the URL without its password).
+    fn shown(&self) -> PathBuf {
+        match self {
+            Location::Embedded(path) => path.clone(),
+            Location::Postgres(url) => PathBuf::from(store::postgres::redact(url)),
+        }
+    }
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then lets in-flight requests finish.
@@ -321,11 +363,12 @@ mod quiet_panics {
 /// that fails its checksum is left out of the index and counted in `damage`.
 fn load_collections(
     db: &dyn Store,
-    path: &Path,
+    location: &Location,
     damage: &mut Damage,
     limits: &Limits,
 ) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
-    damage_as_error(path, || load_collections_inner(db, path, damage, limits))
+    let path = location.shown();
+    damage_as_error(&path, || load_collections_inner(db, &path, damage, limits))
 }
 
 fn load_collections_inner(
@@ -454,18 +497,19 @@ impl State {
         let (st, retire) = (self.clone(), old.clone());
         let result = tokio::task::spawn_blocking(move || -> Result<(), String> {
             let mut db = st.db.write().unwrap_or_else(|p| p.into_inner());
-            *db = None; // close it: redb must be reopened after an I/O error
-            let fresh =
-                Embedded::open(&st.path, st.limits.store_cache_bytes).map_err(|e| e.to_string())?;
+            // Closed first: redb must be reopened after an I/O error, and a PostgreSQL store
+            // gives up the server's lock on its database, to take it again.
+            *db = None;
+            let fresh = st.location.open(&st.limits).map_err(|e| e.to_string())?;
             let mut damage = Damage::default();
-            let collections = load_collections(&fresh, &st.path, &mut damage, &st.limits)
+            let collections = load_collections(&*fresh, &st.location, &mut damage, &st.limits)
                 .map_err(|e| e.to_string())?;
             *st.damage.lock().unwrap_or_else(|p| p.into_inner()) = damage;
             for c in &retire {
                 c.retired.store(RELOADED, Ordering::SeqCst);
             }
             *st.collections.write().unwrap_or_else(|p| p.into_inner()) = collections;
-            *db = Some(Box::new(fresh));
+            *db = Some(fresh);
             Ok(())
         })
         .await;
@@ -521,6 +565,11 @@ fn new_live(info: &CollectionInfo, mut engine: Engine, limits: &Limits) -> Resul
 /// True for an address that only this machine can reach.
 pub fn is_loopback(addr: &std::net::SocketAddr) -> bool {
     addr.ip().is_loopback()
+}
+
+/// A store URL as it may be shown (its password left out).
+pub fn shown_store(url: &str) -> String {
+    store::postgres::redact(url)
 }
 
 /// The data directory's store file, for messages.

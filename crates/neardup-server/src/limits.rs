@@ -34,6 +34,9 @@ pub struct Limits {
     /// largest metadata, the passage check's text); one needing more than all of it is refused
     /// (413), one that finds too little free waits as for a turn (503 past the wait).
     pub max_memory_bytes: usize,
+    /// Connections to the database a PostgreSQL store may hold at once (its pool); a request
+    /// that finds none free waits for one, for at most ten seconds (then 503).
+    pub store_connections: usize,
 }
 
 /// How long a heavy request waits for a turn before it is answered 503 with `Retry-After`.
@@ -55,6 +58,7 @@ impl Default for Limits {
             max_queued: 64,
             max_scan_docs: neardup::DEFAULT_SCAN_LIMIT,
             max_memory_bytes: 1 << 30,
+            store_connections: 16,
         }
     }
 }
@@ -84,6 +88,7 @@ impl Limits {
             ("--max-scan-docs", self.max_scan_docs, MAX_SCAN_DOCS),
             ("--store-cache-mb", self.store_cache_bytes >> 20, MAX_STORE_CACHE_MB),
             ("--max-memory-mb", self.max_memory_bytes >> 20, MAX_MEMORY_MB),
+            ("--store-connections", self.store_connections, MAX_STORE_CONNECTIONS),
         ] {
             if !(1..=max).contains(&value) {
                 return Err(format!("{name} {value}: must be between 1 and {max}"));
@@ -129,4 +134,6 @@ pub mod bounds {
     pub const MAX_STORE_CACHE_MB: usize = 64 << 10;
     /// The largest `--max-memory-mb`: 1 TiB.
     pub const MAX_MEMORY_MB: usize = 1 << 20;
+    /// The largest `--store-connections` (PostgreSQL's own default `max_connections` is 100).
+    pub const MAX_STORE_CONNECTIONS: usize = 1024;
 }

@@ -26,7 +26,8 @@ fn fixture() -> &'static Fixture {
         let limits =
             Limits { max_body_bytes: 1 << 16, max_doc_bytes: 1 << 12, ..Limits::default() };
         let state =
-            open(Config { data_dir: dir.path().to_path_buf(), token: None, limits }).expect("open");
+            open(Config { data_dir: dir.path().to_path_buf(), store: None, token: None, limits })
+                .expect("open");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -8,7 +8,8 @@ use anyhow::{anyhow, Context};
 use clap::Args;
 use neardup_server::bounds::{
     MAX_BATCH_DOCS, MAX_BODY_BYTES, MAX_CONCURRENT, MAX_DOC_BYTES, MAX_MEMORY_MB,
-    MAX_METADATA_BYTES, MAX_QUEUED, MAX_SCAN_DOCS, MAX_STORE_CACHE_MB, MAX_TOP_K,
+    MAX_METADATA_BYTES, MAX_QUEUED, MAX_SCAN_DOCS, MAX_STORE_CACHE_MB, MAX_STORE_CONNECTIONS,
+    MAX_TOP_K,
 };
 use neardup_server::{is_loopback, Config, Limits};
 
@@ -58,9 +59,24 @@ Example:
   curl -X POST localhost:7700/v1/collections/news/search -H 'Content-Type: application/json' \\
     -d '{\"text\": \"...\"}'")]
 pub struct ServeArgs {
-    /// Directory of the store (created if missing).
+    /// Directory of the embedded store (created if missing). Needed unless --store names
+    /// another store.
     #[arg(long, value_name = "DIR")]
-    data_dir: PathBuf,
+    data_dir: Option<PathBuf>,
+
+    /// The store, when not the embedded one in --data-dir: a PostgreSQL database,
+    /// postgres://USER@HOST[:PORT]/DB (a Unix socket: postgres://USER@%2Frun%2Fpostgresql/DB
+    /// or ?host=/run/postgresql). The password comes from the URL, PGPASSWORD or ~/.pgpass,
+    /// and is never printed. The environment variable NEARDUP_STORE is used when this is not
+    /// given. The server creates its tables (neardup_*) and keeps each collection's index in
+    /// memory, rebuilt at start: one server per database.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+
+    /// Connections to the database the server may hold at once, with --store (at most 1024).
+    #[arg(long, default_value_t = 16, value_name = "N",
+          value_parser = bounded::<MAX_STORE_CONNECTIONS>)]
+    store_connections: usize,
 
     /// Address to listen on, HOST:PORT (a name such as localhost is resolved; port 0 picks a
     /// free port; the address is printed on stderr).
@@ -212,8 +228,26 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
     }
     // A write past RLIMIT_FSIZE fails with EFBIG (reported, recovered from): SIGXFSZ is
     // ignored from the start (`output::init`).
+    let store = args.store.clone().or_else(|| std::env::var("NEARDUP_STORE").ok());
+    let store = store.filter(|s| !s.trim().is_empty());
+    let data_dir = match (&args.data_dir, &store) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(_)) => PathBuf::new(),
+        (None, None) => {
+            return Err(usage(
+                "give --data-dir DIR (the embedded store) or --store URL (PostgreSQL; or \
+                 NEARDUP_STORE)"
+                    .into(),
+            ))
+        }
+    };
+    let shown_store = match &store {
+        Some(url) => neardup_server::shown_store(url),
+        None => data_dir.display().to_string(),
+    };
     let config = Config {
-        data_dir: args.data_dir.clone(),
+        data_dir,
+        store,
         token,
         limits: Limits {
             max_body_bytes: args.max_body_bytes,
@@ -231,6 +265,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
                 })
             }),
             max_queued: args.max_queued,
+            store_connections: args.store_connections,
             ..Limits::default()
         },
     };
@@ -253,10 +288,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
         let addr = listener.local_addr().context("local address")?;
-        eprintln!(
-            "neardup serve: listening on http://{addr} (data in {})",
-            args.data_dir.display()
-        );
+        eprintln!("neardup serve: listening on http://{addr} (data in {shown_store})");
         // The library's serve: the API, and the store reopened after an I/O error.
         neardup_server::serve(state, listener, shutdown_signal(grace)).await.context("serving")?;
         eprintln!("neardup serve: stopped");

@@ -78,11 +78,14 @@ impl ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message.to_string())
     }
     fn unavailable(reason: impl std::fmt::Display) -> ApiError {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            format!("{reason}; the store is being reopened, retry later"),
-        )
+        ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                format!("{reason}; the store is being reopened, retry later"),
+            )
+        }
     }
     fn collection_gone(name: &str) -> ApiError {
         ApiError::new(

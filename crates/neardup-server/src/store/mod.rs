@@ -17,6 +17,7 @@
 //! transaction (all or nothing, durable once committed). [`embedded`] is redb in one file.
 
 pub mod embedded;
+pub mod postgres;
 
 use neardup::overlap::OverlapSpec;
 use neardup::{DocSketch, JobSpec, Method, PipelineSpec, SearchUse, Verification};

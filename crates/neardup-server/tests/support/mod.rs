@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each test binary uses part of this module
 
 pub mod http;
+pub mod pg;
 
 use std::path::{Path, PathBuf};
 
@@ -51,9 +52,12 @@ impl Endpoint for Server {
 }
 
 impl Server {
-    /// The service on the store in `data`, with `limits` (see [`limits`]).
+    /// The service on the store in `data`, with `limits` (see [`limits`]): the embedded store,
+    /// or with `NEARDUP_TEST_STORE=postgres` a database of its own for `data` on the test
+    /// process's PostgreSQL cluster ([`pg`]).
     pub fn start(data: &Path, limits: Limits) -> Server {
-        let config = Config { data_dir: data.to_path_buf(), token: None, limits };
+        let store = pg::on_postgres().then(|| pg::database_for(data));
+        let config = Config { data_dir: data.to_path_buf(), store, token: None, limits };
         let state = neardup_server::open(config).expect("open the store");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

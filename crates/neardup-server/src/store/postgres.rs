@@ -1,0 +1,559 @@
+//! The store on PostgreSQL: the same layout as the embedded store, in three tables of a database
+//! the operator already runs (and backs up, and replicates).
+//!
+//! - `neardup_meta` (key -> value): `store_format` (the records' layout, as the embedded
+//!   store's) and `schema` (these tables' version, [`SCHEMA`]); a database of a newer schema
+//!   is refused by name, an older one migrated at start.
+//! - `neardup_collections` (name -> its table of documents and its settings as JSON).
+//! - `neardup_docs` ((table, id) -> record, a b-tree on both): the records byte for byte as the
+//!   embedded store keeps them, checksum included, so damage is found the same way.
+//!
+//! A read transaction is `REPEATABLE READ, READ ONLY` (one snapshot for all it reads); a write
+//! transaction reads its collection's settings `FOR SHARE` (a delete of the collection waits
+//! for it) and commits with PostgreSQL's durability (`synchronous_commit`): the acknowledged
+//! write survives a crash of the server or of the database. The client is tokio-postgres on a
+//! runtime of the store's own (one thread), behind a bounded pool (deadpool), so the store is
+//! called from any blocking thread. Errors of the connection (the database away or restarting)
+//! make the store unavailable: the service answers 503 with `Retry-After` and reopens the store
+//! until the database is back.
+//!
+//! One server per database, for now: each collection's index is rebuilt in the server's memory
+//! at start and kept there, so a second server would not see the first one's writes. The store
+//! holds a session advisory lock while it is open, and a second server on the same database is
+//! refused at start, naming the database.
+
+use std::fmt;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls};
+
+use super::{Docs, DocsMut, ReadTxn, Store, StoreError, Value, Visit, WriteTxn, STORE_FORMAT};
+use crate::OpenError;
+
+/// Version of the tables. Version 1: `neardup_meta`, `neardup_collections`, `neardup_docs`.
+pub const SCHEMA: i64 = 1;
+
+/// The advisory lock a server holds on its database while it serves (and takes, per
+/// transaction, while it creates or migrates the tables).
+const SERVER_LOCK: i64 = 0x6e65_6172_6475_7001; // "neardup" 1
+const SCHEMA_LOCK: i64 = 0x6e65_6172_6475_7002;
+
+/// How long a request waits for a connection of the pool, or for a new connection, before the
+/// store is reported unavailable.
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The store on PostgreSQL.
+pub struct Postgres {
+    /// `None` only while dropped: the runtime is shut down in the background, as a store may
+    /// be dropped on an async worker (where blocking on it would panic).
+    runtime: Option<tokio::runtime::Runtime>,
+    pool: Pool,
+    /// The connection that holds [`SERVER_LOCK`] while the store is open (`None` only while
+    /// dropped).
+    holder: Option<Client>,
+    /// The URL without its password, for messages.
+    shown: String,
+}
+
+impl fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Postgres").field("url", &self.shown).finish()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let Some(rt) = self.runtime.take() else { return };
+        // The lock is given up before the connections close, so that a store opened next on
+        // the same database (the service reopening it) finds it free. Waited for on a channel,
+        // not by blocking on the runtime: a store may be dropped on an async worker.
+        if let Some(holder) = self.holder.take() {
+            let (done, wait) = std::sync::mpsc::channel();
+            rt.spawn(async move {
+                let _ = holder.execute("SELECT pg_advisory_unlock($1)", &[&SERVER_LOCK]).await;
+                let _ = done.send(());
+            });
+            let _ = wait.recv_timeout(Duration::from_secs(2));
+        }
+        rt.shutdown_background();
+    }
+}
+
+/// `url` as it may be shown: its password, if any (in the user part or as a `password`
+/// parameter), replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return url.to_string() };
+    let (head, rest) = url.split_at(scheme_end + 3);
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => match authority[..at].find(':') {
+            Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if k == "password" => format!("{k}=***"),
+                    _ => p.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{head}{authority}{tail}")
+}
+
+/// True for a store location that names PostgreSQL.
+pub fn is_postgres_url(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// Whether an error means the database cannot be reached now (the connection is gone, the
+/// server shuts down or starts, is out of connections or disk), as against a refused statement.
+fn unavailable(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        None => true, // I/O, a broken connection: no answer from the server at all
+        Some(code) => {
+            let class = &code.code()[..2];
+            matches!(class, "08" | "53" | "57" | "58")
+                || *code == SqlState::T_R_SERIALIZATION_FAILURE
+        }
+    }
+}
+
+fn fail(e: tokio_postgres::Error) -> StoreError {
+    if unavailable(&e) {
+        StoreError::Unavailable(format!("PostgreSQL: {e}"))
+    } else {
+        StoreError::Other(format!("PostgreSQL: {e}"))
+    }
+}
+
+fn pool_fail(e: deadpool_postgres::PoolError) -> StoreError {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => fail(e),
+        e => StoreError::Unavailable(format!("PostgreSQL: {e}")),
+    }
+}
+
+/// The connection settings of `url`, with the password from `PGPASSWORD` or the `.pgpass` file
+/// (`PGPASSFILE`, else `~/.pgpass`) when the URL has none, as libpq takes them.
+fn connect_config(url: &str) -> Result<tokio_postgres::Config, String> {
+    let mut config: tokio_postgres::Config =
+        url.parse().map_err(|e| format!("{}: not a PostgreSQL URL: {e}", redact(url)))?;
+    if config.get_password().is_none() {
+        if let Some(password) = std::env::var_os("PGPASSWORD") {
+            config.password(password.as_encoded_bytes());
+        } else if let Some(password) = pgpass(&config) {
+            config.password(password);
+        }
+    }
+    if config.get_user().is_none() {
+        if let Ok(user) = std::env::var("PGUSER").or_else(|_| std::env::var("USER")) {
+            config.user(user);
+        }
+    }
+    config.connect_timeout(WAIT);
+    Ok(config)
+}
+
+/// The password `.pgpass` gives for `config`'s first host, port, database and user
+/// (`hostname:port:database:username:password`, `*` matching anything, `\` escaping `:`).
+fn pgpass(config: &tokio_postgres::Config) -> Option<String> {
+    let path = match std::env::var_os("PGPASSFILE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::path::PathBuf::from(std::env::var_os("HOME")?).join(".pgpass"),
+    };
+    let text = std::fs::read_to_string(path).ok()?;
+    let host = match config.get_hosts().first()? {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(_) => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user()?.to_string();
+    let db = config.get_dbname().unwrap_or(&user).to_string();
+    let wanted = [host.as_str(), port.as_str(), db.as_str(), user.as_str()];
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|line| {
+        let fields = split_pgpass(line);
+        if fields.len() != 5 {
+            return None;
+        }
+        let matches = fields[..4].iter().zip(wanted).all(|(f, w)| f == "*" || f == w);
+        matches.then(|| fields[4].clone())
+    })
+}
+
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut().expect("one").extend(chars.next()),
+            ':' => fields.push(String::new()),
+            c => fields.last_mut().expect("one").push(c),
+        }
+    }
+    fields
+}
+
+impl Postgres {
+    /// Connects to the database `url` names with at most `connections` connections, takes the
+    /// server's lock on it, and creates (or migrates) the tables; refuses a schema or store
+    /// format newer than this build's by name.
+    pub fn open(url: &str, connections: usize) -> Result<Postgres, OpenError> {
+        let shown = redact(url);
+        let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{shown}: {e}"));
+        let config = connect_config(url).map_err(OpenError::Store)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("neardup-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| store_err(&e))?;
+        let holder = runtime.block_on(async {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(connection);
+            Ok::<_, tokio_postgres::Error>(client)
+        });
+        let holder = holder.map_err(|e| store_err(&e))?;
+        let locked: bool = runtime
+            .block_on(holder.query_one("SELECT pg_try_advisory_lock($1)", &[&SERVER_LOCK]))
+            .map_err(|e| store_err(&e))?
+            .get(0);
+        if !locked {
+            return Err(store_err(
+                &"another neardup serve is serving this database: one server per database for \
+                  now (each keeps its collections' index in memory); stop it, or give this one \
+                  another database",
+            ));
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(connections.max(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(WAIT))
+            .create_timeout(Some(WAIT))
+            .build()
+            .map_err(|e| store_err(&e))?;
+        let store =
+            Postgres { runtime: Some(runtime), pool, holder: Some(holder), shown: shown.clone() };
+        store.migrate().map_err(|e| match e {
+            Migrate::Newer(what, found, ours) => OpenError::Store(format!(
+                "{shown}: the database's neardup {what} is version {found}, made by a newer \
+                 neardup; this build uses version {ours}: serve it with that build or a newer one"
+            )),
+            Migrate::Failed(e) => store_err(&e),
+        })?;
+        Ok(store)
+    }
+
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.runtime.as_ref().expect("open until dropped").block_on(f)
+    }
+
+    fn connection(&self) -> Result<Object, StoreError> {
+        if self.holder.as_ref().is_none_or(Client::is_closed) {
+            // The lock is gone with its connection: the store must be opened again (and the
+            // lock taken again) before it serves.
+            return Err(StoreError::Unavailable(format!(
+                "PostgreSQL ({}): the connection that holds the server's lock was lost",
+                self.shown
+            )));
+        }
+        self.block_on(self.pool.get()).map_err(pool_fail)
+    }
+
+    /// Creates the tables, or checks their version, in one transaction under a lock (servers
+    /// starting together migrate once).
+    fn migrate(&self) -> Result<(), Migrate> {
+        let mut client = self.connection().map_err(|e| Migrate::Failed(e.to_string()))?;
+        let failed = |e: tokio_postgres::Error| Migrate::Failed(e.to_string());
+        self.block_on(async {
+            let txn = client.transaction().await.map_err(failed)?;
+            txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+                .await
+                .map_err(failed)?;
+            txn.batch_execute(
+                "CREATE TABLE IF NOT EXISTS neardup_meta (
+                     key text PRIMARY KEY,
+                     value bigint NOT NULL);
+                 CREATE TABLE IF NOT EXISTS neardup_collections (
+                     name text PRIMARY KEY,
+                     docs text NOT NULL UNIQUE,
+                     settings text NOT NULL);
+                 CREATE TABLE IF NOT EXISTS neardup_docs (
+                     docs text NOT NULL,
+                     id bytea NOT NULL,
+                     record bytea NOT NULL,
+                     PRIMARY KEY (docs, id));",
+            )
+            .await
+            .map_err(failed)?;
+            for (key, ours, what) in [
+                ("schema", SCHEMA, "schema"),
+                ("store_format", i64::from(STORE_FORMAT), "store format"),
+            ] {
+                let found = txn
+                    .query_opt("SELECT value FROM neardup_meta WHERE key = $1", &[&key])
+                    .await
+                    .map_err(failed)?
+                    .map(|r| r.get::<_, i64>(0));
+                match found {
+                    Some(v) if v > ours => return Err(Migrate::Newer(what, v, ours)),
+                    Some(v) if v == ours => {}
+                    // No older version of these tables exists yet: an older one would be
+                    // migrated here, in this transaction.
+                    _ => {
+                        txn.execute(
+                            "INSERT INTO neardup_meta (key, value) VALUES ($1, $2)
+                             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                            &[&key, &ours],
+                        )
+                        .await
+                        .map_err(failed)?;
+                    }
+                }
+            }
+            txn.commit().await.map_err(failed)
+        })
+    }
+}
+
+enum Migrate {
+    Newer(&'static str, i64, i64),
+    Failed(String),
+}
+
+impl Store for Postgres {
+    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError> {
+        let client = self.connection()?;
+        let txn = Txn { store: self, client: Some(client), open: true };
+        txn.run("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        Ok(Box::new(txn))
+    }
+
+    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StoreError> {
+        let client = self.connection()?;
+        let txn = Txn { store: self, client: Some(client), open: true };
+        txn.run("BEGIN")?;
+        Ok(Box::new(txn))
+    }
+}
+
+/// A transaction on one connection of the pool: rolled back if dropped uncommitted.
+struct Txn<'a> {
+    store: &'a Postgres,
+    /// `None` only while dropped.
+    client: Option<Object>,
+    open: bool,
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if self.open && self.run("ROLLBACK").is_err() {
+            // The connection's state is unknown: it does not go back to the pool.
+            if let Some(client) = self.client.take() {
+                drop(Object::take(client));
+            }
+        }
+    }
+}
+
+impl Txn<'_> {
+    fn client(&self) -> &Object {
+        self.client.as_ref().expect("held until dropped")
+    }
+
+    fn run(&self, sql: &str) -> Result<(), StoreError> {
+        self.store.block_on(self.client().batch_execute(sql)).map_err(fail)
+    }
+
+    fn query_opt(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        self.store
+            .block_on(async {
+                let statement = self.client().prepare_cached(sql).await?;
+                self.client().query_opt(&statement, params).await
+            })
+            .map_err(fail)
+    }
+
+    fn execute(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<u64, StoreError> {
+        self.store
+            .block_on(async {
+                let statement = self.client().prepare_cached(sql).await?;
+                self.client().execute(&statement, params).await
+            })
+            .map_err(fail)
+    }
+
+    /// The documents of `table`, if its collection is stored.
+    fn table(&self, table: &str) -> Result<Table<'_, '_>, StoreError> {
+        match self.query_opt("SELECT 1 FROM neardup_collections WHERE docs = $1", &[&table])? {
+            Some(_) => Ok(Table { txn: self, table: table.to_string() }),
+            None => Err(StoreError::Gone),
+        }
+    }
+}
+
+impl ReadTxn for Txn<'_> {
+    fn collections(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = self
+            .store
+            .block_on(
+                self.client()
+                    .query("SELECT name, settings FROM neardup_collections ORDER BY name", &[]),
+            )
+            .map_err(fail)?;
+        Ok(rows.into_iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn docs(&self, table: &str) -> Result<Box<dyn Docs + '_>, StoreError> {
+        Ok(Box::new(self.table(table)?))
+    }
+}
+
+impl WriteTxn for Txn<'_> {
+    fn settings(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let row = self.query_opt(
+            "SELECT settings FROM neardup_collections WHERE name = $1 FOR SHARE",
+            &[&name],
+        )?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError> {
+        self.execute(
+            "INSERT INTO neardup_collections (name, docs, settings) VALUES ($1, $2, $3)",
+            &[&name, &table, &settings],
+        )?;
+        Ok(())
+    }
+
+    fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError> {
+        self.execute("DELETE FROM neardup_docs WHERE docs = $1", &[&table])?;
+        self.execute("DELETE FROM neardup_collections WHERE name = $1", &[&name])?;
+        Ok(())
+    }
+
+    fn docs(&self, table: &str) -> Result<Box<dyn DocsMut + '_>, StoreError> {
+        Ok(Box::new(self.table(table)?))
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), StoreError> {
+        // Whatever COMMIT answers, the transaction is over: never rolled back after it.
+        self.open = false;
+        self.run("COMMIT")
+    }
+}
+
+/// A table of documents in a transaction.
+struct Table<'t, 'a> {
+    txn: &'t Txn<'a>,
+    table: String,
+}
+
+impl Docs for Table<'_, '_> {
+    fn get(&self, id: &str) -> Result<Option<Value<'_>>, StoreError> {
+        let row = self.txn.query_opt(
+            "SELECT record FROM neardup_docs WHERE docs = $1 AND id = $2",
+            &[&self.table, &id.as_bytes()],
+        )?;
+        Ok(row.map(|r| Box::new(r.get::<_, Vec<u8>>(0)) as Value<'_>))
+    }
+
+    fn for_each(&self, visit: &mut Visit<'_>) -> Result<(), StoreError> {
+        use futures_util::{pin_mut, StreamExt};
+        let store = self.txn.store;
+        let client = self.txn.client();
+        store.block_on(async {
+            let statement = client
+                .prepare_cached("SELECT id, record FROM neardup_docs WHERE docs = $1 ORDER BY id")
+                .await
+                .map_err(fail)?;
+            let rows = client.query_raw(&statement, [&self.table]).await.map_err(fail)?;
+            pin_mut!(rows);
+            while let Some(row) = rows.next().await {
+                let row = row.map_err(fail)?;
+                let id: &[u8] = row.get(0);
+                let id = std::str::from_utf8(id)
+                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
+                visit(id, row.get(1)).map_err(StoreError::Other)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl DocsMut for Table<'_, '_> {
+    fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError> {
+        // `xmax` is set on the row an upsert updated, zero on one it inserted.
+        let row = self.txn.query_opt(
+            "INSERT INTO neardup_docs (docs, id, record) VALUES ($1, $2, $3)
+             ON CONFLICT (docs, id) DO UPDATE SET record = EXCLUDED.record
+             RETURNING xmax <> 0",
+            &[&self.table, &id.as_bytes(), &record],
+        )?;
+        Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
+    }
+
+    fn remove(&mut self, id: &str) -> Result<bool, StoreError> {
+        let n = self.txn.execute(
+            "DELETE FROM neardup_docs WHERE docs = $1 AND id = $2",
+            &[&self.table, &id.as_bytes()],
+        )?;
+        Ok(n > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_is_never_shown() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db.example:5432/n"),
+            "postgres://app:***@db.example:5432/n"
+        );
+        assert_eq!(redact("postgres://app@db/n"), "postgres://app@db/n");
+        assert_eq!(
+            redact("postgresql://a:b:c@h/d?sslmode=disable"),
+            "postgresql://a:***@h/d?sslmode=disable"
+        );
+        assert_eq!(
+            redact("postgres://h/d?user=u&password=x&sslmode=disable"),
+            "postgres://h/d?user=u&password=***&sslmode=disable"
+        );
+        assert_eq!(redact("host=/tmp dbname=n"), "host=/tmp dbname=n");
+    }
+
+    #[test]
+    fn pgpass_lines_are_split_as_libpq_does() {
+        assert_eq!(split_pgpass(r"h:5432:db:u:pa\:ss"), ["h", "5432", "db", "u", "pa:ss"]);
+        assert_eq!(split_pgpass(r"*:*:*:u:a\\b"), ["*", "*", "*", "u", r"a\b"]);
+    }
+}
