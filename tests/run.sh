@@ -14,7 +14,7 @@ cargo test --workspace
 # The service's suite again, on the PostgreSQL store (a throwaway cluster of Debian's
 # postgresql: `apt-get install postgresql`; the tests start and stop it themselves).
 NEARDUP_TEST_STORE=postgres cargo test -p neardup-server --test service
-NEARDUP_TEST_STORE=postgres cargo test -p neardup-cli --test serve -- postgres
+NEARDUP_TEST_STORE=postgres cargo test -p neardup-cli --test serve
 
 venv=target/test-venv
 if [ ! -x "$venv/bin/python" ]; then

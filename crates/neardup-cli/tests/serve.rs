@@ -21,6 +21,8 @@ mod common;
 use common::tempdir;
 #[path = "../../neardup-server/tests/support/http.rs"]
 mod http;
+#[path = "../../neardup-server/tests/support/pg.rs"]
+mod pg;
 use http::{doc_text, error_code, store_texts, Endpoint, NEWS_A, NEWS_B};
 
 /// A running server; killed when dropped.
@@ -32,10 +34,28 @@ struct Server {
 }
 
 impl Server {
+    /// The server on the embedded store in `data`, or with `NEARDUP_TEST_STORE=postgres` on a
+    /// database of its own for `data` on the test process's PostgreSQL cluster.
     fn start(data: &Path, extra: &[&str]) -> Server {
-        let mut child = bin()
-            .args(["serve", "--data-dir"])
-            .arg(data)
+        let mut serve = bin();
+        serve.arg("serve");
+        if pg::on_postgres() {
+            serve.args(["--store", &pg::database_for(data)]);
+        } else {
+            serve.arg("--data-dir").arg(data);
+        }
+        Server::spawn(serve, extra)
+    }
+
+    /// The server on the store `url`.
+    fn on_store(url: &str, extra: &[&str]) -> Server {
+        let mut serve = bin();
+        serve.args(["serve", "--store", url]);
+        Server::spawn(serve, extra)
+    }
+
+    fn spawn(mut serve: Command, extra: &[&str]) -> Server {
+        let mut child = serve
             .args(["--listen", "127.0.0.1:0", "-j", "2"])
             .args(extra)
             .stdout(Stdio::null())
@@ -581,6 +601,9 @@ fn sigterm_stops_the_server_whatever_it_is_doing() {
 /// acknowledged document is there.
 #[test]
 fn a_storage_io_error_is_reported_and_recovered_from() {
+    if pg::on_postgres() {
+        return; // the I/O error is the embedded store's file size limit; on PostgreSQL a database restart is the fault (the_postgres_store_outlives_servers_and_database_restarts)
+    }
     let dir = tempdir("enospc");
     let s = Server::start(&dir, &[]);
     assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
@@ -697,6 +720,9 @@ fn refused_start(data: &Path) -> (Option<i32>, String) {
 /// one with a page zeroed or with bytes appended made `serve` panic with a backtrace.
 #[test]
 fn a_damaged_store_file_is_refused_by_name() {
+    if pg::on_postgres() {
+        return; // the damage is to the embedded store's file
+    }
     let dir = tempdir("damaged-store");
     let texts: Vec<(String, String)> = (0..300)
         .map(|i| (format!("d{i}"), format!("document number {i} with words {i}")))
@@ -889,6 +915,9 @@ fn heavy_requests_take_turns_and_metadata_is_bounded() {
 /// all there.
 #[test]
 fn a_commit_failed_at_any_write_step_keeps_batches_whole() {
+    if pg::on_postgres() {
+        return; // the faults are of the embedded store's file (its size limit)
+    }
     let dir = tempdir("commit-sweep");
     let doc = |i: usize, tag: &str| json!({"id": format!("{tag}{i}"), "text": format!("{} {}", doc_text(&format!("{tag}{i}")), "pad ".repeat(300))});
     let mut s = Server::start(&dir, &[]);
@@ -1328,4 +1357,86 @@ fn the_service_reports_a_quoted_copy_with_its_source_in_the_cli_record() {
         .collect();
     ours.sort_by_key(|p| p["start"].as_u64());
     assert_eq!(ours, cli);
+}
+
+// ---- the PostgreSQL store -----------------------------------------------------------------------
+
+/// `neardup serve --store postgres://...`, as an operator runs it: the collections outlive the
+/// server; a second server on the same database is refused by name (each keeps its index in
+/// memory); the password never appears in what the server prints; the database restarted
+/// under the server: requests answer 503 with `Retry-After` while it is away, and the server
+/// recovers by itself, with everything acknowledged before.
+#[test]
+fn the_postgres_store_outlives_servers_and_database_restarts() {
+    let cluster = pg::Cluster::new();
+    let url = cluster.database("served");
+    // Trust authentication ignores the password: it is here to be hidden.
+    let secret = "pw-s3cret-never-shown";
+    let with_password = url.replacen("neardup@", &format!("neardup:{secret}@"), 1);
+    let s = Server::on_store(&with_password, &[]);
+    assert_eq!(s.json("PUT", "/v1/collections/news", json!({"store_text": true})).0, 201);
+    // Metadata as the client wrote it: `1.10` and a 30-digit integer come back byte for byte.
+    let docs = format!(
+        r#"{{"docs": [{{"id": "a", "text": {a}, "metadata": {{"n":1.10,"big":123456789012345678901234567890}}}},
+                      {{"id": "b", "text": {b}}}]}}"#,
+        a = json!(NEWS_A),
+        b = json!(NEWS_B)
+    );
+    let r = ureq::post(&format!("{}/v1/collections/news/docs", s.base))
+        .set("Content-Type", "application/json")
+        .send_string(&docs)
+        .expect("insert");
+    assert_eq!(r.status(), 200);
+    // A second server on the same database is refused, naming it without the password.
+    let out = bin()
+        .args(["serve", "--store", &with_password, "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("another neardup serve") && stderr.contains("***"), "{stderr}");
+    assert!(!stderr.contains(secret), "{stderr}");
+
+    // The database restarted under the server.
+    cluster.pause();
+    let r = ureq::post(&format!("{}/v1/collections/news/search", s.base))
+        .send_json(json!({"text": NEWS_A}));
+    match r {
+        Err(ureq::Error::Status(503, resp)) => {
+            assert_eq!(resp.header("Retry-After"), Some("1"));
+            let v: Value = resp.into_json().expect("json");
+            assert_eq!(error_code(&v), "storage_unavailable", "{v}");
+            assert!(!v.to_string().contains(secret), "{v}");
+        }
+        other => panic!("with the database away: {other:?}"),
+    }
+    assert_eq!(s.call("GET", "/v1/health", None).0, 503);
+    cluster.resume();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while s.call("GET", "/v1/health", None).0 != 200 {
+        assert!(std::time::Instant::now() < deadline, "never recovered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (st, v) = s.json("POST", "/v1/collections/news/search", json!({"text": NEWS_A}));
+    assert_eq!((st, &v["hits"][0]["id"]), (200, &json!("a")), "{v}");
+    let (st, v) = s.json("POST", "/v1/collections/news/check", json!({"id": "c", "text": "a new text about something else entirely, with enough words to sketch"}));
+    assert_eq!((st, &v["inserted"]), (200, &json!(true)), "{v}");
+    let printed = s.stderr.lock().expect("lock").join("\n");
+    assert!(!printed.contains(secret), "{printed}");
+    s.stop();
+
+    // A new server finds everything, metadata byte for byte.
+    let s = Server::on_store(&url, &[]);
+    let (_, v) = s.call("GET", "/v1/collections/news", None);
+    assert_eq!(v["documents"], json!(3), "{v}");
+    let body = ureq::get(&format!("{}/v1/collections/news/docs/a", s.base))
+        .call()
+        .expect("get")
+        .into_string()
+        .expect("body");
+    assert!(
+        body.contains(r#""metadata":{"n":1.10,"big":123456789012345678901234567890}"#),
+        "{body}"
+    );
+    assert_eq!(cluster.sql("served", "SELECT count(*) FROM neardup_docs").trim(), "3");
 }

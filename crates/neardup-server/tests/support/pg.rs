@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-/// The running cluster.
+/// A running cluster.
 pub struct Cluster {
     dir: PathBuf,
     bin: PathBuf,
+    /// `postgres`'s options (the socket's directory, no TCP).
+    options: String,
     /// Databases made so far, by name.
     made: Mutex<std::collections::HashSet<String>>,
 }
@@ -68,11 +70,13 @@ fn run(mut c: Command, what: &str) -> String {
 /// The cluster of this test process, started on first use.
 pub fn cluster() -> &'static Cluster {
     static CLUSTER: OnceLock<Cluster> = OnceLock::new();
-    CLUSTER.get_or_init(Cluster::start)
+    CLUSTER.get_or_init(Cluster::new)
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    /// A new cluster of the test's own (a test that stops and starts its database must not
+    /// stop the one the other tests share), stopped and removed when the process ends.
+    pub fn new() -> Cluster {
         let bin = bin_dir();
         // Not removed on drop (a static is never dropped): the watchdog removes it.
         let dir =
@@ -104,7 +108,9 @@ impl Cluster {
             data = data.display(),
             dir = dir.display(),
         );
-        Command::new("sh")
+        // Never waited for: it outlives this process, which is its point.
+        #[allow(clippy::zombie_processes)]
+        let _watchdog = Command::new("sh")
             .args(["-c", &script])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -117,11 +123,24 @@ impl Cluster {
             "-k '{}' -c listen_addresses='' -c fsync=off -c max_connections=300",
             dir.display()
         );
-        let mut start = as_owner(&pg_ctl);
-        start.arg("-D").arg(&data).arg("-l").arg(dir.join("log")).args(["-o", &options]);
-        start.args(["-w", "-t", "60", "start"]);
+        let cluster = Cluster { dir, bin, options, made: Mutex::new(Default::default()) };
+        cluster.resume();
+        cluster
+    }
+
+    /// Starts the database server (again).
+    pub fn resume(&self) {
+        let mut start = as_owner(&self.bin.join("pg_ctl"));
+        start.arg("-D").arg(self.dir.join("data")).arg("-l").arg(self.dir.join("log"));
+        start.args(["-o", &self.options, "-w", "-t", "60", "start"]);
         run(start, "pg_ctl start");
-        Cluster { dir, bin, made: Mutex::new(Default::default()) }
+    }
+
+    /// Stops the database server (`pg_ctl stop -m fast`: connections are cut, as in a restart).
+    pub fn pause(&self) {
+        let mut stop = as_owner(&self.bin.join("pg_ctl"));
+        stop.arg("-D").arg(self.dir.join("data")).args(["-m", "fast", "-w", "stop"]);
+        run(stop, "pg_ctl stop");
     }
 
     /// The URL of database `name` on this cluster, created if it does not exist.
