@@ -15,11 +15,18 @@
 6. Restarts the server on the same store: the seconds until it listens (it rebuilds every
    collection's index from the store) and its memory then.
 
+With --stores embedded,postgres, steps 1-4 and 6 run on each store in turn, in one run: the
+embedded store in a new directory, and PostgreSQL in a throwaway cluster of Debian's
+postgresql (initdb and pg_ctl, a Unix socket, fsync on; as `nobody` when run as root), started
+here and removed at the end. The store's size is its files (embedded) or
+pg_database_size (PostgreSQL).
+
 Documents are streamed from --corpus in batches (nothing but a sample of 2,000 kept), so
 --docs may be as large as the file: `--corpus bench/data/en_planted_10000000.jsonl --docs
 10000000` (the corpus of bench/dedup_10m.py) for ten million.
 
 Usage: bash bench/run_serve_load.sh [--docs 1000000] [--seconds 20] [--peer-docs 50000]
+       [--stores embedded,postgres]
 """
 import argparse
 import http.client
@@ -74,10 +81,46 @@ def corpus_batches(path, n, size=1000):
             yield batch
 
 
-def start_server(binary, data_dir, server_args):
-    """`neardup serve` on `data_dir`; returns the process and the seconds until it listened."""
+class PgCluster:
+    """A throwaway PostgreSQL cluster (Debian's postgresql) on a Unix socket in a new directory."""
+
+    def __init__(self):
+        bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+        if not bins:
+            sys.exit("PostgreSQL is not installed: apt-get install postgresql")
+        self.bin = bins[-1].parent
+        self.dir = Path(tempfile.mkdtemp(prefix="neardup-pg-bench-"))
+        self.owner = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+        if self.owner:
+            shutil.chown(self.dir, "nobody")
+        data = self.dir / "data"
+        subprocess.run(self.owner + [str(self.bin / "initdb"), "-D", str(data), "-A", "trust",
+                                     "-U", "neardup", "-E", "UTF8", "--locale", "C"],
+                       check=True, capture_output=True)
+        subprocess.run(self.owner + [str(self.bin / "pg_ctl"), "-D", str(data), "-l",
+                                     str(self.dir / "log"), "-o",
+                                     f"-k {self.dir} -c listen_addresses=''", "-w", "start"],
+                       check=True, capture_output=True)
+        self.sql("postgres", "CREATE DATABASE bench")
+        self.url = f"postgres://neardup@{str(self.dir).replace('/', '%2F')}/bench"
+
+    def sql(self, db, sql):
+        return subprocess.run([str(self.bin / "psql"), "-h", str(self.dir), "-U", "neardup",
+                               "-d", db, "-Atqc", sql],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def close(self):
+        subprocess.run(self.owner + [str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"),
+                                     "-m", "fast", "-w", "stop"], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_server(binary, store, server_args):
+    """`neardup serve` on `store` (a directory, or a PostgreSQL URL); returns the process and
+    the seconds until it listened."""
     t = time.perf_counter()
-    server = subprocess.Popen([str(binary), "serve", "--data-dir", str(data_dir),
+    where = ["--store", store] if str(store).startswith("postgres") else ["--data-dir", str(store)]
+    server = subprocess.Popen([str(binary), "serve"] + where + [
                                "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)]
                               + shlex.split(server_args),
                               stderr=subprocess.PIPE, text=True)
@@ -162,18 +205,44 @@ def main():
                          "temporary directory)")
     ap.add_argument("--collection", default="{}",
                     help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
+    ap.add_argument("--stores", default="embedded",
+                    help="the stores to serve from, in turn: embedded, postgres, or both "
+                         "(embedded,postgres)")
     args = ap.parse_args()
     rng = random.Random(5)
     if args.corpus == DATA / "en_dedup_1000000.jsonl":
         corpus_lines(1, args.corpus)  # builds it when missing
 
-    if args.data_dir:
+    results = []
+    for store in args.stores.split(","):
+        if store not in ("embedded", "postgres"):
+            sys.exit(f"--stores: {store!r} is not embedded or postgres")
+        results += run_neardup(args, store, random.Random(5))
+
+    if not args.no_peer:
+        results += peer(corpus_lines(args.peer_docs, args.corpus), args.seconds, rng)
+
+    print("\n| workload | throughput | latency | notes |")
+    print("|---|---:|---|---|")
+    for r in results:
+        print("| " + " | ".join(r) + " |")
+
+
+def run_neardup(args, store_kind, rng):
+    """Steps 1-4 and 6 on one store; the rows of the table."""
+    cluster = None
+    if store_kind == "postgres":
+        cluster = PgCluster()
+        store = cluster.url
+        data_dir = cluster.dir
+    elif args.data_dir:
         args.data_dir.mkdir(parents=True, exist_ok=False)
-        data_dir = args.data_dir
+        store = data_dir = args.data_dir
     else:
-        data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
+        store = data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
+    tag = f"[{store_kind}] "
     binary = Path(args.binary)
-    server, _ = start_server(binary, data_dir, args.server_args)
+    server, _ = start_server(binary, store, args.server_args)
     results = []
     try:
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
@@ -212,7 +281,7 @@ def main():
               f"{os.cpu_count()} cores")
         stored = request(conn, "GET", "/v1/collections/load")["documents"]
         rss, peak = server_memory(server.pid)
-        results.append((f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{seen / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
+        results.append((tag + f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{seen / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
 
         # 2. search
         sample = [json.loads(line)["text"] for line in sample_lines]
@@ -221,7 +290,7 @@ def main():
         lua = lua_bodies(DATA / "search.lua", bodies, "/v1/collections/load/search")
         rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
         hits = sum(1 for b in bodies[:200] if request(conn, "POST", "/v1/collections/load/search", b.encode())["hits"])
-        results.append(("neardup search (wrk -t2 -c32)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", f"{hits}/200 queries found their source; {'; '.join(errors) or 'no errors'}"))
+        results.append((tag + "neardup search (wrk -t2 -c32)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", f"{hits}/200 queries found their source; {'; '.join(errors) or 'no errors'}"))
 
         # 3. check: half near-duplicates, half new pages
         new_pages = [" ".join(rng.sample(t.split(), len(t.split()))) for t in sample[:1000]]
@@ -230,30 +299,29 @@ def main():
         lua = lua_bodies(DATA / "check.lua", bodies, "/v1/collections/load/check")
         rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
         rss, peak = server_memory(server.pid)
-        results.append(("neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", ("; ".join(errors) or "no errors") + f"; server RSS {rss:.0f} MB, peak {peak:.0f} MB over the whole run"))
+        results.append((tag + "neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", ("; ".join(errors) or "no errors") + f"; server RSS {rss:.0f} MB, peak {peak:.0f} MB over the whole run"))
 
         # 4. a restart on the same store: every index rebuilt from it
         server.terminate()
         server.wait()
-        store_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
-        server, started = start_server(binary, data_dir, args.server_args)
+        if cluster:
+            store_mb = int(cluster.sql("bench", "SELECT pg_database_size('bench')")) / 1e6
+        else:
+            store_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
+        server, started = start_server(binary, store, args.server_args)
         rss, peak = server_memory(server.pid)
         fresh = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
         stored = request(fresh, "GET", "/v1/collections/load")["documents"]
-        results.append(("neardup restart (index rebuilt from the store)", f"{started:.1f} s to listen", "",
-                        f"{stored} documents; store {store_mb:,.0f} MB on disk; server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
+        results.append((tag + "neardup restart (index rebuilt from the store)", f"{started:.1f} s to listen", "",
+                        f"{stored} documents; store {store_mb:,.0f} MB on disk ({store_mb * 1e6 / max(stored, 1):,.0f} bytes/doc); server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
     finally:
         server.terminate()
         server.wait()
-        shutil.rmtree(data_dir, ignore_errors=True)
-
-    if not args.no_peer:
-        results += peer(corpus_lines(args.peer_docs, args.corpus), args.seconds, rng)
-
-    print("\n| workload | throughput | latency | notes |")
-    print("|---|---:|---|---|")
-    for r in results:
-        print("| " + " | ".join(r) + " |")
+        if cluster:
+            cluster.close()
+        else:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    return results
 
 
 def peer(lines, seconds, rng):

@@ -50,8 +50,11 @@ enum Command {
     /// input: the page `dedup --report` writes.
     Report(cmd::report::ReportArgs),
     /// Serve collections over HTTP: similar-text search and near-duplicate checks on an
-    /// embedded store.
+    /// embedded store or PostgreSQL.
     Serve(cmd::serve::ServeArgs),
+    /// A service's store: copy its collections to another store (embedded or PostgreSQL).
+    #[command(subcommand)]
+    Store(cmd::store::StoreCommand),
     /// Print the pipeline spec that the given options resolve to, as JSON (for --spec).
     Spec(cmd::SpecArgs),
 }
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Spec(args) => cmd::spec(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Store(command) => cmd::store::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

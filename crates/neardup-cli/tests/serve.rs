@@ -1440,3 +1440,83 @@ fn the_postgres_store_outlives_servers_and_database_restarts() {
     );
     assert_eq!(cluster.sql("served", "SELECT count(*) FROM neardup_docs").trim(), "3");
 }
+
+/// `neardup store copy`: an embedded store into PostgreSQL and back again, every collection
+/// with its documents byte for byte (the checksums of all three agree), each served with the
+/// same answers; a second copy onto a collection the target has is refused, writing nothing.
+#[test]
+fn a_store_is_copied_into_postgres_and_back_and_answers_the_same() {
+    if pg::on_postgres() {
+        return; // it serves the embedded store and PostgreSQL by name (run in the default pass)
+    }
+    let dir = tempdir("store-copy");
+    let (first, back) = (dir.join("first"), dir.join("back"));
+    let cluster = pg::Cluster::new();
+    let url = cluster.database("copied");
+    {
+        let s = Server::start(&first, &[]);
+        assert_eq!(s.json("PUT", "/v1/collections/pages", json!({"method": "simhash"})).0, 201);
+        store_texts(&s, &[("a", NEWS_A), ("b", NEWS_B)]); // collection "c", with its texts
+        let docs: Vec<Value> = (0..300)
+            .map(|i| {
+                json!({"id": format!("p{i}"), "text": doc_text(&format!("page {i}")),
+                            "metadata": {"i": i}})
+            })
+            .collect();
+        let (st, v) = s.json("POST", "/v1/collections/pages/docs", json!({"docs": docs}));
+        assert_eq!(st, 200, "{v}");
+        s.stop();
+    }
+    let copy = |from: &Path, to: &str| {
+        bin().args(["store", "copy", "--from"]).arg(from).args(["--to", to]).output().expect("run")
+    };
+    let out = copy(&first, &url);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let counts: Vec<(&str, u64)> = lines
+        .iter()
+        .map(|l| (l["collection"].as_str().expect("name"), l["documents"].as_u64().expect("n")))
+        .collect();
+    let stored = |c: &str| counts.iter().find(|(n, _)| *n == c).map(|(_, n)| *n);
+    assert_eq!((stored("c"), stored("pages")), (Some(2), Some(300)), "{lines:?}");
+
+    // Onto a collection the target has: refused, naming it.
+    let again = copy(&first, &url);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("already has a collection"), "{stderr}");
+    assert_eq!(cluster.sql("copied", "SELECT count(*) FROM neardup_docs").trim(), "302");
+
+    // And back into a new data directory.
+    let out =
+        bin().args(["store", "copy", "--from", &url, "--to"]).arg(&back).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let back_lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(back_lines, lines, "the same documents and checksums both ways");
+
+    // Each store serves the same answers.
+    let answers = |s: &Server| {
+        let mut out = Vec::new();
+        for (c, id) in [("c", "a"), ("c", "b"), ("pages", "p7"), ("pages", "p299")] {
+            out.push(s.call("GET", &format!("/v1/collections/{c}/docs/{id}"), None).1);
+        }
+        for (c, text) in [("c", NEWS_A.to_string()), ("pages", doc_text("page 42"))] {
+            out.push(
+                s.json("POST", &format!("/v1/collections/{c}/search"), json!({"text": text})).1,
+            );
+        }
+        out.push(s.call("GET", "/v1/collections", None).1);
+        out
+    };
+    let want = answers(&Server::start(&first, &[]));
+    assert_eq!(want[4]["hits"][0]["id"], json!("a"), "{}", want[4]);
+    assert_eq!(answers(&Server::on_store(&url, &[])), want);
+    assert_eq!(answers(&Server::start(&back, &[])), want);
+}

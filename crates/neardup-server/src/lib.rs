@@ -18,6 +18,7 @@
 
 mod api;
 mod conn;
+pub mod copy;
 mod limits;
 mod openapi;
 mod store;
@@ -249,7 +250,7 @@ pub fn open(config: Config) -> Result<Arc<State>, OpenError> {
 
 /// Where the store is.
 #[derive(Debug, Clone)]
-enum Location {
+pub enum Location {
     /// The embedded store's file.
     Embedded(PathBuf),
     /// A PostgreSQL URL (never shown as given: its password is left out).
@@ -257,7 +258,8 @@ enum Location {
 }
 
 impl Location {
-    fn open(&self, limits: &Limits) -> Result<Box<dyn Store>, OpenError> {
+    /// Opens the store (see [`open`]).
+    pub fn open(&self, limits: &Limits) -> Result<Box<dyn Store>, OpenError> {
         Ok(match self {
             Location::Embedded(path) => Box::new(Embedded::open(path, limits.store_cache_bytes)?),
             Location::Postgres(url) => {
@@ -267,7 +269,7 @@ impl Location {
     }
 
     /// The store as messages name it (a file, or the URL without its password).
-    fn shown(&self) -> PathBuf {
+    pub fn shown(&self) -> PathBuf {
         match self {
             Location::Embedded(path) => path.clone(),
             Location::Postgres(url) => PathBuf::from(store::postgres::redact(url)),

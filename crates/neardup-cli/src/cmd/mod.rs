@@ -12,6 +12,7 @@ pub mod progress;
 pub mod report;
 pub mod search_args;
 pub mod serve;
+pub mod store;
 
 use std::io::{self, Write};
 

@@ -46,14 +46,14 @@ site's page (a foreign Origin) is refused (403), and on loopback so is a Host ot
 localhost, 127.0.0.1 or [::1] with the server's port (DNS rebinding).
 
 Similarities are exact (Jaccard of feature sets by default), as in `neardup dedup`. A write is
-acknowledged after it is durable (redb, fsync). The server listens on loopback unless told
+acknowledged after it is durable (redb and fsync, or PostgreSQL's commit with --store). The server listens on loopback unless told
 otherwise; listening elsewhere needs a token (--token-file or NEARDUP_TOKEN) or --insecure.
 SIGINT or SIGTERM finish in-flight requests (for at most --shutdown-seconds) and close the
 store. After a storage I/O error (a full disk) requests answer 503 and /v1/health says why,
 while the store is reopened every second until it works again.
 
 Example:
-  neardup serve --data-dir ./ndata &
+  neardup serve --data-dir ./ndata &      # or: neardup serve --store postgres://app@localhost/db &
   curl -X PUT localhost:7700/v1/collections/news -H 'Content-Type: application/json' \\
     -d '{\"preset\": \"default\"}'
   curl -X POST localhost:7700/v1/collections/news/search -H 'Content-Type: application/json' \\
