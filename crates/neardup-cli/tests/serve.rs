@@ -1362,10 +1362,10 @@ fn the_service_reports_a_quoted_copy_with_its_source_in_the_cli_record() {
 // ---- the PostgreSQL store -----------------------------------------------------------------------
 
 /// `neardup serve --store postgres://...`, as an operator runs it: the collections outlive the
-/// server; a second server on the same database is refused by name (each keeps its index in
-/// memory); the password never appears in what the server prints; the database restarted
-/// under the server: requests answer 503 with `Retry-After` while it is away, and the server
-/// recovers by itself, with everything acknowledged before.
+/// server; a second server on the same database answers as the first; a database that does not
+/// exist is refused at start; the password never appears in what the servers print; the
+/// database restarted under the server: requests answer 503 with `Retry-After` while it is
+/// away, and the server recovers by itself, with everything acknowledged before.
 #[test]
 fn the_postgres_store_outlives_servers_and_database_restarts() {
     let cluster = pg::Cluster::new();
@@ -1387,14 +1387,22 @@ fn the_postgres_store_outlives_servers_and_database_restarts() {
         .send_string(&docs)
         .expect("insert");
     assert_eq!(r.status(), 200);
-    // A second server on the same database is refused, naming it without the password.
+    // A second server on the same database answers as the first, at once.
+    let second = Server::on_store(&with_password, &[]);
+    let (st, v) = second.json("POST", "/v1/collections/news/search", json!({"text": NEWS_A}));
+    assert_eq!((st, &v["hits"][0]["id"]), (200, &json!("a")), "{v}");
+    let printed = second.stderr.lock().expect("lock").join("\n");
+    assert!(printed.contains("***") && !printed.contains(secret), "{printed}");
+    second.stop();
+    // A URL that names no database is refused at start, naming it without the password.
     let out = bin()
-        .args(["serve", "--store", &with_password, "--listen", "127.0.0.1:0"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--store"])
+        .arg(with_password.replace("/served", "/missing"))
         .output()
         .expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("another neardup serve") && stderr.contains("***"), "{stderr}");
+    assert!(stderr.contains("missing") && stderr.contains("***"), "{stderr}");
     assert!(!stderr.contains(secret), "{stderr}");
 
     // The database restarted under the server.

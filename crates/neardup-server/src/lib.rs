@@ -130,6 +130,9 @@ struct Collection {
     /// (never lowered): what one match of a search or a check may carry, for the admission of
     /// requests by the memory their answers may take.
     largest_metadata: std::sync::atomic::AtomicUsize,
+    /// The collection's version in a shared store that the index holds: what other servers
+    /// wrote after it is read and applied before an answer relies on the index.
+    seen: std::sync::atomic::AtomicI64,
 }
 
 impl Collection {
@@ -142,6 +145,7 @@ impl Collection {
             checks: Mutex::new(Vec::new()),
             retired: AtomicU8::new(LIVE),
             largest_metadata: std::sync::atomic::AtomicUsize::new(4),
+            seen: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
@@ -394,64 +398,85 @@ fn load_collections_inner(
         })
         .collect::<Result<_, _>>()?;
     for info in infos {
-        let started = Instant::now();
-        let table = store::docs_table(&info.name, &info.incarnation);
-        let mut largest = 4usize; // `null`
-        let live = match build_engine(&info) {
-            Ok(engine) => {
-                let mut live = new_live(&info, engine, limits)
-                    .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
-                let (mut n, mut bad) = (0u64, 0u64);
-                let docs = match read.docs(&table) {
-                    Ok(docs) => Some(docs),
-                    Err(StoreError::Gone) => None,
-                    Err(e) => return Err(store_err(&format!("collection {:?}: {e}", info.name))),
-                };
-                let mut visit = |id: &str, bytes: &[u8]| {
-                    match Record::decode(id, bytes) {
-                        Ok(record) => {
-                            largest = largest.max(record.metadata.get().len());
-                            live.insert_with_text(id, record.sketch, record.text);
-                            n += 1;
-                        }
-                        Err(what) => {
-                            damage.add(&info.name, id, &what);
-                            bad += 1;
-                        }
-                    }
-                    if (n + bad).is_multiple_of(100_000) {
-                        eprintln!("neardup serve: loading {:?}: {n} documents", info.name);
-                    }
-                    Ok(())
-                };
-                if let Some(docs) = docs {
-                    docs.for_each(&mut visit)
-                        .map_err(|e| store_err(&format!("collection {:?}: {e}", info.name)))?;
-                }
-                eprintln!(
-                    "neardup serve: loaded collection {:?}: {n} documents in {:.2} s",
-                    info.name,
-                    started.elapsed().as_secs_f64()
-                );
-                if bad > 0 {
-                    eprintln!(
-                        "neardup serve: collection {:?}: {bad} damaged records left out (they fail \
-                         their checksum); /v1/health lists them",
-                        info.name
-                    );
-                }
-                Ok(RwLock::new(live))
-            }
-            Err(message) => {
-                eprintln!("neardup serve: collection {:?} is unavailable: {message}", info.name);
-                Err(message)
-            }
-        };
-        let c = Collection::new(info, live);
-        c.largest_metadata.store(largest, Ordering::Relaxed);
+        let c = load_collection(&*read, info, damage, limits).map_err(|e| store_err(&e))?;
         collections.insert(c.info.name.clone(), Arc::new(c));
     }
     Ok(collections)
+}
+
+/// A collection and its index, rebuilt from the documents `read` holds of it. A record that
+/// fails its checksum is left out of the index and counted in `damage`. The collection's
+/// version (a shared store's) is the one of the same snapshot.
+fn load_collection(
+    read: &dyn store::ReadTxn,
+    info: CollectionInfo,
+    damage: &mut Damage,
+    limits: &Limits,
+) -> Result<Collection, String> {
+    let started = Instant::now();
+    let table = store::docs_table(&info.name, &info.incarnation);
+    let mut largest = 4usize; // `null`
+    let mut version = 0;
+    let live = match build_engine(&info) {
+        Ok(engine) => {
+            let mut live = new_live(&info, engine, limits)
+                .map_err(|e| format!("collection {:?}: {e}", info.name))?;
+            let (mut n, mut bad) = (0u64, 0u64);
+            let docs = match read.docs(&table) {
+                Ok(docs) => Some(docs),
+                Err(StoreError::Gone) => None,
+                Err(e) => return Err(format!("collection {:?}: {e}", info.name)),
+            };
+            let mut visit = |id: &str, bytes: &[u8]| {
+                match Record::decode(id, bytes) {
+                    Ok(record) => {
+                        largest = largest.max(record.metadata.get().len());
+                        live.insert_with_text(id, record.sketch, record.text);
+                        n += 1;
+                    }
+                    Err(what) => {
+                        damage.add(&info.name, id, &what);
+                        bad += 1;
+                    }
+                }
+                if (n + bad).is_multiple_of(100_000) {
+                    eprintln!("neardup serve: loading {:?}: {n} documents", info.name);
+                }
+                Ok(())
+            };
+            if let Some(docs) = docs {
+                docs.for_each(&mut visit)
+                    .map_err(|e| format!("collection {:?}: {e}", info.name))?;
+            }
+            // The version of the snapshot just read (a store that versions collections).
+            match read.changes(&table, i64::MAX) {
+                Ok(Some(changes)) => version = changes.version,
+                Ok(None) | Err(StoreError::Gone) => {}
+                Err(e) => return Err(format!("collection {:?}: {e}", info.name)),
+            }
+            eprintln!(
+                "neardup serve: loaded collection {:?}: {n} documents in {:.2} s",
+                info.name,
+                started.elapsed().as_secs_f64()
+            );
+            if bad > 0 {
+                eprintln!(
+                    "neardup serve: collection {:?}: {bad} damaged records left out (they fail \
+                     their checksum); /v1/health lists them",
+                    info.name
+                );
+            }
+            Ok(RwLock::new(live))
+        }
+        Err(message) => {
+            eprintln!("neardup serve: collection {:?} is unavailable: {message}", info.name);
+            Err(message)
+        }
+    };
+    let c = Collection::new(info, live);
+    c.largest_metadata.store(largest, Ordering::Relaxed);
+    c.seen.store(version, Ordering::SeqCst);
+    Ok(c)
 }
 
 impl State {

@@ -1324,3 +1324,123 @@ fn a_body_of_the_wrong_shape_says_what_to_send() {
         assert!(!message.contains("struct"), "{path} {body}: {message}");
     }
 }
+
+/// Two servers on one PostgreSQL database answer as one: a collection created through one is
+/// found through the other, a document written through one is found through the other at once
+/// (read-your-write), a delete through one holds for both, and a collection deleted through one
+/// is gone from both.
+#[test]
+fn two_servers_on_one_database_answer_as_one() {
+    let url = support::pg::cluster().database("two_servers_answer_as_one");
+    let (a, b) = (Server::on_store(&url), Server::on_store(&url));
+    assert_eq!(a.json("PUT", "/v1/collections/c", json!({"store_text": true})).0, 201);
+    let (st, v) = b.call("GET", "/v1/collections/c", None);
+    assert_eq!((st, &v["documents"]), (200, &json!(0)), "{v}");
+    // The same settings through the other server: found, not created again.
+    assert_eq!(b.json("PUT", "/v1/collections/c", json!({"store_text": true})).0, 200);
+    for i in 0..20 {
+        let (s, t) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let id = format!("d{i}");
+        let text = doc_text(&id);
+        let (st, v) =
+            s.json("POST", "/v1/collections/c/docs", json!({"docs": [{"id": id, "text": text}]}));
+        assert_eq!(st, 200, "{v}");
+        // At once through the other server: by search, by id, and as the match of a check.
+        let (st, v) = t.json("POST", "/v1/collections/c/search", json!({"text": text}));
+        assert_eq!((st, &v["hits"][0]["id"]), (200, &json!(id)), "{v}");
+        assert_eq!(t.call("GET", &format!("/v1/collections/c/docs/{id}"), None).0, 200);
+        let (_, v) =
+            t.json("POST", "/v1/collections/c/check", json!({"text": text, "insert": false}));
+        assert_eq!((&v["duplicate"], &v["matches"][0]["id"]), (&json!(true), &json!(id)), "{v}");
+    }
+    let (_, v) = a.call("GET", "/v1/collections", None);
+    assert_eq!(v["collections"][0]["documents"], json!(20), "{v}");
+    let (_, v) = b.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(20), "{v}");
+    // A delete through one holds for both.
+    assert_eq!(b.call("DELETE", "/v1/collections/c/docs/d0", None).0, 200);
+    let (_, v) = a.json("POST", "/v1/collections/c/search", json!({"text": doc_text("d0")}));
+    assert_eq!(v["hits"], json!([]), "{v}");
+    assert_eq!(a.call("GET", "/v1/collections/c/docs/d0", None).0, 404);
+    // The passage check and the count see the other server's writes too.
+    let (_, v) = a.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(19), "{v}");
+    // A collection deleted through one is gone from both.
+    assert_eq!(a.call("DELETE", "/v1/collections/c", None).0, 200);
+    let (st, v) = b.json("POST", "/v1/collections/c/search", json!({"text": doc_text("d1")}));
+    assert_eq!((st, error_code(&v)), (404, "collection_not_found"), "{v}");
+    let (_, v) = b.call("GET", "/v1/collections", None);
+    assert_eq!(v["collections"], json!([]), "{v}");
+    // And made again through the other, it is a new collection for both.
+    assert_eq!(b.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let (st, v) = a.call("GET", "/v1/collections/c", None);
+    assert_eq!((st, &v["documents"]), (200, &json!(0)), "{v}");
+}
+
+/// Exactly once across servers: 200 pairs of near-copies, the two copies of each pair checked
+/// at the same moment, one through each of two servers on one database. Of each pair exactly
+/// one is inserted and the other is answered as its duplicate; the database holds one of each.
+#[test]
+fn near_copies_checked_at_once_through_two_servers_are_inserted_once() {
+    let url = support::pg::cluster().database("two_servers_check_once");
+    let servers = std::sync::Arc::new([Server::on_store(&url), Server::on_store(&url)]);
+    assert_eq!(servers[0].json("PUT", "/v1/collections/c", json!({})).0, 201);
+    const PAIRS: usize = 200;
+    const CLIENTS: usize = 4; // per server
+    let text = |pair: usize, copy: usize| {
+        let base = doc_text(&format!("pair {pair} of the crawl"));
+        if copy == 0 {
+            base
+        } else {
+            format!("{base} again")
+        }
+    };
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2 * CLIENTS));
+    let threads: Vec<_> = (0..2 * CLIENTS)
+        .map(|t| {
+            let (servers, barrier) = (servers.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let (copy, client) = (t % 2, t / 2);
+                let s = &servers[copy];
+                barrier.wait();
+                (0..PAIRS)
+                    .filter(|pair| pair % CLIENTS == client)
+                    .map(|pair| {
+                        let id = format!("p{pair}-c{copy}");
+                        let (st, v) = s.json(
+                            "POST",
+                            "/v1/collections/c/check",
+                            json!({"id": id, "text": text(pair, copy)}),
+                        );
+                        assert_eq!(st, 200, "{v}");
+                        (pair, id, v)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let answers: Vec<(usize, String, Value)> =
+        threads.into_iter().flat_map(|t| t.join().expect("client")).collect();
+    let mut inserted = 0;
+    for pair in 0..PAIRS {
+        let of_pair: Vec<&(usize, String, Value)> =
+            answers.iter().filter(|(p, _, _)| *p == pair).collect();
+        assert_eq!(of_pair.len(), 2);
+        let ins: Vec<&String> =
+            of_pair.iter().filter(|(_, _, v)| v["inserted"] == json!(true)).map(|a| &a.1).collect();
+        assert_eq!(ins.len(), 1, "pair {pair}: {of_pair:?}");
+        for (_, id, v) in &of_pair {
+            if id != ins[0] {
+                assert_eq!(v["duplicate"], json!(true), "{id}: {v}");
+                assert_eq!(v["matches"][0]["id"], json!(ins[0]), "{id}: {v}");
+            }
+        }
+        inserted += 1;
+    }
+    for s in servers.iter() {
+        let (_, v) = s.call("GET", "/v1/collections/c", None);
+        assert_eq!(v["documents"], json!(inserted), "{v}");
+    }
+    let db = "two_servers_check_once";
+    assert_eq!(support::pg::cluster().sql(db, "SELECT count(*) FROM neardup_docs").trim(), "200");
+}

@@ -138,8 +138,12 @@ pub(super) async fn create_collection(
     })
     .await?;
     let _admin = state.admin.lock().await;
-    let existing =
-        state.collections.read().unwrap_or_else(|p| p.into_inner()).get(&info.name).cloned();
+    // One created through another server sharing the store counts too.
+    let existing = match find_collection(&state, &info.name).await {
+        Ok(c) => Some(c),
+        Err(e) if e.code == "collection_not_found" => None,
+        Err(e) => return Err(e),
+    };
     if let Some(existing) = existing {
         return if existing.info.same_settings(&info) {
             ok(StatusCode::OK, describe(&existing))
@@ -220,6 +224,7 @@ pub(super) fn describe(c: &Collection) -> Value {
 }
 
 pub(super) async fn list_collections(State(state): State<Shared>) -> ApiResult {
+    refresh_collections(&state).await?;
     let list: Vec<Value> = state
         .collections
         .read()
@@ -234,7 +239,9 @@ pub(super) async fn get_collection(
     State(state): State<Shared>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult {
-    let c = collection(&state, &name)?;
+    let c = find_collection(&state, &name).await?;
+    let (st, c2) = (state.clone(), c.clone());
+    blocking(move || sync(&st, &c2)).await?;
     ok(StatusCode::OK, describe(&c))
 }
 
@@ -243,7 +250,7 @@ pub(super) async fn delete_collection(
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult {
     let _admin = state.admin.lock().await;
-    let c = collection(&state, &name)?;
+    let c = find_collection(&state, &name).await?;
     let _writer = c.writer.lock().await;
     check_writable(&c)?;
     let (st, c2) = (state.clone(), c.clone());

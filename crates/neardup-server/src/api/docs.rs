@@ -65,6 +65,8 @@ pub(super) async fn insert_docs(
             let err = |e: StoreError| store_err(&st, name, e);
             let txn = db.write().map_err(err)?;
             check_incarnation(&*txn, &st, &c2)?;
+            // Under the collection's lock: what other servers wrote first (a shared store).
+            catch_up(&st, &c2, |t, since| txn.changes(t, since))?;
             let mut updated = 0usize;
             {
                 let mut t = txn.docs(&c2.table).map_err(err)?;
@@ -83,15 +85,18 @@ pub(super) async fn insert_docs(
                     updated += usize::from(replaced);
                 }
             }
+            let version = txn.version(&c2.table);
             txn.commit().map_err(err)?;
-            Ok(updated)
+            Ok((updated, version))
         })?;
+        let (updated, version) = updated;
         // Durable: now visible to searches.
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
         for (id, _, record) in records {
             live.insert_with_text(&id, record.sketch, record.text);
         }
+        wrote(&c2, version);
         Ok((n - updated, updated))
     })
     .await?;
@@ -160,11 +165,17 @@ pub(super) async fn delete_doc(
             let err = |e: StoreError| store_err(&st, name, e);
             let txn = db.write().map_err(err)?;
             check_incarnation(&*txn, &st, &c2)?;
+            catch_up(&st, &c2, |t, since| txn.changes(t, since))?;
             let existed = txn.docs(&c2.table).map_err(err)?.remove(key.as_str()).map_err(err)?;
+            let version = txn.version(&c2.table);
             txn.commit().map_err(err)?;
-            Ok(existed)
+            Ok((existed, version))
         })?;
-        live(&c2)?.write().unwrap_or_else(|p| p.into_inner()).remove(&key);
+        let (existed, version) = existed;
+        let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
+        live.remove(&key);
+        wrote(&c2, version);
+        drop(live);
         Ok(existed)
     })
     .await?;

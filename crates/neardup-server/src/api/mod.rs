@@ -50,8 +50,8 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::store::{
-    encode_record, new_incarnation, no_metadata, CollectionInfo, Docs, Record, Store, StoreError,
-    WriteTxn,
+    encode_record, new_incarnation, no_metadata, Changes, CollectionInfo, Docs, Record, Store,
+    StoreError, WriteTxn,
 };
 use crate::{build_engine, new_live, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
@@ -200,6 +200,15 @@ impl<'a> StoredSketches<'a> {
         Ok(StoredSketches { state, collection: name, table, failed: Default::default() })
     }
 
+    /// The same over a table of documents already open (a write transaction's).
+    fn over(
+        state: &'a AppState,
+        c: &'a Collection,
+        table: Box<dyn Docs + 'a>,
+    ) -> StoredSketches<'a> {
+        StoredSketches { state, collection: &c.info.name, table, failed: Default::default() }
+    }
+
     fn get(&self, id: &str) -> Result<Option<neardup::DocSketch>, neardup::SourceError> {
         let failed = |e: ApiError| -> neardup::SourceError {
             let message = e.message.clone();
@@ -306,7 +315,7 @@ impl FromRequestParts<Shared> for LiveCollection {
             ApiPath::<BTreeMap<String, String>>::from_request_parts(parts, state).await?;
         let name =
             params.get("name").ok_or_else(|| ApiError::internal("a route without {name}"))?;
-        let c = collection(state, name)?;
+        let c = find_collection(state, name).await?;
         live(&c)?;
         Ok(LiveCollection(c))
     }
@@ -394,6 +403,156 @@ fn check_incarnation(txn: &dyn WriteTxn, state: &AppState, c: &Collection) -> Re
         Ok(())
     } else {
         Err(ApiError::collection_gone(&c.info.name))
+    }
+}
+
+/// Brings `c`'s index up to what other servers sharing the store wrote after the version it
+/// holds (`fetch(table, since)` reads the changes, in the transaction the answer is read or
+/// written in); nothing for a store of one server. A collection deleted meanwhile is forgotten
+/// and answered 404.
+fn catch_up(
+    state: &AppState,
+    c: &Collection,
+    fetch: impl FnOnce(&str, i64) -> Result<Option<Changes>, StoreError>,
+) -> Result<(), ApiError> {
+    let Ok(live_lock) = &c.live else { return Ok(()) };
+    let since = c.seen.load(Ordering::SeqCst);
+    let changes = match fetch(&c.table, since) {
+        Ok(Some(changes)) => changes,
+        Ok(None) => return Ok(()),
+        Err(StoreError::Gone) => {
+            forget(state, c);
+            return Err(ApiError::collection_gone(&c.info.name));
+        }
+        Err(e) => return Err(store_err(state, &c.info.name, e)),
+    };
+    if changes.version <= since {
+        return Ok(());
+    }
+    let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
+    // Applied only over an older state: the changes since `since` as of `version` bring any
+    // state between the two to `version`.
+    if c.seen.load(Ordering::SeqCst) >= changes.version {
+        return Ok(());
+    }
+    for (id, bytes) in changes.written {
+        match Record::decode(&id, &bytes) {
+            Ok(record) => {
+                c.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
+                live.insert_with_text(&id, record.sketch, record.text);
+            }
+            Err(what) => {
+                state.record_damage(&c.info.name, &id, &what);
+                live.remove(&id);
+            }
+        }
+    }
+    for id in changes.removed {
+        live.remove(&id);
+    }
+    c.seen.store(changes.version, Ordering::SeqCst);
+    Ok(())
+}
+
+/// [`catch_up`] in a read transaction of its own, when the store is shared (nothing
+/// otherwise): before an answer that relies on the index alone (a passage check, a count).
+fn sync(state: &AppState, c: &Collection) -> Result<(), ApiError> {
+    state.with_db(|db| {
+        if !db.shared() {
+            return Ok(());
+        }
+        let txn = db.read().map_err(|e| store_err(state, &c.info.name, e))?;
+        catch_up(state, c, |t, since| txn.changes(t, since))
+    })
+}
+
+/// In a store other servers share: this server's map of collections made the store's (those
+/// created elsewhere loaded, those deleted elsewhere dropped), each brought up to date.
+async fn refresh_collections(state: &Shared) -> Result<(), ApiError> {
+    let st = state.clone();
+    let names = blocking(move || {
+        st.with_db(|db| {
+            if !db.shared() {
+                return Ok(None);
+            }
+            let read = db.read().map_err(|e| store_err(&st, "", e))?;
+            let list = read.collections().map_err(|e| store_err(&st, "", e))?;
+            Ok(Some(list.into_iter().map(|(name, _)| name).collect::<Vec<_>>()))
+        })
+    })
+    .await?;
+    let Some(names) = names else { return Ok(()) };
+    let known: Vec<Arc<Collection>> =
+        state.collections.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+    for c in known {
+        let st = state.clone();
+        // Brought up to date; one deleted elsewhere is forgotten here.
+        let _ = blocking(move || sync(&st, &c)).await;
+    }
+    for name in names {
+        match find_collection(state, &name).await {
+            Ok(_) => {}
+            Err(e) if e.code == "collection_not_found" => {} // deleted since the list was read
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// After a write transaction committed: the version it gave the collection is the one the index
+/// now holds (the writer caught up under the collection's lock before it wrote).
+fn wrote(c: &Collection, version: Option<i64>) {
+    if let Some(v) = version {
+        c.seen.fetch_max(v, Ordering::SeqCst);
+    }
+}
+
+/// Drops a collection another server deleted from this server's map (if the map still holds
+/// this incarnation of it).
+fn forget(state: &AppState, c: &Collection) {
+    c.retired.store(DELETED, Ordering::SeqCst);
+    let mut map = state.collections.write().unwrap_or_else(|p| p.into_inner());
+    if map.get(&c.info.name).is_some_and(|m| m.info.incarnation == c.info.incarnation) {
+        map.remove(&c.info.name);
+    }
+}
+
+/// The collection `name`: in this server's map, or, in a store other servers share, as stored
+/// (created through another server: loaded now, and kept).
+async fn find_collection(state: &Shared, name: &str) -> Result<Arc<Collection>, ApiError> {
+    match collection(state, name) {
+        Ok(c) => Ok(c),
+        Err(e) if e.code == "collection_not_found" => {
+            let st = state.clone();
+            let name = name.to_string();
+            blocking(move || {
+                let found = st.with_db(|db| {
+                    if !db.shared() {
+                        return Ok(None);
+                    }
+                    let read = db.read().map_err(|e| store_err(&st, &name, e))?;
+                    let Some(settings) =
+                        read.collection(&name).map_err(|e| store_err(&st, &name, e))?
+                    else {
+                        return Ok(None);
+                    };
+                    let info: CollectionInfo =
+                        serde_json::from_str(&settings).map_err(ApiError::internal)?;
+                    let mut damage = crate::Damage::default();
+                    let c = crate::load_collection(&*read, info, &mut damage, &st.limits)
+                        .map_err(ApiError::internal)?;
+                    for example in &damage.examples {
+                        eprintln!("neardup serve: damaged record {example}");
+                    }
+                    Ok(Some(c))
+                })?;
+                let Some(c) = found else { return Err(e) };
+                let mut map = st.collections.write().unwrap_or_else(|p| p.into_inner());
+                Ok(map.entry(c.info.name.clone()).or_insert_with(|| Arc::new(c)).clone())
+            })
+            .await
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -60,8 +60,11 @@ pub(super) async fn overlap(
     // is set when this handler's future is dropped.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let _stop_on_drop = StopOnDrop(stop.clone());
+    let st = state.clone();
     let answer = blocking(move || {
         let _turn = turn;
+        // What other servers sharing the store wrote, first.
+        sync(&st, &c)?;
         // The check runs on a snapshot of the passage index, with no lock held: writers of the
         // collection never wait for it (they change a copy meanwhile).
         let index = live(&c)?

@@ -64,10 +64,22 @@ pub(super) async fn search(
             // the index's read lock: a hit whose delete committed since (and whose removal from
             // the index waits for that lock) is left out, as the delete is then the earlier.
             // Verification reads the candidates' sketches from the same snapshot.
+            // In a store other servers share, the snapshot comes first and the index is brought
+            // up to it (what they wrote is found here at once).
+            let early = if db.shared() {
+                let txn = db.read().map_err(err)?;
+                catch_up(&st, &c, |t, since| txn.changes(t, since))?;
+                Some(txn)
+            } else {
+                None
+            };
             let txn;
             let (hits, plan, stored) = {
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
-                txn = db.read().map_err(err)?;
+                txn = match early {
+                    Some(txn) => txn,
+                    None => db.read().map_err(err)?,
+                };
                 let stored = StoredSketches::open(&st, &c, &*txn)?;
                 let mut scratch = Scratch::default();
                 let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
@@ -370,74 +382,71 @@ fn scan_budget(c: &Collection, docs: usize, limits: &crate::Limits) -> Result<()
 /// Each match carries its document's metadata (read in the commit's transaction, so a match
 /// accepted earlier in the group has its own); an accepted document sent without metadata keeps
 /// the stored one's.
+///
+/// In a store other servers share, the group is decided inside its write transaction, after
+/// taking the collection's lock there and bringing the index up to what the other servers
+/// committed: of two near-copies checked at once through two servers, the second decided sees
+/// the first.
 pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
     let live_lock = match live(c) {
         Ok(l) => l,
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
     };
-    // Decisions, in queue order, as one-at-a-time checks would make them (the library's rule).
     let name = c.info.name.as_str();
-    let decided = state.with_db(|db| {
-        let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
-        // The stored candidates' sketches, from a snapshot taken under the index's read lock.
-        let txn = db.read().map_err(|e| store_err(state, name, e))?;
-        let stored = StoredSketches::open(state, c, &*txn)?;
-        let checks: Vec<neardup::Check<'_>> = group
-            .iter()
-            .map(|p| neardup::Check {
-                id: &p.id,
-                sketch: &p.sketch,
-                insert: p.insert,
-                threshold: p.threshold,
-                top_k: p.top_k,
-            })
-            .collect();
-        live.decide_checks_in(&checks, Some(&|id| stored.get(id))).map_err(|e| stored.error(e))
-    });
-    let decided: Vec<neardup::CheckAnswer> = match decided {
-        Ok(d) => d,
-        Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
-    };
-    let accepted: Vec<usize> =
-        decided.iter().enumerate().filter(|(_, a)| a.inserted).map(|(i, _)| i).collect();
-    // One transaction, one durable commit for the whole group; a group that stores nothing
-    // reads its matches' metadata in a read transaction.
     let allowances = group.iter().map(|p| p.allowance);
-    let written = state.with_db(|db| {
+    let outcome = state.with_db(|db| {
         let err = |e: StoreError| store_err(state, name, e);
-        let mut replaced = vec![false; group.len()];
-        if accepted.is_empty() {
+        if db.shared() {
+            let txn = db.write().map_err(err)?;
+            check_incarnation(&*txn, state, c)?;
+            catch_up(state, c, |t, since| txn.changes(t, since))?;
+            let decided = {
+                let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
+                let stored = StoredSketches::over(state, c, txn.docs(&c.table).map_err(err)?);
+                decide(&live, &group, &stored)?
+            };
+            let (replaced, answers) = {
+                let mut t = txn.docs(&c.table).map_err(err)?;
+                let replaced = write_accepted(state, c, &mut *t, &group, &decided)?;
+                let answers = answers_of(state, name, &*t, &decided, &replaced, allowances)?;
+                (replaced, answers)
+            };
+            let version = txn.version(&c.table);
+            if decided.iter().any(|a| a.inserted) {
+                txn.commit().map_err(err)?;
+            }
+            drop(replaced);
+            return Ok((decided, answers, version));
+        }
+        // Decisions, in queue order, as one-at-a-time checks would make them (the library's
+        // rule), from a snapshot taken under the index's read lock.
+        let decided = {
+            let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
+            let txn = db.read().map_err(err)?;
+            let stored = StoredSketches::open(state, c, &*txn)?;
+            decide(&live, &group, &stored)?
+        };
+        // One transaction, one durable commit for the whole group; a group that stores
+        // nothing reads its matches' metadata in a read transaction.
+        if !decided.iter().any(|a| a.inserted) {
             let txn = db.read().map_err(err)?;
             let t = txn.docs(&c.table).map_err(err)?;
-            return answers_of(state, name, &*t, &decided, &replaced, allowances);
+            let replaced = vec![false; group.len()];
+            let answers = answers_of(state, name, &*t, &decided, &replaced, allowances)?;
+            return Ok((decided, answers, None));
         }
         let txn = db.write().map_err(err)?;
         check_incarnation(&*txn, state, c)?;
         let answers = {
             let mut t = txn.docs(&c.table).map_err(err)?;
-            for &i in &accepted {
-                let p = &group[i];
-                // An upsert of a stored id (or of one accepted earlier in the group) replaced
-                // that document: say so, `inserted` alone read as a new one. Sent without
-                // metadata, it keeps the stored document's.
-                let (was_stored, metadata) = match t.get(p.id.as_str()).map_err(err)? {
-                    Some(v) if p.metadata.is_none() => {
-                        (true, read_record(state, name, &p.id, &v)?.metadata)
-                    }
-                    stored => (stored.is_some(), p.metadata.clone().unwrap_or_else(no_metadata)),
-                };
-                replaced[i] = was_stored;
-                c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
-                let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
-                t.put(p.id.as_str(), record.as_slice()).map_err(err)?;
-            }
+            let replaced = write_accepted(state, c, &mut *t, &group, &decided)?;
             answers_of(state, name, &*t, &decided, &replaced, allowances)?
         };
         txn.commit().map_err(err)?;
-        Ok(answers)
+        Ok((decided, answers, None))
     });
-    let answers = match written {
-        Ok(answers) => answers,
+    let (decided, answers, version) = match outcome {
+        Ok(done) => done,
         // Nothing of the group was stored; decisions that counted on it are void too.
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
     };
@@ -449,14 +458,17 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
             (false, false) => CheckOutcome::New,
         }),
     );
-    if !accepted.is_empty() {
+    if decided.iter().any(|a| a.inserted) {
         // Durable: now visible to searches.
         let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
-        for &i in &accepted {
-            let p = group[i].as_mut().expect("each accepted once");
-            live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
+        for (i, a) in decided.iter().enumerate() {
+            if a.inserted {
+                let p = group[i].as_mut().expect("each accepted once");
+                live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
+            }
         }
+        wrote(c, version);
         drop(live);
         for (p, answer) in group.into_iter().flatten().zip(answers) {
             let _ = p.reply.send(answer);
@@ -466,6 +478,55 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
     for (p, answer) in group.into_iter().zip(answers) {
         let _ = p.reply.send(answer);
     }
+}
+
+/// The decisions of a group of checks, in queue order, against the index and the stored
+/// sketches.
+fn decide(
+    live: &Live,
+    group: &[PendingCheck],
+    stored: &StoredSketches<'_>,
+) -> Result<Vec<neardup::CheckAnswer>, ApiError> {
+    let checks: Vec<neardup::Check<'_>> = group
+        .iter()
+        .map(|p| neardup::Check {
+            id: &p.id,
+            sketch: &p.sketch,
+            insert: p.insert,
+            threshold: p.threshold,
+            top_k: p.top_k,
+        })
+        .collect();
+    live.decide_checks_in(&checks, Some(&|id| stored.get(id))).map_err(|e| stored.error(e))
+}
+
+/// Writes the accepted documents of a decided group into `t`; for each check, whether it
+/// replaced a stored document (an upsert of a stored id, or of one accepted earlier in the
+/// group: `inserted` alone read as a new one). Sent without metadata, a document keeps the
+/// stored one's.
+fn write_accepted(
+    state: &AppState,
+    c: &Collection,
+    t: &mut dyn crate::store::DocsMut,
+    group: &[PendingCheck],
+    decided: &[neardup::CheckAnswer],
+) -> Result<Vec<bool>, ApiError> {
+    let name = c.info.name.as_str();
+    let err = |e: StoreError| store_err(state, name, e);
+    let mut replaced = vec![false; group.len()];
+    for (i, p) in group.iter().enumerate().filter(|(i, _)| decided[*i].inserted) {
+        let (was_stored, metadata) = match t.get(p.id.as_str()).map_err(err)? {
+            Some(v) if p.metadata.is_none() => {
+                (true, read_record(state, name, &p.id, &v)?.metadata)
+            }
+            stored => (stored.is_some(), p.metadata.clone().unwrap_or_else(no_metadata)),
+        };
+        replaced[i] = was_stored;
+        c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
+        let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
+        t.put(p.id.as_str(), record.as_slice()).map_err(err)?;
+    }
+    Ok(replaced)
 }
 
 /// The answers of decided checks, each match with its stored metadata from `t` (as written),

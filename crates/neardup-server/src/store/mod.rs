@@ -65,8 +65,31 @@ pub type Value<'a> = Box<dyn std::ops::Deref<Target = [u8]> + 'a>;
 /// What [`Docs::for_each`] calls with each document's id and record.
 pub type Visit<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
 
+/// What changed in a collection's documents after a version: the documents written since
+/// (their records as stored now) and the ids removed since, as of `version`.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// The collection's version these changes bring the reader to.
+    pub version: i64,
+    /// Documents written after the version asked about, with their records.
+    pub written: Vec<(String, Vec<u8>)>,
+    /// Documents removed after it.
+    pub removed: Vec<String>,
+}
+
 /// A store of collections and their documents.
+///
+/// A store that several servers share ([`Store::shared`]) versions each collection: every
+/// write transaction that reads a collection's settings takes the collection's lock (held to
+/// its commit, across servers) and gives the collection a new version, and
+/// [`ReadTxn::changes`] tells a server what the others wrote since the version its memory
+/// holds.
 pub trait Store: Send + Sync + std::fmt::Debug {
+    /// True when other servers may write to this store at the same time (its changes must be
+    /// read before an answer relies on memory).
+    fn shared(&self) -> bool {
+        false
+    }
     /// A snapshot: what it reads does not change while it is held.
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError>;
     /// A write transaction: nothing of it is seen until [`WriteTxn::commit`], which is
@@ -80,6 +103,16 @@ pub trait ReadTxn {
     fn collections(&self) -> Result<Vec<(String, String)>, StoreError>;
     /// The documents of `table` ([`StoreError::Gone`] if it does not exist).
     fn docs(&self, table: &str) -> Result<Box<dyn Docs + '_>, StoreError>;
+    /// The settings (JSON) stored for collection `name`.
+    fn collection(&self, name: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.collections()?.into_iter().find(|(n, _)| n == name).map(|(_, s)| s))
+    }
+    /// What changed in `table` after version `since` ([`StoreError::Gone`] if the collection is
+    /// gone); `None` from a store no other server writes to.
+    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
+        let _ = (table, since);
+        Ok(None)
+    }
 }
 
 /// A table of documents: id -> record.
@@ -102,8 +135,20 @@ pub trait DocsMut: Docs {
 /// A write transaction.
 pub trait WriteTxn {
     /// The settings (JSON) stored for collection `name`, read so that a concurrent delete of
-    /// the collection cannot commit before this transaction does.
+    /// the collection cannot commit before this transaction does; in a shared store this takes
+    /// the collection's lock (other servers' writers of it wait for this commit) and its next
+    /// version.
     fn settings(&self, name: &str) -> Result<Option<String>, StoreError>;
+    /// [`ReadTxn::changes`], under this transaction's lock.
+    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
+        let _ = (table, since);
+        Ok(None)
+    }
+    /// The version this transaction gives collection `table` when it commits, if it took one.
+    fn version(&self, table: &str) -> Option<i64> {
+        let _ = table;
+        None
+    }
     /// Stores a new collection: its settings and its empty table of documents.
     fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError>;
     /// Removes a collection: its settings and its table of documents.

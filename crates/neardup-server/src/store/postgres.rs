@@ -1,44 +1,48 @@
-//! The store on PostgreSQL: the same layout as the embedded store, in three tables of a database
-//! the operator already runs (and backs up, and replicates).
+//! The store on PostgreSQL: the same layout as the embedded store, in tables of a database the
+//! operator already runs (and backs up, and replicates), shared by any number of servers.
 //!
 //! - `neardup_meta` (key -> value): `store_format` (the records' layout, as the embedded
 //!   store's) and `schema` (these tables' version, [`SCHEMA`]); a database of a newer schema
-//!   is refused by name, an older one migrated at start.
-//! - `neardup_collections` (name -> its table of documents and its settings as JSON).
-//! - `neardup_docs` ((table, id) -> record, a b-tree on both): the records byte for byte as the
-//!   embedded store keeps them, checksum included, so damage is found the same way.
+//!   is refused by name.
+//! - `neardup_collections` (name -> its table of documents, its settings as JSON, its version).
+//! - `neardup_docs` ((table, id) -> record, and the version that wrote it): the records byte
+//!   for byte as the embedded store keeps them, checksum included, so damage is found the same
+//!   way; `neardup_removed` ((table, id) -> the version that removed it).
+//!
+//! Many servers, one answer: every write transaction starts by taking its collection's row
+//! (`UPDATE ... SET version = version + 1`: a row lock held to the commit, so the writers of a
+//! collection are serialized across servers, and the collection's versions are committed in
+//! order) and stamps what it writes and removes with that version. A server holds each
+//! collection's index in memory; before an answer relies on it, the server reads what was
+//! written and removed after the version its memory holds ([`ReadTxn::changes`]) and applies
+//! it, and a writer does so under the collection's lock, so that a `check` decided through
+//! one server sees every document committed through any other.
 //!
 //! A read transaction is `REPEATABLE READ, READ ONLY` (one snapshot for all it reads); a write
-//! transaction reads its collection's settings `FOR SHARE` (a delete of the collection waits
-//! for it) and commits with PostgreSQL's durability (`synchronous_commit`): the acknowledged
-//! write survives a crash of the server or of the database. The client is tokio-postgres on a
-//! runtime of the store's own (one thread), behind a bounded pool (deadpool), so the store is
-//! called from any blocking thread. Errors of the connection (the database away or restarting)
-//! make the store unavailable: the service answers 503 with `Retry-After` and reopens the store
-//! until the database is back.
-//!
-//! One server per database, for now: each collection's index is rebuilt in the server's memory
-//! at start and kept there, so a second server would not see the first one's writes. The store
-//! holds a session advisory lock while it is open, and a second server on the same database is
-//! refused at start, naming the database.
+//! transaction commits with PostgreSQL's durability (`synchronous_commit`). The client is
+//! tokio-postgres on a runtime of the store's own (one thread), behind a bounded pool
+//! (deadpool), so the store is called from any blocking thread. Errors of the connection (the
+//! database away or restarting) make the store unavailable: the service answers 503 with
+//! `Retry-After` and reopens the store until the database is back.
 
 use std::fmt;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::NoTls;
 
-use super::{Docs, DocsMut, ReadTxn, Store, StoreError, Value, Visit, WriteTxn, STORE_FORMAT};
+use super::{
+    Changes, Docs, DocsMut, ReadTxn, Store, StoreError, Value, Visit, WriteTxn, STORE_FORMAT,
+};
 use crate::OpenError;
 
-/// Version of the tables. Version 1: `neardup_meta`, `neardup_collections`, `neardup_docs`.
+/// Version of the tables. Version 1: `neardup_meta`, `neardup_collections` (with versions),
+/// `neardup_docs` (stamped with versions), `neardup_removed`.
 pub const SCHEMA: i64 = 1;
 
-/// The advisory lock a server holds on its database while it serves (and takes, per
-/// transaction, while it creates or migrates the tables).
-const SERVER_LOCK: i64 = 0x6e65_6172_6475_7001; // "neardup" 1
-const SCHEMA_LOCK: i64 = 0x6e65_6172_6475_7002;
+/// The advisory lock taken, per transaction, while the tables are created or migrated.
+const SCHEMA_LOCK: i64 = 0x6e65_6172_6475_7002; // "neardup" 2
 
 /// How long a request waits for a connection of the pool, or for a new connection, before the
 /// store is reported unavailable.
@@ -50,9 +54,6 @@ pub struct Postgres {
     /// be dropped on an async worker (where blocking on it would panic).
     runtime: Option<tokio::runtime::Runtime>,
     pool: Pool,
-    /// The connection that holds [`SERVER_LOCK`] while the store is open (`None` only while
-    /// dropped).
-    holder: Option<Client>,
     /// The URL without its password, for messages.
     shown: String,
 }
@@ -65,19 +66,9 @@ impl fmt::Debug for Postgres {
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let Some(rt) = self.runtime.take() else { return };
-        // The lock is given up before the connections close, so that a store opened next on
-        // the same database (the service reopening it) finds it free. Waited for on a channel,
-        // not by blocking on the runtime: a store may be dropped on an async worker.
-        if let Some(holder) = self.holder.take() {
-            let (done, wait) = std::sync::mpsc::channel();
-            rt.spawn(async move {
-                let _ = holder.execute("SELECT pg_advisory_unlock($1)", &[&SERVER_LOCK]).await;
-                let _ = done.send(());
-            });
-            let _ = wait.recv_timeout(Duration::from_secs(2));
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
         }
-        rt.shutdown_background();
     }
 }
 
@@ -222,23 +213,15 @@ impl Postgres {
             .enable_all()
             .build()
             .map_err(|e| store_err(&e))?;
-        let holder = runtime.block_on(async {
-            let (client, connection) = config.connect(NoTls).await?;
-            tokio::spawn(connection);
-            Ok::<_, tokio_postgres::Error>(client)
-        });
-        let holder = holder.map_err(|e| store_err(&e))?;
-        let locked: bool = runtime
-            .block_on(holder.query_one("SELECT pg_try_advisory_lock($1)", &[&SERVER_LOCK]))
-            .map_err(|e| store_err(&e))?
-            .get(0);
-        if !locked {
-            return Err(store_err(
-                &"another neardup serve is serving this database: one server per database for \
-                  now (each keeps its collections' index in memory); stop it, or give this one \
-                  another database",
-            ));
-        }
+        // Connect once now, so that a wrong URL or a database that is away fails the start
+        // (the pool connects lazily).
+        runtime
+            .block_on(async {
+                let (client, connection) = config.connect(NoTls).await?;
+                tokio::spawn(connection);
+                client.simple_query("SELECT 1").await.map(drop)
+            })
+            .map_err(|e| store_err(&e))?;
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -251,8 +234,7 @@ impl Postgres {
             .create_timeout(Some(WAIT))
             .build()
             .map_err(|e| store_err(&e))?;
-        let store =
-            Postgres { runtime: Some(runtime), pool, holder: Some(holder), shown: shown.clone() };
+        let store = Postgres { runtime: Some(runtime), pool, shown: shown.clone() };
         store.migrate().map_err(|e| match e {
             Migrate::Newer(what, found, ours) => OpenError::Store(format!(
                 "{shown}: the database's neardup {what} is version {found}, made by a newer \
@@ -268,14 +250,6 @@ impl Postgres {
     }
 
     fn connection(&self) -> Result<Object, StoreError> {
-        if self.holder.as_ref().is_none_or(Client::is_closed) {
-            // The lock is gone with its connection: the store must be opened again (and the
-            // lock taken again) before it serves.
-            return Err(StoreError::Unavailable(format!(
-                "PostgreSQL ({}): the connection that holds the server's lock was lost",
-                self.shown
-            )));
-        }
         self.block_on(self.pool.get()).map_err(pool_fail)
     }
 
@@ -296,12 +270,22 @@ impl Postgres {
                  CREATE TABLE IF NOT EXISTS neardup_collections (
                      name text PRIMARY KEY,
                      docs text NOT NULL UNIQUE,
-                     settings text NOT NULL);
+                     settings text NOT NULL,
+                     version bigint NOT NULL DEFAULT 0);
                  CREATE TABLE IF NOT EXISTS neardup_docs (
                      docs text NOT NULL,
                      id bytea NOT NULL,
                      record bytea NOT NULL,
-                     PRIMARY KEY (docs, id));",
+                     version bigint NOT NULL,
+                     PRIMARY KEY (docs, id));
+                 CREATE INDEX IF NOT EXISTS neardup_docs_version ON neardup_docs (docs, version);
+                 CREATE TABLE IF NOT EXISTS neardup_removed (
+                     docs text NOT NULL,
+                     id bytea NOT NULL,
+                     version bigint NOT NULL,
+                     PRIMARY KEY (docs, id));
+                 CREATE INDEX IF NOT EXISTS neardup_removed_version
+                     ON neardup_removed (docs, version);",
             )
             .await
             .map_err(failed)?;
@@ -341,16 +325,22 @@ enum Migrate {
 }
 
 impl Store for Postgres {
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError> {
         let client = self.connection()?;
-        let txn = Txn { store: self, client: Some(client), open: true };
+        let txn =
+            Txn { store: self, client: Some(client), open: true, version: Default::default() };
         txn.run("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
         Ok(Box::new(txn))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StoreError> {
         let client = self.connection()?;
-        let txn = Txn { store: self, client: Some(client), open: true };
+        let txn =
+            Txn { store: self, client: Some(client), open: true, version: Default::default() };
         txn.run("BEGIN")?;
         Ok(Box::new(txn))
     }
@@ -362,6 +352,8 @@ struct Txn<'a> {
     /// `None` only while dropped.
     client: Option<Object>,
     open: bool,
+    /// The collection this write transaction locked, and the version it writes.
+    version: std::cell::RefCell<Option<(String, i64)>>,
 }
 
 impl Drop for Txn<'_> {
@@ -410,6 +402,69 @@ impl Txn<'_> {
             .map_err(fail)
     }
 
+    /// The version this transaction writes `table`'s documents with: the one its settings'
+    /// lock took, else a new one taken now (the same lock).
+    fn write_version(&self, table: &str) -> Result<i64, StoreError> {
+        if let Some(v) = WriteTxn::version(self, table) {
+            return Ok(v);
+        }
+        let row = self.query_opt(
+            "UPDATE neardup_collections SET version = version + 1 WHERE docs = $1
+             RETURNING version",
+            &[&table],
+        )?;
+        let v: i64 = row.ok_or(StoreError::Gone)?.get(0);
+        *self.version.borrow_mut() = Some((table.to_string(), v));
+        Ok(v)
+    }
+
+    fn changes_since(&self, table: &str, since: i64) -> Result<Changes, StoreError> {
+        let row =
+            self.query_opt("SELECT version FROM neardup_collections WHERE docs = $1", &[&table])?;
+        let mut version: i64 = row.ok_or(StoreError::Gone)?.get(0);
+        if let Some(own) = WriteTxn::version(self, table) {
+            // This transaction took the next version (and holds the collection's lock): what
+            // others committed ends just before it. Its own may yet be rolled back.
+            version = own - 1;
+        }
+        let mut changes = Changes { version, ..Changes::default() };
+        if version <= since {
+            return Ok(changes);
+        }
+        let id = |r: &tokio_postgres::Row| -> Result<String, StoreError> {
+            String::from_utf8(r.get::<_, Vec<u8>>(0))
+                .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))
+        };
+        let rows = self.query(
+            "SELECT id, record FROM neardup_docs WHERE docs = $1 AND version > $2",
+            &[&table, &since],
+        )?;
+        for r in &rows {
+            changes.written.push((id(r)?, r.get(1)));
+        }
+        let rows = self.query(
+            "SELECT id FROM neardup_removed WHERE docs = $1 AND version > $2",
+            &[&table, &since],
+        )?;
+        for r in &rows {
+            changes.removed.push(id(r)?);
+        }
+        Ok(changes)
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        self.store
+            .block_on(async {
+                let statement = self.client().prepare_cached(sql).await?;
+                self.client().query(&statement, params).await
+            })
+            .map_err(fail)
+    }
+
     /// The documents of `table`, if its collection is stored.
     fn table(&self, table: &str) -> Result<Table<'_, '_>, StoreError> {
         match self.query_opt("SELECT 1 FROM neardup_collections WHERE docs = $1", &[&table])? {
@@ -434,15 +489,38 @@ impl ReadTxn for Txn<'_> {
     fn docs(&self, table: &str) -> Result<Box<dyn Docs + '_>, StoreError> {
         Ok(Box::new(self.table(table)?))
     }
+
+    fn collection(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let row =
+            self.query_opt("SELECT settings FROM neardup_collections WHERE name = $1", &[&name])?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
+        self.changes_since(table, since).map(Some)
+    }
 }
 
 impl WriteTxn for Txn<'_> {
     fn settings(&self, name: &str) -> Result<Option<String>, StoreError> {
+        // The collection's row, locked to the commit: its writers on every server wait here.
         let row = self.query_opt(
-            "SELECT settings FROM neardup_collections WHERE name = $1 FOR SHARE",
+            "UPDATE neardup_collections SET version = version + 1 WHERE name = $1
+             RETURNING settings, docs, version",
             &[&name],
         )?;
-        Ok(row.map(|r| r.get(0)))
+        Ok(row.map(|r| {
+            *self.version.borrow_mut() = Some((r.get(1), r.get(2)));
+            r.get(0)
+        }))
+    }
+
+    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
+        self.changes_since(table, since).map(Some)
+    }
+
+    fn version(&self, table: &str) -> Option<i64> {
+        self.version.borrow().as_ref().filter(|(t, _)| t == table).map(|(_, v)| *v)
     }
 
     fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError> {
@@ -455,6 +533,7 @@ impl WriteTxn for Txn<'_> {
 
     fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError> {
         self.execute("DELETE FROM neardup_docs WHERE docs = $1", &[&table])?;
+        self.execute("DELETE FROM neardup_removed WHERE docs = $1", &[&table])?;
         self.execute("DELETE FROM neardup_collections WHERE name = $1", &[&name])?;
         Ok(())
     }
@@ -510,22 +589,30 @@ impl Docs for Table<'_, '_> {
 
 impl DocsMut for Table<'_, '_> {
     fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError> {
-        // `xmax` is set on the row an upsert updated, zero on one it inserted.
+        let version = self.txn.write_version(&self.table)?;
+        // `xmax` is set on the row an upsert updated, zero on one it inserted. A removal of the
+        // same id before is forgotten: the document is back.
         let row = self.txn.query_opt(
-            "INSERT INTO neardup_docs (docs, id, record) VALUES ($1, $2, $3)
-             ON CONFLICT (docs, id) DO UPDATE SET record = EXCLUDED.record
+            "WITH back AS (DELETE FROM neardup_removed WHERE docs = $1 AND id = $2)
+             INSERT INTO neardup_docs (docs, id, record, version) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (docs, id) DO UPDATE
+                 SET record = EXCLUDED.record, version = EXCLUDED.version
              RETURNING xmax <> 0",
-            &[&self.table, &id.as_bytes(), &record],
+            &[&self.table, &id.as_bytes(), &record, &version],
         )?;
         Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
     }
 
     fn remove(&mut self, id: &str) -> Result<bool, StoreError> {
-        let n = self.txn.execute(
-            "DELETE FROM neardup_docs WHERE docs = $1 AND id = $2",
-            &[&self.table, &id.as_bytes()],
+        let version = self.txn.write_version(&self.table)?;
+        let row = self.txn.query_opt(
+            "WITH gone AS (DELETE FROM neardup_docs WHERE docs = $1 AND id = $2 RETURNING 1)
+             INSERT INTO neardup_removed (docs, id, version) SELECT $1, $2, $3 FROM gone
+             ON CONFLICT (docs, id) DO UPDATE SET version = EXCLUDED.version
+             RETURNING 1",
+            &[&self.table, &id.as_bytes(), &version],
         )?;
-        Ok(n > 0)
+        Ok(row.is_some())
     }
 }
 

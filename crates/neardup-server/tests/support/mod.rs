@@ -57,7 +57,21 @@ impl Server {
     /// process's PostgreSQL cluster ([`pg`]).
     pub fn start(data: &Path, limits: Limits) -> Server {
         let store = pg::on_postgres().then(|| pg::database_for(data));
-        let config = Config { data_dir: data.to_path_buf(), store, token: None, limits };
+        Server::with(Config { data_dir: data.to_path_buf(), store, token: None, limits })
+    }
+
+    /// The service on the store `url` (a PostgreSQL database), with the default limits.
+    pub fn on_store(url: &str) -> Server {
+        let store = Some(url.to_string());
+        Server::with(Config {
+            data_dir: PathBuf::new(),
+            store,
+            token: None,
+            limits: Limits::default(),
+        })
+    }
+
+    fn with(config: Config) -> Server {
         let state = neardup_server::open(config).expect("open the store");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
