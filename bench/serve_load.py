@@ -115,13 +115,13 @@ class PgCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def start_server(binary, store, server_args):
+def start_server(binary, store, server_args, port=PORT):
     """`neardup serve` on `store` (a directory, or a PostgreSQL URL); returns the process and
     the seconds until it listened."""
     t = time.perf_counter()
     where = ["--store", store] if str(store).startswith("postgres") else ["--data-dir", str(store)]
     server = subprocess.Popen([str(binary), "serve"] + where + [
-                               "--listen", f"127.0.0.1:{PORT}", "--max-body-bytes", str(256 << 20)]
+                               "--listen", f"127.0.0.1:{port}", "--max-body-bytes", str(256 << 20)]
                               + shlex.split(server_args),
                               stderr=subprocess.PIPE, text=True)
     for line in server.stderr:
@@ -141,8 +141,9 @@ def request(conn, method, path, body=None):
     return json.loads(data)
 
 
-def wrk(lua, seconds, url):
-    out = subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", "-s", lua, url],
+def wrk(lua, seconds, url, threads=2, connections=32):
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency",
+                          "-s", lua, url],
                          capture_output=True, text=True, check=True).stdout
     rps = float(next(l for l in out.splitlines() if l.startswith("Requests/sec")).split()[1])
     lat = {}
@@ -154,6 +155,25 @@ def wrk(lua, seconds, url):
             lat[parts[0]] = ms
     errors = [l.strip() for l in out.splitlines() if "Non-2xx" in l or "Socket errors" in l]
     return rps, lat, errors, out
+
+
+def wrk_all(lua, seconds, ports):
+    """wrk on each server at once (2 threads and 32 connections in all, split between them):
+    the requests/s summed, each percentile the worst server's."""
+    if len(ports) == 1:
+        return wrk(lua, seconds, f"http://127.0.0.1:{ports[0]}")
+    results = [None] * len(ports)
+
+    def one(i):
+        results[i] = wrk(lua, seconds, f"http://127.0.0.1:{ports[i]}", 1, 32 // len(ports))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(ports))]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    rps = sum(r[0] for r in results)
+    lat = {k: max(r[1].get(k, 0) for r in results) for k in ("50%", "90%", "99%")}
+    errors = [e for r in results for e in r[2]]
+    return rps, lat, errors, "\n".join(r[3] for r in results)
 
 
 def lua_bodies(path, bodies, route):
@@ -206,8 +226,8 @@ def main():
     ap.add_argument("--collection", default="{}",
                     help="the collection's settings (JSON), e.g. a spec with one-permutation MinHash")
     ap.add_argument("--stores", default="embedded",
-                    help="the stores to serve from, in turn: embedded, postgres, or both "
-                         "(embedded,postgres)")
+                    help="the stores to serve from, in turn: embedded, postgres (one server), "
+                         "postgres2 (two servers on one database), e.g. embedded,postgres,postgres2")
     args = ap.parse_args()
     rng = random.Random(5)
     if args.corpus == DATA / "en_dedup_1000000.jsonl":
@@ -215,8 +235,8 @@ def main():
 
     results = []
     for store in args.stores.split(","):
-        if store not in ("embedded", "postgres"):
-            sys.exit(f"--stores: {store!r} is not embedded or postgres")
+        if store not in ("embedded", "postgres", "postgres2"):
+            sys.exit(f"--stores: {store!r} is not embedded, postgres or postgres2")
         results += run_neardup(args, store, random.Random(5))
 
     if not args.no_peer:
@@ -231,7 +251,8 @@ def main():
 def run_neardup(args, store_kind, rng):
     """Steps 1-4 and 6 on one store; the rows of the table."""
     cluster = None
-    if store_kind == "postgres":
+    ports = [PORT, PORT + 2] if store_kind == "postgres2" else [PORT]
+    if store_kind.startswith("postgres"):
         cluster = PgCluster()
         store = cluster.url
         data_dir = cluster.dir
@@ -240,9 +261,10 @@ def run_neardup(args, store_kind, rng):
         store = data_dir = args.data_dir
     else:
         store = data_dir = Path(tempfile.mkdtemp(prefix="neardup-load-"))
-    tag = f"[{store_kind}] "
+    tag = f"[{store_kind}, {len(ports)} server{'s' if len(ports) > 1 else ''}] "
     binary = Path(args.binary)
-    server, _ = start_server(binary, store, args.server_args)
+    servers = [start_server(binary, store, args.server_args, port)[0] for port in ports]
+    server = servers[0]
     results = []
     try:
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
@@ -254,9 +276,9 @@ def run_neardup(args, store_kind, rng):
         lock = threading.Lock()
         sample_lines, seen, jsonl_bytes = [], 0, 0
 
-        def insert_worker():
+        def insert_worker(port):
             nonlocal seen, jsonl_bytes
-            c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             while True:
                 with lock:
                     batch = next(batches, None)
@@ -273,22 +295,23 @@ def run_neardup(args, store_kind, rng):
                 request(c, "POST", "/v1/collections/load/docs", body)
 
         t = time.perf_counter()
-        workers = [threading.Thread(target=insert_worker) for _ in range(args.clients)]
+        workers = [threading.Thread(target=insert_worker, args=(ports[i % len(ports)],))
+                   for i in range(args.clients)]
         [w.start() for w in workers]
         [w.join() for w in workers]
         insert_s = time.perf_counter() - t
         print(f"{seen} documents, {jsonl_bytes / 1e6:.0f} MB of JSONL from {args.corpus.name}; "
               f"{os.cpu_count()} cores")
         stored = request(conn, "GET", "/v1/collections/load")["documents"]
-        rss, peak = server_memory(server.pid)
-        results.append((tag + f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{seen / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
+        rss = ", ".join(f"{server_memory(s.pid)[0]:.0f}" for s in servers)
+        results.append((tag + f"neardup batch insert (1,000/batch, {args.clients} clients)", f"{seen / insert_s:,.0f} docs/s", "", f"{stored} stored, {insert_s:.1f} s, server RSS {rss} MB"))
 
         # 2. search
         sample = [json.loads(line)["text"] for line in sample_lines]
         rng.shuffle(sample)
         bodies = [json.dumps({"text": edit(t, rng), "top_k": 10}) for t in sample]
         lua = lua_bodies(DATA / "search.lua", bodies, "/v1/collections/load/search")
-        rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
+        rps, lat, errors, _ = wrk_all(lua, args.seconds, ports)
         hits = sum(1 for b in bodies[:200] if request(conn, "POST", "/v1/collections/load/search", b.encode())["hits"])
         results.append((tag + "neardup search (wrk -t2 -c32)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", f"{hits}/200 queries found their source; {'; '.join(errors) or 'no errors'}"))
 
@@ -297,26 +320,30 @@ def run_neardup(args, store_kind, rng):
         bodies = [json.dumps({"id": "__ID__", "text": edit(t, rng)}) for t in sample[1000:]] + \
                  [json.dumps({"id": "__ID__", "text": t}) for t in new_pages]
         lua = lua_bodies(DATA / "check.lua", bodies, "/v1/collections/load/check")
-        rps, lat, errors, _ = wrk(lua, args.seconds, f"http://127.0.0.1:{PORT}")
-        rss, peak = server_memory(server.pid)
-        results.append((tag + "neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", ("; ".join(errors) or "no errors") + f"; server RSS {rss:.0f} MB, peak {peak:.0f} MB over the whole run"))
+        rps, lat, errors, _ = wrk_all(lua, args.seconds, ports)
+        rss = ", ".join(f"{server_memory(s.pid)[0]:.0f}" for s in servers)
+        peak = ", ".join(f"{server_memory(s.pid)[1]:.0f}" for s in servers)
+        results.append((tag + "neardup check (wrk -t2 -c32; half new pages, inserted durably)", f"{rps:,.0f} req/s", f"p50 {lat.get('50%', 0):.2f} / p90 {lat.get('90%', 0):.2f} / p99 {lat.get('99%', 0):.2f} ms", ("; ".join(errors) or "no errors") + f"; server RSS {rss} MB, peak {peak} MB over the whole run"))
 
         # 4. a restart on the same store: every index rebuilt from it
-        server.terminate()
-        server.wait()
+        for s in servers:
+            s.terminate()
+            s.wait()
         if cluster:
             store_mb = int(cluster.sql("bench", "SELECT pg_database_size('bench')")) / 1e6
         else:
             store_mb = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file()) / 1e6
         server, started = start_server(binary, store, args.server_args)
+        servers = [server]
         rss, peak = server_memory(server.pid)
         fresh = http.client.HTTPConnection("127.0.0.1", PORT, timeout=600)
         stored = request(fresh, "GET", "/v1/collections/load")["documents"]
         results.append((tag + "neardup restart (index rebuilt from the store)", f"{started:.1f} s to listen", "",
                         f"{stored} documents; store {store_mb:,.0f} MB on disk ({store_mb * 1e6 / max(stored, 1):,.0f} bytes/doc); server RSS {rss:.0f} MB (peak {peak:.0f} MB)"))
     finally:
-        server.terminate()
-        server.wait()
+        for s in servers:
+            s.terminate()
+            s.wait()
         if cluster:
             cluster.close()
         else:

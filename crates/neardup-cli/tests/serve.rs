@@ -1405,7 +1405,37 @@ fn the_postgres_store_outlives_servers_and_database_restarts() {
     assert!(stderr.contains("missing") && stderr.contains("***"), "{stderr}");
     assert!(!stderr.contains(secret), "{stderr}");
 
-    // The database restarted under the server.
+    // The database restarted under load: a client streams checks of new pages throughout,
+    // each acknowledged one recorded.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (base, stop2) = (s.base.clone(), stop.clone());
+    let loader = std::thread::spawn(move || {
+        let (mut acked, mut refused) = (Vec::new(), 0usize);
+        for i in 0.. {
+            if stop2.load(Ordering::Relaxed) {
+                break;
+            }
+            let id = format!("load{i}");
+            let r = ureq::post(&format!("{base}/v1/collections/news/check"))
+                .timeout(Duration::from_secs(20))
+                .send_json(json!({"id": id, "text": doc_text(&id)}));
+            match r {
+                Ok(resp) => {
+                    let v: Value = resp.into_json().expect("json");
+                    assert_eq!(v["inserted"], json!(true), "{id}: {v}");
+                    acked.push(id);
+                }
+                Err(ureq::Error::Status(503, resp)) => {
+                    assert_eq!(resp.header("Retry-After"), Some("1"));
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("{id}: {e}"),
+            }
+        }
+        (acked, refused)
+    });
+    std::thread::sleep(Duration::from_millis(300));
     cluster.pause();
     let r = ureq::post(&format!("{}/v1/collections/news/search", s.base))
         .send_json(json!({"text": NEWS_A}));
@@ -1427,8 +1457,17 @@ fn the_postgres_store_outlives_servers_and_database_restarts() {
     }
     let (st, v) = s.json("POST", "/v1/collections/news/search", json!({"text": NEWS_A}));
     assert_eq!((st, &v["hits"][0]["id"]), (200, &json!("a")), "{v}");
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (acked, refused) = loader.join().expect("the loader");
+    assert!(refused > 0 && acked.len() > 10, "{} acknowledged, {refused} refused", acked.len());
+    for id in &acked {
+        let (st, v) = s.call("GET", &format!("/v1/collections/news/docs/{id}"), None);
+        assert_eq!(st, 200, "acknowledged {id} lost: {v}");
+    }
     let (st, v) = s.json("POST", "/v1/collections/news/check", json!({"id": "c", "text": "a new text about something else entirely, with enough words to sketch"}));
     assert_eq!((st, &v["inserted"]), (200, &json!(true)), "{v}");
+    let expected = acked.len() + 3;
     let printed = s.stderr.lock().expect("lock").join("\n");
     assert!(!printed.contains(secret), "{printed}");
     s.stop();
@@ -1436,7 +1475,7 @@ fn the_postgres_store_outlives_servers_and_database_restarts() {
     // A new server finds everything, metadata byte for byte.
     let s = Server::on_store(&url, &[]);
     let (_, v) = s.call("GET", "/v1/collections/news", None);
-    assert_eq!(v["documents"], json!(3), "{v}");
+    assert_eq!(v["documents"], json!(expected), "{v}");
     let body = ureq::get(&format!("{}/v1/collections/news/docs/a", s.base))
         .call()
         .expect("get")
@@ -1446,7 +1485,10 @@ fn the_postgres_store_outlives_servers_and_database_restarts() {
         body.contains(r#""metadata":{"n":1.10,"big":123456789012345678901234567890}"#),
         "{body}"
     );
-    assert_eq!(cluster.sql("served", "SELECT count(*) FROM neardup_docs").trim(), "3");
+    assert_eq!(
+        cluster.sql("served", "SELECT count(*) FROM neardup_docs").trim(),
+        expected.to_string()
+    );
 }
 
 /// `neardup store copy`: an embedded store into PostgreSQL and back again, every collection

@@ -1384,7 +1384,20 @@ fn two_servers_on_one_database_answer_as_one() {
 fn near_copies_checked_at_once_through_two_servers_are_inserted_once() {
     let url = support::pg::cluster().database("two_servers_check_once");
     let servers = std::sync::Arc::new([Server::on_store(&url), Server::on_store(&url)]);
-    assert_eq!(servers[0].json("PUT", "/v1/collections/c", json!({})).0, 201);
+    // Every time: rounds on new collections, made through either server.
+    for round in 0..3 {
+        let collection = format!("c{round}");
+        let made =
+            servers[round % 2].json("PUT", &format!("/v1/collections/{collection}"), json!({}));
+        assert_eq!(made.0, 201);
+        checked_once_through_both(&servers, &collection);
+    }
+    let sql = "SELECT count(*) FROM neardup_docs";
+    assert_eq!(support::pg::cluster().sql("two_servers_check_once", sql).trim(), "600");
+}
+
+/// One round of [`near_copies_checked_at_once_through_two_servers_are_inserted_once`].
+fn checked_once_through_both(servers: &std::sync::Arc<[Server; 2]>, collection: &str) {
     const PAIRS: usize = 200;
     const CLIENTS: usize = 4; // per server
     let text = |pair: usize, copy: usize| {
@@ -1395,10 +1408,11 @@ fn near_copies_checked_at_once_through_two_servers_are_inserted_once() {
             format!("{base} again")
         }
     };
+    let route = format!("/v1/collections/{collection}/check");
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(2 * CLIENTS));
     let threads: Vec<_> = (0..2 * CLIENTS)
         .map(|t| {
-            let (servers, barrier) = (servers.clone(), barrier.clone());
+            let (servers, barrier, route) = (servers.clone(), barrier.clone(), route.clone());
             std::thread::spawn(move || {
                 let (copy, client) = (t % 2, t / 2);
                 let s = &servers[copy];
@@ -1407,11 +1421,8 @@ fn near_copies_checked_at_once_through_two_servers_are_inserted_once() {
                     .filter(|pair| pair % CLIENTS == client)
                     .map(|pair| {
                         let id = format!("p{pair}-c{copy}");
-                        let (st, v) = s.json(
-                            "POST",
-                            "/v1/collections/c/check",
-                            json!({"id": id, "text": text(pair, copy)}),
-                        );
+                        let (st, v) =
+                            s.json("POST", &route, json!({"id": id, "text": text(pair, copy)}));
                         assert_eq!(st, 200, "{v}");
                         (pair, id, v)
                     })
@@ -1421,26 +1432,22 @@ fn near_copies_checked_at_once_through_two_servers_are_inserted_once() {
         .collect();
     let answers: Vec<(usize, String, Value)> =
         threads.into_iter().flat_map(|t| t.join().expect("client")).collect();
-    let mut inserted = 0;
     for pair in 0..PAIRS {
         let of_pair: Vec<&(usize, String, Value)> =
             answers.iter().filter(|(p, _, _)| *p == pair).collect();
         assert_eq!(of_pair.len(), 2);
         let ins: Vec<&String> =
             of_pair.iter().filter(|(_, _, v)| v["inserted"] == json!(true)).map(|a| &a.1).collect();
-        assert_eq!(ins.len(), 1, "pair {pair}: {of_pair:?}");
+        assert_eq!(ins.len(), 1, "{collection}, pair {pair}: {of_pair:?}");
         for (_, id, v) in &of_pair {
             if id != ins[0] {
                 assert_eq!(v["duplicate"], json!(true), "{id}: {v}");
                 assert_eq!(v["matches"][0]["id"], json!(ins[0]), "{id}: {v}");
             }
         }
-        inserted += 1;
     }
     for s in servers.iter() {
-        let (_, v) = s.call("GET", "/v1/collections/c", None);
-        assert_eq!(v["documents"], json!(inserted), "{v}");
+        let (_, v) = s.call("GET", &format!("/v1/collections/{collection}"), None);
+        assert_eq!(v["documents"], json!(PAIRS), "{v}");
     }
-    let db = "two_servers_check_once";
-    assert_eq!(support::pg::cluster().sql(db, "SELECT count(*) FROM neardup_docs").trim(), "200");
 }
