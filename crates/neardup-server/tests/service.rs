@@ -1375,6 +1375,24 @@ fn two_servers_on_one_database_answer_as_one() {
     assert_eq!(b.json("PUT", "/v1/collections/c", json!({})).0, 201);
     let (st, v) = a.call("GET", "/v1/collections/c", None);
     assert_eq!((st, &v["documents"]), (200, &json!(0)), "{v}");
+    let (st, v) = a.json(
+        "POST",
+        "/v1/collections/c/docs",
+        json!({"docs": [{"id": "x", "text": "a b c d e f"}]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    // The same collection created through both at once: one creates it, the other finds it
+    // (200) or is told it was created meanwhile (409); never an error of the server.
+    let (a, b) = (std::sync::Arc::new(a), std::sync::Arc::new(b));
+    for i in 0..10 {
+        let path = format!("/v1/collections/race{i}");
+        let (a2, p2) = (a.clone(), path.clone());
+        let first = std::thread::spawn(move || a2.json("PUT", &p2, json!({})).0);
+        let second = b.json("PUT", &path, json!({})).0;
+        let mut both = [first.join().expect("client"), second];
+        both.sort_unstable();
+        assert!(both == [200, 201] || both == [201, 409], "{path}: {both:?}");
+    }
 }
 
 /// Exactly once across servers: 200 pairs of near-copies, the two copies of each pair checked

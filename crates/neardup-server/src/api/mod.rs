@@ -157,6 +157,7 @@ fn store_err(state: &AppState, name: &str, e: StoreError) -> ApiError {
             ApiError::unavailable(reason)
         }
         StoreError::Gone => ApiError::collection_gone(name),
+        StoreError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "collection_exists", m),
         StoreError::Other(m) => ApiError::internal(m),
     }
 }
@@ -402,6 +403,8 @@ fn check_incarnation(txn: &dyn WriteTxn, state: &AppState, c: &Collection) -> Re
     if same {
         Ok(())
     } else {
+        // Deleted (or made again) through another server: this server's object of it is done.
+        forget(state, c);
         Err(ApiError::collection_gone(&c.info.name))
     }
 }

@@ -46,6 +46,9 @@ pub enum StoreError {
     Unavailable(String),
     /// The collection's documents are gone: it was deleted meanwhile.
     Gone,
+    /// What was asked conflicts with what another writer committed meanwhile (a collection of
+    /// the same name created through another server).
+    Conflict(String),
     /// Anything else, named.
     Other(String),
 }
@@ -53,7 +56,9 @@ pub enum StoreError {
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StoreError::Unavailable(m) | StoreError::Other(m) => write!(f, "{m}"),
+            StoreError::Unavailable(m) | StoreError::Other(m) | StoreError::Conflict(m) => {
+                write!(f, "{m}")
+            }
             StoreError::Gone => write!(f, "the collection's documents are gone"),
         }
     }

@@ -524,11 +524,21 @@ impl WriteTxn for Txn<'_> {
     }
 
     fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError> {
-        self.execute(
-            "INSERT INTO neardup_collections (name, docs, settings) VALUES ($1, $2, $3)",
-            &[&name, &table, &settings],
-        )?;
-        Ok(())
+        let inserted = self.store.block_on(async {
+            let sql = "INSERT INTO neardup_collections (name, docs, settings) VALUES ($1, $2, $3)";
+            let statement = self.client().prepare_cached(sql).await?;
+            self.client().execute(&statement, &[&name, &table, &settings]).await
+        });
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                Err(StoreError::Conflict(format!(
+                    "collection {name:?} was created through another server meanwhile; ask \
+                     again to see its settings"
+                )))
+            }
+            Err(e) => Err(fail(e)),
+        }
     }
 
     fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError> {
