@@ -376,17 +376,18 @@ impl Txn<'_> {
         self.store.block_on(self.client().batch_execute(sql)).map_err(fail)
     }
 
+    /// `sql` prepared on this connection (once per connection: deadpool caches it).
+    fn statement(&self, sql: &str) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
+        self.store.block_on(self.client().prepare_cached(sql))
+    }
+
     fn query_opt(
         &self,
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<tokio_postgres::Row>, StoreError> {
-        self.store
-            .block_on(async {
-                let statement = self.client().prepare_cached(sql).await?;
-                self.client().query_opt(&statement, params).await
-            })
-            .map_err(fail)
+        let statement = self.statement(sql).map_err(fail)?;
+        self.store.block_on(self.client().query_opt(&statement, params)).map_err(fail)
     }
 
     fn execute(
@@ -394,12 +395,16 @@ impl Txn<'_> {
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<u64, StoreError> {
-        self.store
-            .block_on(async {
-                let statement = self.client().prepare_cached(sql).await?;
-                self.client().execute(&statement, params).await
-            })
-            .map_err(fail)
+        self.execute_raw(sql, params).map_err(fail)
+    }
+
+    fn execute_raw(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        let statement = self.statement(sql)?;
+        self.store.block_on(self.client().execute(&statement, params))
     }
 
     /// The version this transaction writes `table`'s documents with: the one its settings'
@@ -457,12 +462,8 @@ impl Txn<'_> {
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        self.store
-            .block_on(async {
-                let statement = self.client().prepare_cached(sql).await?;
-                self.client().query(&statement, params).await
-            })
-            .map_err(fail)
+        let statement = self.statement(sql).map_err(fail)?;
+        self.store.block_on(self.client().query(&statement, params)).map_err(fail)
     }
 
     /// The documents of `table`, if its collection is stored.
@@ -524,11 +525,10 @@ impl WriteTxn for Txn<'_> {
     }
 
     fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError> {
-        let inserted = self.store.block_on(async {
-            let sql = "INSERT INTO neardup_collections (name, docs, settings) VALUES ($1, $2, $3)";
-            let statement = self.client().prepare_cached(sql).await?;
-            self.client().execute(&statement, &[&name, &table, &settings]).await
-        });
+        let inserted = self.execute_raw(
+            "INSERT INTO neardup_collections (name, docs, settings) VALUES ($1, $2, $3)",
+            &[&name, &table, &settings],
+        );
         match inserted {
             Ok(_) => Ok(()),
             Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
