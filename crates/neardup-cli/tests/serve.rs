@@ -1515,6 +1515,15 @@ fn a_store_is_copied_into_postgres_and_back_and_answers_the_same() {
             .collect();
         let (st, v) = s.json("POST", "/v1/collections/pages/docs", json!({"docs": docs}));
         assert_eq!(st, 200, "{v}");
+        // More than one batch of the copy (10,000 documents a transaction).
+        assert_eq!(s.json("PUT", "/v1/collections/many", json!({})).0, 201);
+        let many: Vec<Value> = (0..10_500)
+            .map(|i| json!({"id": format!("m{i}"), "text": format!("short {i}")}))
+            .collect();
+        for part in many.chunks(5_000) {
+            let (st, v) = s.json("POST", "/v1/collections/many/docs", json!({"docs": part}));
+            assert_eq!(st, 200, "{v}");
+        }
         s.stop();
     }
     let copy = |from: &Path, to: &str| {
@@ -1533,13 +1542,14 @@ fn a_store_is_copied_into_postgres_and_back_and_answers_the_same() {
         .collect();
     let stored = |c: &str| counts.iter().find(|(n, _)| *n == c).map(|(_, n)| *n);
     assert_eq!((stored("c"), stored("pages")), (Some(2), Some(300)), "{lines:?}");
+    assert_eq!(stored("many"), Some(10_500), "{lines:?}");
 
     // Onto a collection the target has: refused, naming it.
     let again = copy(&first, &url);
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("already has a collection"), "{stderr}");
-    assert_eq!(cluster.sql("copied", "SELECT count(*) FROM neardup_docs").trim(), "302");
+    assert_eq!(cluster.sql("copied", "SELECT count(*) FROM neardup_docs").trim(), "10802");
 
     // And back into a new data directory.
     let out =
@@ -1550,6 +1560,16 @@ fn a_store_is_copied_into_postgres_and_back_and_answers_the_same() {
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
     assert_eq!(back_lines, lines, "the same documents and checksums both ways");
+    // And from one database to another (each row of the source visited outside its store's
+    // runtime, while the target writes).
+    let other = cluster.database("copied_again");
+    let out = bin().args(["store", "copy", "--from", &url, "--to", &other]).output().expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let again: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(again, lines, "the same documents and checksums");
 
     // Each store serves the same answers.
     let answers = |s: &Server| {

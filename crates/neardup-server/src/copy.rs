@@ -65,7 +65,10 @@ pub fn copy(
     let (from_at, to_at) = (location(from), location(to));
     if let Location::Embedded(path) = &from_at {
         if !path.exists() {
-            return Err(CopyError::Failed(format!("{}: no store there", path.display())));
+            return Err(CopyError::Failed(format!(
+                "{}: no store there",
+                from_at.shown().display()
+            )));
         }
     }
     if let Location::Embedded(path) = &to_at {

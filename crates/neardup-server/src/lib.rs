@@ -275,7 +275,10 @@ impl Location {
     /// The store as messages name it (a file, or the URL without its password).
     pub fn shown(&self) -> PathBuf {
         match self {
-            Location::Embedded(path) => path.clone(),
+            Location::Embedded(path) => {
+                // A connection string given where a directory goes is shown without its password.
+                PathBuf::from(store::postgres::redact(&path.display().to_string()))
+            }
             Location::Postgres(url) => PathBuf::from(store::postgres::redact(url)),
         }
     }
@@ -524,8 +527,8 @@ impl State {
         let (st, retire) = (self.clone(), old.clone());
         let result = tokio::task::spawn_blocking(move || -> Result<(), String> {
             let mut db = st.db.write().unwrap_or_else(|p| p.into_inner());
-            // Closed first: redb must be reopened after an I/O error, and a PostgreSQL store
-            // gives up the server's lock on its database, to take it again.
+            // Closed first: redb must be reopened after an I/O error (a PostgreSQL store's
+            // connections are made anew).
             *db = None;
             let fresh = st.location.open(&st.limits).map_err(|e| e.to_string())?;
             let mut damage = Damage::default();

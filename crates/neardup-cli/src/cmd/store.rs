@@ -15,9 +15,11 @@ pub enum StoreCommand {
 #[derive(Debug, Args)]
 #[command(after_help = "A store is a data directory of the embedded store (as `serve --data-dir` \
 takes it) or a PostgreSQL URL (as `serve --store` takes it; the password from the URL, \
-PGPASSWORD or ~/.pgpass, never printed). No server may run on either while they are copied (a \
-PostgreSQL store is refused while a server holds it). A collection the target already has is \
-refused by name, never written over; one that fails part way is removed from the target again.
+PGPASSWORD or ~/.pgpass, never printed). The source is read in one snapshot, so servers may go \
+on serving a source database meanwhile (what they write after the snapshot is not copied); no \
+server may run on the target while it is written (a server would find a collection half \
+copied), nor on an embedded source. A collection the target already has is refused by name, never \
+written over; one that fails part way is removed from the target again.
 
 Example:
   neardup store copy --from ./ndata --to postgres://app@localhost/neardup")]

@@ -93,10 +93,11 @@ pub(super) async fn insert_docs(
         // Durable: now visible to searches.
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
-        for (id, _, record) in records {
-            live.insert_with_text(&id, record.sketch, record.text);
+        if apply_own(&c2, version) {
+            for (id, _, record) in records {
+                live.insert_with_text(&id, record.sketch, record.text);
+            }
         }
-        wrote(&c2, version);
         Ok((n - updated, updated))
     })
     .await?;
@@ -173,8 +174,9 @@ pub(super) async fn delete_doc(
         })?;
         let (existed, version) = existed;
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
-        live.remove(&key);
-        wrote(&c2, version);
+        if apply_own(&c2, version) {
+            live.remove(&key);
+        }
         drop(live);
         Ok(existed)
     })

@@ -158,6 +158,10 @@ fn store_err(state: &AppState, name: &str, e: StoreError) -> ApiError {
         }
         StoreError::Gone => ApiError::collection_gone(name),
         StoreError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "collection_exists", m),
+        StoreError::Busy(m) => ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", format!("{m}; retry"))
+        },
         StoreError::Other(m) => ApiError::internal(m),
     }
 }
@@ -429,7 +433,18 @@ fn catch_up(
         }
         Err(e) => return Err(store_err(state, &c.info.name, e)),
     };
-    if changes.version <= since {
+    if changes.version < since {
+        // The database lost commits this server saw (a failover to a replica behind it, or
+        // `synchronous_commit` off): what this server holds cannot be trusted; reload it all.
+        let reason = format!(
+            "collection {:?}: the database is at version {}, this server held version {since}; \
+             reloading from the database",
+            c.info.name, changes.version
+        );
+        state.set_unhealthy(reason.clone());
+        return Err(ApiError::unavailable(reason));
+    }
+    if changes.version == since {
         return Ok(());
     }
     let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
@@ -472,6 +487,10 @@ fn sync(state: &AppState, c: &Collection) -> Result<(), ApiError> {
 /// In a store other servers share: this server's map of collections made the store's (those
 /// created elsewhere loaded, those deleted elsewhere dropped), each brought up to date.
 async fn refresh_collections(state: &Shared) -> Result<(), ApiError> {
+    let shared = state.db.read().unwrap_or_else(|p| p.into_inner()).as_ref().map(|d| d.shared());
+    if shared != Some(true) {
+        return Ok(()); // the map is the store's (and answers while the store is reopened)
+    }
     let st = state.clone();
     let names = blocking(move || {
         st.with_db(|db| {
@@ -502,11 +521,17 @@ async fn refresh_collections(state: &Shared) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// After a write transaction committed: the version it gave the collection is the one the index
-/// now holds (the writer caught up under the collection's lock before it wrote).
-fn wrote(c: &Collection, version: Option<i64>) {
-    if let Some(v) = version {
-        c.seen.fetch_max(v, Ordering::SeqCst);
+/// After a write transaction committed, under the index's write lock: whether the writer is
+/// to apply its own writes to the index. Not when a reader's [`catch_up`] already brought the
+/// index to the transaction's version or past it (the collection's lock is released at the
+/// commit, so another server may have written the same ids since, and a reader applied both):
+/// the writer's older writes would undo the newer. Otherwise the index holds its version once
+/// they are applied (the writer caught up under the lock before it wrote). A store of one
+/// server has no versions: always.
+fn apply_own(c: &Collection, version: Option<i64>) -> bool {
+    match version {
+        None => true,
+        Some(v) => c.seen.fetch_max(v, Ordering::SeqCst) < v,
     }
 }
 

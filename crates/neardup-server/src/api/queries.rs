@@ -462,13 +462,14 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         // Durable: now visible to searches.
         let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
-        for (i, a) in decided.iter().enumerate() {
-            if a.inserted {
-                let p = group[i].as_mut().expect("each accepted once");
-                live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
+        if apply_own(c, version) {
+            for (i, a) in decided.iter().enumerate() {
+                if a.inserted {
+                    let p = group[i].as_mut().expect("each accepted once");
+                    live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
+                }
             }
         }
-        wrote(c, version);
         drop(live);
         for (p, answer) in group.into_iter().flatten().zip(answers) {
             let _ = p.reply.send(answer);

@@ -202,7 +202,16 @@ impl WriteTxn for redb::WriteTransaction {
     }
 
     fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError> {
-        self.open_table(COLLECTIONS).map_err(fail)?.remove(name).map_err(fail)?;
+        // This incarnation only (a collection of the name made since is another).
+        let mut collections = self.open_table(COLLECTIONS).map_err(fail)?;
+        let ours = collections.get(name).map_err(fail)?.is_some_and(|v| {
+            serde_json::from_str::<CollectionInfo>(v.value())
+                .is_ok_and(|i| docs_table(&i.name, &i.incarnation) == table)
+        });
+        if ours {
+            collections.remove(name).map_err(fail)?;
+        }
+        drop(collections);
         self.delete_table(docs_def(table)).map_err(fail)?;
         Ok(())
     }

@@ -49,6 +49,10 @@ pub enum StoreError {
     /// What was asked conflicts with what another writer committed meanwhile (a collection of
     /// the same name created through another server).
     Conflict(String),
+    /// The store is there but could not take this request now (no connection free in time, a
+    /// transaction the database chose to abort): 503 with `Retry-After` for this request
+    /// alone, the store kept open.
+    Busy(String),
     /// Anything else, named.
     Other(String),
 }
@@ -56,9 +60,10 @@ pub enum StoreError {
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StoreError::Unavailable(m) | StoreError::Other(m) | StoreError::Conflict(m) => {
-                write!(f, "{m}")
-            }
+            StoreError::Unavailable(m)
+            | StoreError::Other(m)
+            | StoreError::Conflict(m)
+            | StoreError::Busy(m) => write!(f, "{m}"),
             StoreError::Gone => write!(f, "the collection's documents are gone"),
         }
     }

@@ -72,34 +72,66 @@ impl Drop for Postgres {
     }
 }
 
-/// `url` as it may be shown: its password, if any (in the user part or as a `password`
-/// parameter), replaced by `***`.
+/// `url` as it may be shown: its password, if any, replaced by `***`, wherever it is: in the
+/// user part (up to the first `@`, as tokio-postgres reads it) or as a `password` parameter of
+/// the query or of a key-value string (`host=h password=p`; a key written with percent escapes
+/// too).
 pub fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else { return url.to_string() };
-    let (head, rest) = url.split_at(scheme_end + 3);
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => match authority[..at].find(':') {
-            Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
-            None => authority.to_string(),
-        },
-        None => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|p| match p.split_once('=') {
-                    Some((k, _)) if k == "password" => format!("{k}=***"),
-                    _ => p.to_string(),
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
+    let out = match url.find("://") {
+        Some(i) => {
+            let (head, rest) = url.split_at(i + 3);
+            match rest.find('@').and_then(|at| rest[..at].find(':').map(|colon| (colon, at))) {
+                Some((colon, at)) => format!("{head}{}:***{}", &rest[..colon], &rest[at..]),
+                None => url.to_string(),
+            }
         }
-        None => tail.to_string(),
+        None => url.to_string(),
     };
-    format!("{head}{authority}{tail}")
+    redact_params(&out)
+}
+
+/// Replaces the value of every `password=` parameter (separated by `?`, `&` or whitespace).
+fn redact_params(text: &str) -> String {
+    let separator = |c: char| c == '?' || c == '&' || c.is_whitespace();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest.find(separator).unwrap_or(rest.len());
+        let (token, after) = rest.split_at(end);
+        match token.split_once('=') {
+            Some((key, _)) if percent_decoded(key).eq_ignore_ascii_case("password") => {
+                out.push_str(key);
+                out.push_str("=***");
+            }
+            _ => out.push_str(token),
+        }
+        let mut chars = after.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out
+}
+
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// True for a store location that names PostgreSQL.
@@ -108,7 +140,7 @@ pub fn is_postgres_url(location: &str) -> bool {
 }
 
 /// Whether an error means the database cannot be reached now (the connection is gone, the
-/// server shuts down or starts, is out of connections or disk), as against a refused statement.
+/// server shuts down or starts, is out of disk or broken): the store is reopened.
 fn unavailable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
@@ -116,24 +148,58 @@ fn unavailable(e: &tokio_postgres::Error) -> bool {
     match e.code() {
         None => true, // I/O, a broken connection: no answer from the server at all
         Some(code) => {
-            let class = &code.code()[..2];
-            matches!(class, "08" | "53" | "57" | "58")
-                || *code == SqlState::T_R_SERIALIZATION_FAILURE
+            matches!(&code.code()[..2], "08" | "57" | "58" | "XX") || *code == SqlState::DISK_FULL
         }
     }
 }
 
+/// Whether an error concerns this transaction alone and asking again may succeed: the
+/// database aborted it (a serialization failure, a deadlock) or has no room for it now (too
+/// many connections, out of memory).
+fn busy(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|code| {
+        *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::LOCK_NOT_AVAILABLE
+            || (&code.code()[..2] == "53" && *code != SqlState::DISK_FULL)
+    })
+}
+
+/// An error with its causes (`error connecting to server: Connection refused (os error 111)`):
+/// tokio-postgres keeps the cause apart from the message.
+fn said(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out = format!("{out}: {text}");
+        }
+        cause = c.source();
+    }
+    out
+}
+
 fn fail(e: tokio_postgres::Error) -> StoreError {
-    if unavailable(&e) {
-        StoreError::Unavailable(format!("PostgreSQL: {e}"))
+    let message = format!("PostgreSQL: {}", said(&e));
+    if busy(&e) {
+        StoreError::Busy(message)
+    } else if unavailable(&e) {
+        StoreError::Unavailable(message)
     } else {
-        StoreError::Other(format!("PostgreSQL: {e}"))
+        StoreError::Other(message)
     }
 }
 
 fn pool_fail(e: deadpool_postgres::PoolError) -> StoreError {
     match e {
         deadpool_postgres::PoolError::Backend(e) => fail(e),
+        // Every connection of the pool in use past the wait: this request alone.
+        e @ deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
+            StoreError::Busy(format!(
+                "PostgreSQL: no connection of the pool (--store-connections) came free in time: {e}"
+            ))
+        }
         e => StoreError::Unavailable(format!("PostgreSQL: {e}")),
     }
 }
@@ -200,9 +266,9 @@ fn split_pgpass(line: &str) -> Vec<String> {
 }
 
 impl Postgres {
-    /// Connects to the database `url` names with at most `connections` connections, takes the
-    /// server's lock on it, and creates (or migrates) the tables; refuses a schema or store
-    /// format newer than this build's by name.
+    /// Connects to the database `url` names with at most `connections` connections and creates
+    /// (or migrates) the tables; refuses a schema or store format newer than this build's by
+    /// name.
     pub fn open(url: &str, connections: usize) -> Result<Postgres, OpenError> {
         let shown = redact(url);
         let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{shown}: {e}"));
@@ -221,7 +287,7 @@ impl Postgres {
                 tokio::spawn(connection);
                 client.simple_query("SELECT 1").await.map(drop)
             })
-            .map_err(|e| store_err(&e))?;
+            .map_err(|e| store_err(&said(&e)))?;
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -542,9 +608,11 @@ impl WriteTxn for Txn<'_> {
     }
 
     fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError> {
+        // This incarnation only (a collection of the name made since is another).
         self.execute("DELETE FROM neardup_docs WHERE docs = $1", &[&table])?;
         self.execute("DELETE FROM neardup_removed WHERE docs = $1", &[&table])?;
-        self.execute("DELETE FROM neardup_collections WHERE name = $1", &[&name])?;
+        let sql = "DELETE FROM neardup_collections WHERE name = $1 AND docs = $2";
+        self.execute(sql, &[&name, &table])?;
         Ok(())
     }
 
@@ -575,25 +643,22 @@ impl Docs for Table<'_, '_> {
     }
 
     fn for_each(&self, visit: &mut Visit<'_>) -> Result<(), StoreError> {
-        use futures_util::{pin_mut, StreamExt};
-        let store = self.txn.store;
-        let client = self.txn.client();
-        store.block_on(async {
-            let statement = client
-                .prepare_cached("SELECT id, record FROM neardup_docs WHERE docs = $1 ORDER BY id")
-                .await
-                .map_err(fail)?;
-            let rows = client.query_raw(&statement, [&self.table]).await.map_err(fail)?;
-            pin_mut!(rows);
-            while let Some(row) = rows.next().await {
-                let row = row.map_err(fail)?;
-                let id: &[u8] = row.get(0);
-                let id = std::str::from_utf8(id)
-                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
-                visit(id, row.get(1)).map_err(StoreError::Other)?;
-            }
-            Ok(())
-        })
+        use futures_util::StreamExt;
+        let (store, client) = (self.txn.store, self.txn.client());
+        let sql = "SELECT id, record FROM neardup_docs WHERE docs = $1 ORDER BY id";
+        let statement = self.txn.statement(sql).map_err(fail)?;
+        let rows = store.block_on(client.query_raw(&statement, [&self.table])).map_err(fail)?;
+        let mut rows = Box::pin(rows);
+        // Each row is taken on the store's runtime and visited outside it: `visit` may use
+        // another store (a copy from one database to another).
+        while let Some(row) = store.block_on(rows.next()) {
+            let row = row.map_err(fail)?;
+            let id: &[u8] = row.get(0);
+            let id = std::str::from_utf8(id)
+                .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
+            visit(id, row.get(1)).map_err(StoreError::Other)?;
+        }
+        Ok(())
     }
 }
 
@@ -607,7 +672,7 @@ impl DocsMut for Table<'_, '_> {
              INSERT INTO neardup_docs (docs, id, record, version) VALUES ($1, $2, $3, $4)
              ON CONFLICT (docs, id) DO UPDATE
                  SET record = EXCLUDED.record, version = EXCLUDED.version
-             RETURNING xmax <> 0",
+             RETURNING NOT (xmax = 0)",
             &[&self.table, &id.as_bytes(), &record, &version],
         )?;
         Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
@@ -646,6 +711,19 @@ mod tests {
             "postgres://h/d?user=u&password=***&sslmode=disable"
         );
         assert_eq!(redact("host=/tmp dbname=n"), "host=/tmp dbname=n");
+        // The user part ends at the first `@`, whatever comes before it.
+        assert_eq!(redact("postgres://u:p/ss@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u:p?x@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://h/db?pass%77ord=x"), "postgres://h/db?pass%77ord=***");
+        assert_eq!(redact("host=h password=s3cret user=u"), "host=h password=*** user=u");
+        for url in [
+            "postgres://u:s3cret@h/d",
+            "postgres://u:s3/cret@h/d?password=s3cret",
+            "host=h PASSWORD=s3cret",
+            "postgresql://h/d?sslmode=disable&password=s3cret&user=u",
+        ] {
+            assert!(!redact(url).contains("s3"), "{url}: {}", redact(url));
+        }
     }
 
     #[test]
