@@ -67,24 +67,40 @@ pub(super) async fn insert_docs(
             check_incarnation(&*txn, &st, &c2)?;
             // Under the collection's lock: what other servers wrote first (a shared store).
             catch_up(&st, &c2, |t, since| txn.changes(t, since))?;
-            let mut updated = 0usize;
-            {
+            let updated = {
                 let mut t = txn.docs(&c2.table).map_err(err)?;
+                // Sent without metadata, a stored document keeps its own (the batch's ids are
+                // all different: each is read as stored before the batch).
+                let keep: Vec<String> = records
+                    .iter()
+                    .filter(|(_, m, _)| m.is_none())
+                    .map(|(id, _, _)| id.clone())
+                    .collect();
+                let asked: Vec<&str> = keep.iter().map(String::as_str).collect();
+                let stored = t.get_many(&asked).map_err(err)?;
+                let stored: std::collections::HashMap<String, Vec<u8>> =
+                    keep.into_iter().zip(stored).filter_map(|(id, v)| Some((id, v?))).collect();
+                let mut encoded = Vec::with_capacity(records.len());
                 for (id, metadata, record) in &mut records {
-                    // Sent without metadata, a stored document keeps its own.
                     match metadata.take() {
                         Some(m) => record.metadata = m,
                         None => {
-                            if let Some(v) = t.get(id.as_str()).map_err(err)? {
-                                record.metadata = read_record(&st, name, id, &v)?.metadata;
+                            if let Some(v) = stored.get(id) {
+                                record.metadata = read_record(&st, name, id, v)?.metadata;
                             }
                         }
                     }
                     c2.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
-                    let replaced = t.put(id.as_str(), record.encode(id).as_slice()).map_err(err)?;
-                    updated += usize::from(replaced);
+                    encoded.push(record.encode(id));
                 }
-            }
+                let rows: Vec<(&str, &[u8])> = records
+                    .iter()
+                    .zip(&encoded)
+                    .map(|((id, _, _), bytes)| (id.as_str(), bytes.as_slice()))
+                    .collect();
+                let replaced = t.put_many(&rows).map_err(err)?;
+                replaced.into_iter().filter(|r| *r).count()
+            };
             let version = txn.version(&c2.table);
             txn.commit().map_err(err)?;
             Ok((updated, version))

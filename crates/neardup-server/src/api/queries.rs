@@ -93,12 +93,13 @@ pub(super) async fn search(
                 (hits, plan, stored.table)
             };
             let mut out = Vec::with_capacity(hits.len());
-            for (id, similarity) in hits {
-                let Some(v) = stored.get(id.as_str()).map_err(err)? else {
-                    continue;
-                };
-                let metadata = read_record(&state, &c.info.name, &id, &v)?.metadata;
-                out.push(Match { id, similarity, metadata });
+            // The hits' records in one go (one round trip on a database).
+            let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
+            let records = stored.get_many(&ids).map_err(err)?;
+            for ((id, similarity), record) in hits.iter().zip(records) {
+                let Some(v) = record else { continue };
+                let metadata = read_record(&state, &c.info.name, id, &v)?.metadata;
+                out.push(Match { id: id.clone(), similarity: *similarity, metadata });
             }
             #[derive(serde::Serialize)]
             struct Answer {

@@ -129,6 +129,10 @@ pub trait ReadTxn {
 pub trait Docs {
     /// The record of `id`, if stored.
     fn get(&self, id: &str) -> Result<Option<Value<'_>>, StoreError>;
+    /// The records of `ids`, in their order, in one go where the store can.
+    fn get_many(&self, ids: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        ids.iter().map(|id| Ok(self.get(id)?.map(|v| v.to_vec()))).collect()
+    }
     /// Calls `visit(id, record)` for every document, in id order; stops at `visit`'s first
     /// error, which is returned as [`StoreError::Other`].
     fn for_each(&self, visit: &mut Visit<'_>) -> Result<(), StoreError>;
@@ -138,6 +142,11 @@ pub trait Docs {
 pub trait DocsMut: Docs {
     /// Stores `record` as `id`; true if it replaced a stored one.
     fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError>;
+    /// [`DocsMut::put`] of each of `rows` (ids all different), in one go where the store can;
+    /// for each, whether it replaced a stored one.
+    fn put_many(&mut self, rows: &[(&str, &[u8])]) -> Result<Vec<bool>, StoreError> {
+        rows.iter().map(|(id, record)| self.put(id, record)).collect()
+    }
     /// Removes `id`; true if it was stored.
     fn remove(&mut self, id: &str) -> Result<bool, StoreError>;
 }

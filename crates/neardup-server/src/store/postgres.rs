@@ -642,6 +642,17 @@ impl Docs for Table<'_, '_> {
         Ok(row.map(|r| Box::new(r.get::<_, Vec<u8>>(0)) as Value<'_>))
     }
 
+    fn get_many(&self, ids: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let keys: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+        let rows = self.txn.query(
+            "SELECT id, record FROM neardup_docs WHERE docs = $1 AND id = ANY($2)",
+            &[&self.table, &keys],
+        )?;
+        let mut found: std::collections::HashMap<Vec<u8>, Vec<u8>> =
+            rows.into_iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok(ids.iter().map(|id| found.remove(id.as_bytes())).collect())
+    }
+
     fn for_each(&self, visit: &mut Visit<'_>) -> Result<(), StoreError> {
         use futures_util::StreamExt;
         let (store, client) = (self.txn.store, self.txn.client());
@@ -676,6 +687,28 @@ impl DocsMut for Table<'_, '_> {
             &[&self.table, &id.as_bytes(), &record, &version],
         )?;
         Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
+    }
+
+    fn put_many(&mut self, rows: &[(&str, &[u8])]) -> Result<Vec<bool>, StoreError> {
+        let version = self.txn.write_version(&self.table)?;
+        let ids: Vec<&[u8]> = rows.iter().map(|(id, _)| id.as_bytes()).collect();
+        let records: Vec<&[u8]> = rows.iter().map(|(_, record)| *record).collect();
+        // One statement for the batch (the ids are all different, as an upsert of many rows
+        // needs). `xmax` is set on the rows it updated.
+        let written = self.txn.query(
+            "WITH rows AS (SELECT * FROM unnest($2::bytea[], $3::bytea[]) AS r (id, record)),
+                  back AS (DELETE FROM neardup_removed
+                           WHERE docs = $1 AND id IN (SELECT id FROM rows))
+             INSERT INTO neardup_docs (docs, id, record, version)
+             SELECT $1, id, record, $4 FROM rows
+             ON CONFLICT (docs, id) DO UPDATE
+                 SET record = EXCLUDED.record, version = EXCLUDED.version
+             RETURNING id, NOT (xmax = 0)",
+            &[&self.table, &ids, &records, &version],
+        )?;
+        let replaced: std::collections::HashMap<Vec<u8>, bool> =
+            written.into_iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok(ids.iter().map(|id| replaced.get(*id).copied().unwrap_or(false)).collect())
     }
 
     fn remove(&mut self, id: &str) -> Result<bool, StoreError> {
