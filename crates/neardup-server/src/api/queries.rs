@@ -406,17 +406,15 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 let stored = StoredSketches::over(state, c, txn.docs(&c.table).map_err(err)?);
                 decide(&live, &group, &stored)?
             };
-            let (replaced, answers) = {
+            let answers = {
                 let mut t = txn.docs(&c.table).map_err(err)?;
                 let replaced = write_accepted(state, c, &mut *t, &group, &decided)?;
-                let answers = answers_of(state, name, &*t, &decided, &replaced, allowances)?;
-                (replaced, answers)
+                answers_of(state, name, &*t, &decided, &replaced, allowances)?
             };
             let version = txn.version(&c.table);
             if decided.iter().any(|a| a.inserted) {
                 txn.commit().map_err(err)?;
             }
-            drop(replaced);
             return Ok((decided, answers, version));
         }
         // Decisions, in queue order, as one-at-a-time checks would make them (the library's
