@@ -115,7 +115,11 @@ pub fn copy(
             ))
         })?;
         let table = crate::store::docs_table(&info.name, &info.incarnation);
-        let copied = copy_one(&*read, &*target, &name, &settings, &table, progress);
+        // The candidate keys, for a target that keeps the index (computed by a server that
+        // runs the pipeline when this build does not).
+        let engine = target.indexes().then(|| crate::build_engine(&info).ok()).flatten();
+        let copied =
+            copy_one(&*read, &*target, &name, &settings, &table, engine.as_ref(), progress);
         if let Err(e) = copied {
             // Nothing half copied stays behind.
             if let Ok(txn) = target.write() {
@@ -149,6 +153,7 @@ fn copy_one(
     name: &str,
     settings: &str,
     table: &str,
+    engine: Option<&neardup::Engine>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), String> {
     let docs = read.docs(table).map_err(|e| e.to_string())?;
@@ -162,9 +167,23 @@ fn copy_one(
         }
         {
             let mut t = txn.docs(table).map_err(|e| e.to_string())?;
-            for (id, record) in batch.drain(..) {
-                t.put(&id, &record).map_err(|e| e.to_string())?;
-            }
+            let keys: Vec<Option<Vec<u64>>> = batch
+                .iter()
+                .map(|(id, record)| {
+                    let engine = engine?;
+                    // A damaged record is copied as it is, found by no key.
+                    let sketch = crate::store::Record::decode_sketch(id, record).ok();
+                    Some(sketch.map(|s| engine.candidate_keys(&s)).unwrap_or_default())
+                })
+                .collect();
+            let rows: Vec<crate::store::Row<'_>> = batch
+                .iter()
+                .zip(&keys)
+                .map(|((id, record), keys)| crate::store::Row { id, record, keys: keys.as_deref() })
+                .collect();
+            t.put_many(&rows).map_err(|e| e.to_string())?;
+            drop(t);
+            batch.clear();
         }
         txn.commit().map_err(|e| e.to_string())
     };

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
-use neardup::{Engine, NamedEngine, Pipeline};
+use neardup::{DocSketch, Engine, NamedEngine, Pipeline};
 
 pub use api::router;
 pub use limits::{bounds, Limits, HEAVY_WAIT};
@@ -133,11 +133,20 @@ struct Collection {
     /// The collection's version in a shared store that the index holds: what other servers
     /// wrote after it is read and applied before an answer relies on the index.
     seen: std::sync::atomic::AtomicI64,
+    /// True when the store keeps the candidate index ([`Store::indexes`]): the engine in
+    /// `live` then holds no document (searches read their candidates from the store), and
+    /// `live` keeps only the passage index, if the collection has one.
+    indexed: bool,
+    /// The documents the store counted when last asked (a store that indexes: what the
+    /// collection's description and the metrics show).
+    counted: std::sync::atomic::AtomicU64,
 }
 
 impl Collection {
-    fn new(info: CollectionInfo, live: Result<RwLock<Live>, String>) -> Collection {
+    fn new(info: CollectionInfo, live: Result<RwLock<Live>, String>, indexed: bool) -> Collection {
         Collection {
+            indexed,
+            counted: std::sync::atomic::AtomicU64::new(0),
             table: store::docs_table(&info.name, &info.incarnation),
             info,
             live,
@@ -147,6 +156,40 @@ impl Collection {
             largest_metadata: std::sync::atomic::AtomicUsize::new(4),
             seen: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// The documents stored: the index's count, or the store's when it keeps the index.
+    fn documents(&self) -> Option<usize> {
+        let live = self.live.as_ref().ok()?;
+        if self.indexed {
+            return Some(self.counted.load(Ordering::Relaxed) as usize);
+        }
+        Some(live.read().unwrap_or_else(|p| p.into_inner()).len())
+    }
+
+    /// Makes a stored document what memory holds of it: its sketch in the index, its text in
+    /// the passage index (only the text when the store keeps the candidate index).
+    fn hold(&self, live: &mut Live, id: &str, sketch: DocSketch, text: Option<String>) {
+        if self.indexed {
+            live.set_text(id, text);
+        } else {
+            live.insert_with_text(id, sketch, text);
+        }
+    }
+
+    /// Drops what memory holds of a removed document.
+    fn drop_held(&self, live: &mut Live, id: &str) {
+        if self.indexed {
+            live.set_text(id, None);
+        } else {
+            live.remove(id);
+        }
+    }
+
+    /// True when memory holds anything of the documents (a shared store's changes are then
+    /// applied before an answer relies on it).
+    fn holds_documents(&self) -> bool {
+        !self.indexed || self.info.job.passages.is_some()
     }
 
     /// Counts metadata a request brings before it is admitted: from then on an answer of
@@ -388,6 +431,18 @@ fn load_collections_inner(
 ) -> Result<BTreeMap<String, Arc<Collection>>, OpenError> {
     let store_err = |e: &dyn fmt::Display| OpenError::Store(format!("{}: {e}", path.display()));
     let mut collections = BTreeMap::new();
+    if db.indexes() {
+        let read = db.read().map_err(|e| store_err(&e))?;
+        let listed = read.collections().map_err(|e| store_err(&e))?;
+        drop(read);
+        for (name, settings) in listed {
+            let Ok(info) = serde_json::from_str::<CollectionInfo>(&settings) else { continue };
+            let n = index_unindexed(db, &info).map_err(|e| store_err(&e))?;
+            if n > 0 {
+                eprintln!("neardup serve: indexed {n} documents of {name:?} in the store");
+            }
+        }
+    }
     let read = db.read().map_err(|e| store_err(&e))?;
     let infos: Vec<CollectionInfo> = read
         .collections()
@@ -401,7 +456,8 @@ fn load_collections_inner(
         })
         .collect::<Result<_, _>>()?;
     for info in infos {
-        let c = load_collection(&*read, info, damage, limits).map_err(|e| store_err(&e))?;
+        let c = load_collection(&*read, info, damage, limits, db.indexes())
+            .map_err(|e| store_err(&e))?;
         collections.insert(c.info.name.clone(), Arc::new(c));
     }
     Ok(collections)
@@ -410,16 +466,21 @@ fn load_collections_inner(
 /// A collection and its index, rebuilt from the documents `read` holds of it. A record that
 /// fails its checksum is left out of the index and counted in `damage`. The collection's
 /// version (a shared store's) is the one of the same snapshot.
+///
+/// In a store that keeps the candidate index ([`Store::indexes`]) memory holds no document:
+/// only the texts of a collection that keeps passages are read (into its passage index).
 fn load_collection(
     read: &dyn store::ReadTxn,
     info: CollectionInfo,
     damage: &mut Damage,
     limits: &Limits,
+    indexed: bool,
 ) -> Result<Collection, String> {
     let started = Instant::now();
     let table = store::docs_table(&info.name, &info.incarnation);
     let mut largest = 4usize; // `null`
     let mut version = 0;
+    let mut counted = 0;
     let live = match build_engine(&info) {
         Ok(engine) => {
             let mut live = new_live(&info, engine, limits)
@@ -430,11 +491,16 @@ fn load_collection(
                 Err(StoreError::Gone) => None,
                 Err(e) => return Err(format!("collection {:?}: {e}", info.name)),
             };
+            let texts_only = indexed && info.job.passages.is_some();
             let mut visit = |id: &str, bytes: &[u8]| {
                 match Record::decode(id, bytes) {
                     Ok(record) => {
                         largest = largest.max(record.metadata.get().len());
-                        live.insert_with_text(id, record.sketch, record.text);
+                        if texts_only {
+                            live.set_text(id, record.text);
+                        } else {
+                            live.insert_with_text(id, record.sketch, record.text);
+                        }
                         n += 1;
                     }
                     Err(what) => {
@@ -448,8 +514,18 @@ fn load_collection(
                 Ok(())
             };
             if let Some(docs) = docs {
-                docs.for_each(&mut visit)
-                    .map_err(|e| format!("collection {:?}: {e}", info.name))?;
+                if indexed {
+                    let count =
+                        docs.count().map_err(|e| format!("collection {:?}: {e}", info.name))?;
+                    counted = count.unwrap_or(0);
+                }
+                if !indexed || texts_only {
+                    docs.for_each(&mut visit)
+                        .map_err(|e| format!("collection {:?}: {e}", info.name))?;
+                }
+            }
+            if indexed {
+                n = counted;
             }
             // The version of the snapshot just read (a store that versions collections).
             match read.changes(&table, i64::MAX) {
@@ -476,10 +552,64 @@ fn load_collection(
             Err(message)
         }
     };
-    let c = Collection::new(info, live);
+    let c = Collection::new(info, live, indexed);
     c.largest_metadata.store(largest, Ordering::Relaxed);
     c.seen.store(version, Ordering::SeqCst);
+    c.counted.store(counted, Ordering::Relaxed);
     Ok(c)
+}
+
+/// In a store that keeps the candidate index: computes and stores the candidate keys of the
+/// documents of `info` stored without them (a database migrated from schema 1, a copy made by
+/// a build that could not run the collection's pipeline), a batch per transaction. Returns
+/// how many documents it indexed. A collection this build cannot run is left as it is.
+fn index_unindexed(db: &dyn Store, info: &CollectionInfo) -> Result<u64, StoreError> {
+    const BATCH: usize = 2_000;
+    let Ok(engine) = build_engine(info) else { return Ok(0) };
+    let table = store::docs_table(&info.name, &info.incarnation);
+    let mut done = 0u64;
+    loop {
+        // Looked for first in a snapshot: a collection with nothing to index is not locked.
+        let read = db.read()?;
+        match read.docs(&table) {
+            Ok(docs) if !docs.unindexed(1)?.is_empty() => {}
+            Ok(_) | Err(StoreError::Gone) => return Ok(done),
+            Err(e) => return Err(e),
+        }
+        drop(read);
+        let txn = db.write()?;
+        // The collection's lock: other servers' writers wait for this batch.
+        if txn.settings(&info.name)?.is_none() {
+            return Ok(done);
+        }
+        let mut docs = txn.docs(&table)?;
+        let batch = docs.unindexed(BATCH)?;
+        if batch.is_empty() {
+            return Ok(done);
+        }
+        let keys: Vec<Vec<u64>> = batch
+            .iter()
+            .map(|(id, record)| {
+                // A damaged record is indexed by no key (it matches nothing): it is reported
+                // when read.
+                Record::decode_sketch(id, record)
+                    .map(|s| engine.candidate_keys(&s))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let rows: Vec<store::Row<'_>> = batch
+            .iter()
+            .zip(&keys)
+            .map(|((id, record), keys)| store::Row { id, record, keys: Some(keys) })
+            .collect();
+        docs.put_many(&rows)?;
+        drop(docs);
+        txn.commit()?;
+        done += batch.len() as u64;
+        if done.is_multiple_of(100_000) {
+            eprintln!("neardup serve: indexing {:?} in the store: {done} documents", info.name);
+        }
+    }
 }
 
 impl State {

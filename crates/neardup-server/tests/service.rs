@@ -1395,6 +1395,114 @@ fn two_servers_on_one_database_answer_as_one() {
     }
 }
 
+/// The tables' versions: a database of schema 1 (no candidate index in it) is migrated when a
+/// server opens it, its documents indexed in the database and found as before; one of a newer
+/// schema is refused by name. A server on PostgreSQL holds no document in memory, so what it
+/// finds comes from the database's index.
+#[test]
+fn a_schema_1_database_is_migrated_and_a_newer_one_refused() {
+    let db = "schema_1_migrated";
+    let cluster = support::pg::cluster();
+    let url = cluster.database(db);
+    let ids: Vec<String> = (0..60).map(|i| format!("m{i}")).collect();
+    let s = Server::on_store(&url);
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let docs: Vec<Value> = ids.iter().map(|id| json!({"id": id, "text": doc_text(id)})).collect();
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({ "docs": docs })).0, 200);
+    s.stop();
+    let bands: u64 =
+        cluster.sql(db, "SELECT count(*) FROM neardup_bands").trim().parse().expect("a count");
+    assert_eq!(bands, 60 * 16, "16 band rows per document (the default banding)");
+    // Back to schema 1's tables, as a build of that schema left them.
+    cluster.sql(
+        db,
+        "DROP TABLE neardup_bands;
+         ALTER TABLE neardup_docs DROP COLUMN seq, DROP COLUMN keys;
+         ALTER TABLE neardup_collections DROP COLUMN count;
+         DROP SEQUENCE neardup_seq;
+         UPDATE neardup_meta SET value = 1 WHERE key = 'schema';",
+    );
+    let s = Server::on_store(&url);
+    for id in &ids {
+        let (st, v) = s.json("POST", "/v1/collections/c/search", json!({"text": doc_text(id)}));
+        assert_eq!((st, &v["hits"][0]["id"]), (200, &json!(id)), "{v}");
+    }
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(60), "{v}");
+    s.stop();
+    let schema = cluster.sql(db, "SELECT value FROM neardup_meta WHERE key = 'schema'");
+    assert_eq!(schema.trim(), "2");
+    let left = cluster.sql(db, "SELECT count(*) FROM neardup_docs WHERE keys IS NULL");
+    assert_eq!(left.trim(), "0", "every document indexed");
+    let bands_now = cluster.sql(db, "SELECT count(*) FROM neardup_bands");
+    assert_eq!(bands_now.trim(), bands.to_string());
+    // A newer schema: refused, naming it.
+    cluster.sql(db, "UPDATE neardup_meta SET value = 99 WHERE key = 'schema'");
+    let config = neardup_server::Config {
+        data_dir: std::path::PathBuf::new(),
+        store: Some(url.clone()),
+        token: None,
+        limits: neardup_server::Limits::default(),
+    };
+    let e = neardup_server::open(config).expect_err("a newer schema is refused");
+    let m = e.to_string();
+    assert!(m.contains("schema is version 99, made by a newer neardup"), "{m}");
+}
+
+/// The candidate index in the database follows the documents: an upsert with another text is
+/// found by its new text and no longer by its old one, a removed document by neither, and the
+/// band rows are exactly those of the documents stored (16 each), none left by a deleted
+/// collection. Two collections holding the same texts never find each other's documents.
+#[test]
+fn the_band_rows_in_the_database_follow_the_documents() {
+    let db = "band_rows_follow";
+    let cluster = support::pg::cluster();
+    let s = Server::on_store(&cluster.database(db));
+    for c in ["c", "twin"] {
+        assert_eq!(s.json("PUT", &format!("/v1/collections/{c}"), json!({})).0, 201);
+        let docs: Vec<Value> = (0..10)
+            .map(|i| json!({"id": format!("d{i}"), "text": doc_text(&format!("d{i}"))}))
+            .collect();
+        let path = format!("/v1/collections/{c}/docs");
+        assert_eq!(s.json("POST", &path, json!({ "docs": docs })).0, 200);
+    }
+    let rows = || -> u64 {
+        cluster.sql(db, "SELECT count(*) FROM neardup_bands").trim().parse().expect("a count")
+    };
+    assert_eq!(rows(), 2 * 10 * 16);
+    // d0..d4 take the texts of e0..e4 (upserts, one by a check); d8, d9 are removed.
+    let moved: Vec<Value> = (0..4)
+        .map(|i| json!({"id": format!("d{i}"), "text": doc_text(&format!("e{i}"))}))
+        .collect();
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", json!({ "docs": moved })).0, 200);
+    let (_, v) =
+        s.json("POST", "/v1/collections/c/check", json!({"id": "d4", "text": doc_text("e4")}));
+    assert_eq!((&v["inserted"], &v["replaced"]), (&json!(true), &json!(true)), "{v}");
+    for id in ["d8", "d9"] {
+        assert_eq!(s.call("DELETE", &format!("/v1/collections/c/docs/{id}"), None).0, 200);
+    }
+    for i in 0..10 {
+        let (_, old) =
+            s.json("POST", "/v1/collections/c/search", json!({"text": doc_text(&format!("d{i}"))}));
+        let want = if (5..8).contains(&i) { json!([format!("d{i}")]) } else { json!([]) };
+        let got: Vec<&Value> =
+            old["hits"].as_array().expect("hits").iter().map(|h| &h["id"]).collect();
+        assert_eq!(json!(got), want, "d{i}'s old text: {old}");
+    }
+    for i in 0..5 {
+        let (_, new) =
+            s.json("POST", "/v1/collections/c/search", json!({"text": doc_text(&format!("e{i}"))}));
+        assert_eq!(new["hits"][0]["id"], json!(format!("d{i}")), "{new}");
+    }
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(8), "{v}");
+    assert_eq!(rows(), (8 + 10) * 16);
+    assert_eq!(s.call("DELETE", "/v1/collections/c", None).0, 200);
+    assert_eq!(rows(), 10 * 16, "the deleted collection's rows are gone, its twin's kept");
+    let (_, v) = s.json("POST", "/v1/collections/twin/search", json!({"text": doc_text("d9")}));
+    assert_eq!(v["hits"][0]["id"], json!("d9"), "{v}");
+}
+
 /// Exactly once across servers: 200 pairs of near-copies, the two copies of each pair checked
 /// at the same moment, one through each of two servers on one database. Of each pair exactly
 /// one is inserted and the other is answered as its duplicate; the database holds one of each.

@@ -424,6 +424,16 @@ impl Engine {
     /// limit, else refused ([`QueryError::BelowThreshold`]): never answered in part. A threshold
     /// outside (0, 1] is refused ([`QueryError::Threshold`]).
     pub fn plan_search(&self, threshold: Option<f64>) -> Result<SearchPlan, QueryError> {
+        self.plan_search_over(threshold, self.docs.len())
+    }
+
+    /// [`Engine::plan_search`] over `documents` stored documents (where the caller keeps them:
+    /// an engine that holds none, searched through a store's own index).
+    pub fn plan_search_over(
+        &self,
+        threshold: Option<f64>,
+        documents: usize,
+    ) -> Result<SearchPlan, QueryError> {
         let index_threshold = self.config.threshold;
         if let Some(t) = threshold {
             if !(t > 0.0 && t <= 1.0) {
@@ -434,13 +444,13 @@ impl Engine {
             // Within floating-point noise of the index's threshold is the index's threshold;
             // a pair verified by its bits passes whatever the threshold.
             Some(t) if !self.plan.verifies_by_bits() && t < index_threshold - 1e-12 => {
-                if self.docs.len() <= self.scan_limit {
+                if documents <= self.scan_limit {
                     Ok(SearchPlan::Scan)
                 } else {
                     Err(QueryError::BelowThreshold(BelowThreshold {
                         threshold: t,
                         index_threshold,
-                        documents: self.docs.len(),
+                        documents,
                         scan_limit: self.scan_limit,
                     }))
                 }
@@ -508,30 +518,48 @@ impl Engine {
         }
         candidates.sort_unstable();
         candidates.dedup();
-        let threshold = threshold.unwrap_or(self.config.threshold);
-        let mut hits: Vec<Hit> = Vec::new();
+        let mut docs = Vec::with_capacity(candidates.len());
         for key in candidates {
             let doc = match &self.docs {
                 Docs::Resident(m) => m.get(&key).map(Cow::Borrowed),
                 Docs::External(s) if s.contains(&key) => source(key)?.map(Cow::Owned),
                 Docs::External(_) => None,
             };
-            let Some(doc) = doc else { continue };
-            // The index's tables keep 32 bits of each band key: a candidate that only shares
-            // those is no candidate (the batch search and `candidate_keys` would not pair them).
-            if plan == SearchPlan::Index && !self.is_candidate(query, &doc) {
-                continue;
-            }
-            let q = query.view();
-            if let Some(similarity) =
-                verify(&self.plan, threshold, self.config.hamming, &q, &doc.view())
-            {
-                hits.push(Hit { key, similarity });
-            }
+            docs.extend(doc.map(|d| (key, d)));
         }
+        Ok(self.rank(plan, query, threshold, top_k, docs))
+    }
+
+    /// The hits among `candidates` (each a key and its sketch, found by `plan`): each verified
+    /// at `threshold` (or the configured one), most similar first (ties by key), at most
+    /// `top_k`. By [`SearchPlan::Index`], a candidate that shares no key with `query` in full
+    /// ([`Engine::is_candidate`]) is left out, as the batch search would leave it: an index
+    /// that keeps part of each key (the in-memory tables keep 32 bits) or one that a store
+    /// keeps finds it and this search does not.
+    pub fn rank<'s>(
+        &self,
+        plan: SearchPlan,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+        candidates: impl IntoIterator<Item = (u64, Cow<'s, DocSketch>)>,
+    ) -> Vec<Hit> {
+        if query.empty {
+            return Vec::new();
+        }
+        let threshold = threshold.unwrap_or(self.config.threshold);
+        let q = query.view();
+        let mut hits: Vec<Hit> = candidates
+            .into_iter()
+            .filter(|(_, doc)| plan == SearchPlan::Scan || self.is_candidate(query, doc))
+            .filter_map(|(key, doc)| {
+                verify(&self.plan, threshold, self.config.hamming, &q, &doc.view())
+                    .map(|similarity| Hit { key, similarity })
+            })
+            .collect();
         hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
         hits.truncate(top_k);
-        Ok(hits)
+        hits
     }
 }
 

@@ -53,7 +53,9 @@ pub use id::{
 };
 pub use idf::IdfBuilder;
 pub use job::{CompiledJob, JobError, JobSpec};
-pub use named::{Check, CheckAnswer, IdSource, NamedEngine, OpenIndexError};
+pub use named::{
+    Check, CheckAnswer, IdSource, NamedEngine, OpenIndexError, Stored, StoredDoc, StoredIndex,
+};
 pub use options::{FeatureChoice, PipelineOptions};
 pub use pipeline::{
     Document, Fingerprint, OwnedDocument, Pipeline, Scratch, Sketches, WeightedFeature,

@@ -66,6 +66,52 @@ impl std::error::Error for OpenIndexError {
 /// ([`Engine::with_external_sketches`]): `None` when the id is no longer stored.
 pub type IdSource<'a> = &'a dyn Fn(&str) -> Result<Option<DocSketch>, SourceError>;
 
+/// A store that keeps a collection's documents and their candidate index itself (the
+/// service's database): the engine searching it holds no document, and each search reads its
+/// candidates from the store in one go.
+pub trait StoredIndex {
+    /// How many documents the store holds (what decides whether a search below the
+    /// threshold may scan them: [`Engine::plan_search_over`]).
+    fn documents(&self) -> Result<usize, SourceError>;
+    /// The stored documents that share at least one of `keys` ([`Engine::candidate_keys`]), or
+    /// every stored document when `keys` is `None` (a scan).
+    fn candidates(&self, keys: Option<&[u64]>) -> Result<Vec<StoredDoc>, SourceError>;
+}
+
+/// A document a [`StoredIndex`] gives as a candidate.
+#[derive(Debug, Clone)]
+pub struct StoredDoc {
+    /// Its id.
+    pub id: String,
+    /// Its place in the order documents were first stored (ties between equally similar
+    /// documents go to the earlier, as in a [`NamedEngine`] that holds them).
+    pub order: u64,
+    /// Its sketch.
+    pub sketch: DocSketch,
+}
+
+/// Where a [`NamedEngine`]'s stored documents are searched.
+#[derive(Clone, Copy)]
+pub enum Stored<'a> {
+    /// In the engine, sketches and all.
+    Here,
+    /// The candidate index in the engine, the sketches read through the source
+    /// ([`Engine::with_external_sketches`]).
+    Sketches(IdSource<'a>),
+    /// Index and sketches in a store ([`StoredIndex`]): the engine holds no document.
+    Index(&'a dyn StoredIndex),
+}
+
+impl std::fmt::Debug for Stored<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stored::Here => "Here",
+            Stored::Sketches(_) => "Sketches",
+            Stored::Index(_) => "Index",
+        })
+    }
+}
+
 /// An [`Engine`] with string ids. Each id gets a `u64` key when first stored (keys count up, so
 /// key order is first-insertion order); the id text is held once, shared by both directions.
 ///
@@ -150,20 +196,7 @@ impl NamedEngine {
     /// Stores `sketch` under `id`, replacing what `id` held, and, when the index keeps
     /// passages, `text` as a source of the passage check (a document without text has none).
     pub fn insert_with_text(&mut self, id: &str, sketch: DocSketch, text: Option<String>) {
-        if let Some(p) = &mut self.passages {
-            let p = Arc::make_mut(p);
-            match text {
-                // A text under 4 GiB (the stores' document limits are far below) and an id
-                // given once: adding cannot fail.
-                Some(t) => {
-                    let added = p.add_documents(vec![(id.to_string(), t)], OnExistingId::Replace);
-                    debug_assert!(added.is_ok(), "{added:?}");
-                }
-                None => {
-                    p.remove(id);
-                }
-            }
-        }
+        self.set_text(id, text);
         let key = match self.key_of.get(id) {
             Some(&k) => k,
             None => {
@@ -178,11 +211,28 @@ impl NamedEngine {
         self.engine.insert(key, sketch);
     }
 
+    /// Makes `text` the passage source of `id` (none: `None`) when the index keeps passages,
+    /// leaving the search index as it is: for an engine whose documents a store indexes
+    /// ([`Stored::Index`]), this is all it holds of them.
+    pub fn set_text(&mut self, id: &str, text: Option<String>) {
+        let Some(p) = &mut self.passages else { return };
+        let p = Arc::make_mut(p);
+        match text {
+            // A text under 4 GiB (the stores' document limits are far below) and an id
+            // given once: adding cannot fail.
+            Some(t) => {
+                let added = p.add_documents(vec![(id.to_string(), t)], OnExistingId::Replace);
+                debug_assert!(added.is_ok(), "{added:?}");
+            }
+            None => {
+                p.remove(id);
+            }
+        }
+    }
+
     /// Removes `id`; returns whether it was stored.
     pub fn remove(&mut self, id: &str) -> bool {
-        if let Some(p) = &mut self.passages {
-            Arc::make_mut(p).remove(id);
-        }
+        self.set_text(id, None);
         let Some(key) = self.key_of.remove(id) else { return false };
         self.id_of.remove(&key);
         self.engine.remove(key)
@@ -203,29 +253,43 @@ impl NamedEngine {
     ) -> Result<Vec<(String, f64)>, QueryError> {
         let plan = self.engine.plan_search(threshold)?;
         Ok(self
-            .search_with(plan, query, threshold, top_k, except, None)
+            .search_with(plan, query, threshold, top_k, except, Stored::Here)
             .expect("a resident engine reads no source"))
     }
 
-    /// [`NamedEngine::search`] on an engine of either kind: with external sketches, each
-    /// candidate's is read through `source` ([`Engine::search_in`]). Refused below the
-    /// threshold as [`NamedEngine::plan_search`] says; a source's error is the outer one.
+    /// [`NamedEngine::search`] of the documents where `stored` says they are: with external
+    /// sketches, each candidate's is read through the source ([`Engine::search_in`]); from a
+    /// store's index, the candidates are read from it. Refused below the threshold as
+    /// [`NamedEngine::plan_search_in`] says; a source's error is the outer one.
     pub fn search_in(
         &self,
         query: &DocSketch,
         threshold: Option<f64>,
         top_k: usize,
         except: Option<&str>,
-        source: IdSource<'_>,
+        stored: Stored<'_>,
     ) -> Result<Result<Vec<(String, f64)>, QueryError>, SourceError> {
-        let plan = match self.engine.plan_search(threshold) {
+        let plan = match self.plan_search_in(threshold, stored)? {
             Ok(plan) => plan,
             Err(e) => return Ok(Err(e)),
         };
-        self.search_with(plan, query, threshold, top_k, except, Some(source)).map(Ok)
+        self.search_with(plan, query, threshold, top_k, except, stored).map(Ok)
     }
 
-    /// [`NamedEngine::search`] by the given plan, reading external sketches through `source`.
+    /// [`NamedEngine::plan_search`] over the documents where `stored` says they are (a store's
+    /// index counts its own).
+    pub fn plan_search_in(
+        &self,
+        threshold: Option<f64>,
+        stored: Stored<'_>,
+    ) -> Result<Result<SearchPlan, QueryError>, SourceError> {
+        Ok(match stored {
+            Stored::Index(index) => self.engine.plan_search_over(threshold, index.documents()?),
+            Stored::Here | Stored::Sketches(_) => self.engine.plan_search(threshold),
+        })
+    }
+
+    /// [`NamedEngine::search`] by the given plan, of the documents where `stored` says.
     fn search_with(
         &self,
         plan: SearchPlan,
@@ -233,8 +297,15 @@ impl NamedEngine {
         threshold: Option<f64>,
         top_k: usize,
         except: Option<&str>,
-        source: Option<IdSource<'_>>,
+        stored: Stored<'_>,
     ) -> Result<Vec<(String, f64)>, SourceError> {
+        let source = match stored {
+            Stored::Index(index) => {
+                return self.search_index(index, plan, query, threshold, top_k, except)
+            }
+            Stored::Sketches(source) => Some(source),
+            Stored::Here => None,
+        };
         let own = except.and_then(|id| self.key_of.get(id).copied());
         let by_key = |key: u64| -> Result<Option<DocSketch>, SourceError> {
             match (source, self.id_of.get(&key)) {
@@ -251,6 +322,40 @@ impl NamedEngine {
             .filter(|h| Some(h.key) != own)
             .take(top_k)
             .map(|h| (self.id_of[&h.key].to_string(), h.similarity))
+            .collect())
+    }
+
+    /// [`NamedEngine::search_with`] of a store's index: its candidates (by the query's keys, or
+    /// all of them for a scan) ranked as the engine ranks its own, ties by first storing.
+    fn search_index(
+        &self,
+        index: &dyn StoredIndex,
+        plan: SearchPlan,
+        query: &DocSketch,
+        threshold: Option<f64>,
+        top_k: usize,
+        except: Option<&str>,
+    ) -> Result<Vec<(String, f64)>, SourceError> {
+        if query.empty {
+            return Ok(Vec::new());
+        }
+        let keys = match plan {
+            SearchPlan::Index => Some(self.engine.candidate_keys(query)),
+            SearchPlan::Scan => None,
+        };
+        let mut docs = index.candidates(keys.as_deref())?;
+        docs.retain(|d| Some(d.id.as_str()) != except);
+        let mut ids: FxHashMap<u64, String> = FxHashMap::default();
+        let mut sketches = Vec::with_capacity(docs.len());
+        for d in docs {
+            ids.insert(d.order, d.id);
+            sketches.push((d.order, std::borrow::Cow::Owned(d.sketch)));
+        }
+        Ok(self
+            .engine
+            .rank(plan, query, threshold, top_k, sketches)
+            .into_iter()
+            .map(|h| (ids.remove(&h.key).unwrap_or_default(), h.similarity))
             .collect())
     }
 
@@ -272,26 +377,39 @@ impl NamedEngine {
     /// # Panics
     /// If the engine's sketches are external: decide with [`NamedEngine::decide_checks_in`].
     pub fn decide_checks(&self, checks: &[Check<'_>]) -> Vec<CheckAnswer> {
-        self.decide_checks_in(checks, None).expect("a resident engine reads no source")
+        self.decide_checks_in(checks, Stored::Here).expect("a resident engine reads no source")
     }
 
-    /// [`NamedEngine::decide_checks`] on an engine of either kind: with external sketches, the
-    /// stored candidates' are read through `source` (the accepted documents of the group are
-    /// held in memory until the caller stores them). A source's error ends the decision.
+    /// [`NamedEngine::decide_checks`] of the documents where `stored` says they are: with
+    /// external sketches, the stored candidates' are read through the source; from a store's
+    /// index, the candidates are read from it (the accepted documents of the group are held in
+    /// memory until the caller stores them). A source's error ends the decision.
     pub fn decide_checks_in(
         &self,
         checks: &[Check<'_>],
-        source: Option<IdSource<'_>>,
+        stored: Stored<'_>,
     ) -> Result<Vec<CheckAnswer>, SourceError> {
         // The group's accepted documents, in an engine of the same settings: searching it is
         // searching them as if they were stored.
         let mut group: Option<NamedEngine> = None;
         let mut answers = Vec::with_capacity(checks.len());
+        // How many documents a store's index holds, read once for the group.
+        let mut counted: Option<usize> = None;
         for c in checks {
             // The accepted ids replace stored ones: search deeper, so that dropping them still
             // leaves top_k.
             let shadowed = group.as_ref().map_or(0, NamedEngine::len);
-            let plan = self.engine.plan_search(c.threshold).unwrap_or(SearchPlan::Scan);
+            let plan = match stored {
+                Stored::Index(index) => {
+                    let n = match counted {
+                        Some(n) => n,
+                        None => *counted.insert(index.documents()?),
+                    };
+                    self.engine.plan_search_over(c.threshold, n)
+                }
+                Stored::Here | Stored::Sketches(_) => self.engine.plan_search(c.threshold),
+            }
+            .unwrap_or(SearchPlan::Scan);
             let mut matches: Vec<(String, f64)> = self
                 .search_with(
                     plan,
@@ -299,7 +417,7 @@ impl NamedEngine {
                     c.threshold,
                     c.top_k.saturating_add(shadowed),
                     Some(c.id),
-                    source,
+                    stored,
                 )?
                 .into_iter()
                 .filter(|(id, _)| !group.as_ref().is_some_and(|g| g.contains(id)))
@@ -312,7 +430,7 @@ impl NamedEngine {
                     c.threshold,
                     c.top_k,
                     Some(c.id),
-                    None,
+                    Stored::Here,
                 )?);
             }
             matches.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -476,6 +594,97 @@ mod tests {
         let found = passages.check(None, q, &[]).expect("check");
         assert_eq!(found.copied_chars, q.chars().count() as u64);
         assert_eq!(passages.id(found.sources[0].source), "7", "the id as it was stored");
+    }
+
+    /// A store's index for the tests: documents by id with their first-storing order and
+    /// candidate keys, the candidates found by a scan of the keys (brute force).
+    struct KeyedStore {
+        docs: Vec<(String, u64, DocSketch, Vec<u64>)>,
+        next: u64,
+    }
+
+    impl KeyedStore {
+        fn put(&mut self, engine: &Engine, id: &str, sketch: DocSketch) {
+            let keys = engine.candidate_keys(&sketch);
+            match self.docs.iter_mut().find(|d| d.0 == id) {
+                Some(d) => (d.2, d.3) = (sketch, keys),
+                None => {
+                    self.docs.push((id.to_string(), self.next, sketch, keys));
+                    self.next += 1;
+                }
+            }
+        }
+    }
+
+    impl StoredIndex for KeyedStore {
+        fn documents(&self) -> Result<usize, SourceError> {
+            Ok(self.docs.len())
+        }
+        fn candidates(&self, keys: Option<&[u64]>) -> Result<Vec<StoredDoc>, SourceError> {
+            Ok(self
+                .docs
+                .iter()
+                .filter(|d| keys.is_none_or(|k| d.3.iter().any(|x| k.contains(x))))
+                .map(|d| StoredDoc { id: d.0.clone(), order: d.1, sketch: d.2.clone() })
+                .collect())
+        }
+    }
+
+    fn texts() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+        use proptest::prelude::*;
+        let word = prop::sample::select(vec!["a", "b", "c", "d", "e", "f", "g", "h"]);
+        prop::collection::vec(prop::collection::vec(word, 0..12).prop_map(|w| w.join(" ")), 1..30)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// An engine that holds no document, searching a store's index, answers every search
+        /// and every group of checks as one holding the documents: by the index and by a scan,
+        /// for each method, after replacements, ties to the earlier stored.
+        #[test]
+        fn a_stores_index_answers_as_the_engines_own(
+            texts in texts(),
+            method in proptest::sample::select(vec![
+                crate::Method::MinHash, crate::Method::SimHash, crate::Method::Both,
+            ]),
+            threshold in proptest::sample::select(vec![None, Some(0.3), Some(0.95)]),
+        ) {
+            let p = Arc::new(Pipeline::new(PipelineSpec::preset("shingles").expect("preset"))
+                .expect("valid"));
+            let config = SearchConfig { method, threshold: 0.5, ..SearchConfig::default() };
+            let mut resident = NamedEngine::new(Engine::new(p.clone(), config.clone()).expect("valid"));
+            let bare = NamedEngine::new(Engine::new(p, config).expect("valid"));
+            let mut store = KeyedStore { docs: Vec::new(), next: 0 };
+            let mut scratch = Scratch::default();
+            let sketches: Vec<DocSketch> = texts
+                .iter()
+                .map(|t| resident.engine().sketch(Document::Text(t), t.len(), &mut scratch))
+                .collect();
+            for (i, sk) in sketches.iter().enumerate() {
+                let id = format!("d{}", i % 17);
+                resident.insert(&id, sk.clone());
+                store.put(bare.engine(), &id, sk.clone());
+            }
+            for (i, q) in sketches.iter().enumerate() {
+                let except = format!("d{}", i % 5);
+                let want = resident.search(q, threshold, 7, Some(&except)).expect("planned");
+                let got = bare
+                    .search_in(q, threshold, 7, Some(&except), Stored::Index(&store))
+                    .expect("read")
+                    .expect("planned");
+                proptest::prop_assert_eq!(got, want);
+            }
+            let ids: Vec<String> = (0..sketches.len()).map(|i| format!("n{}", i % 9)).collect();
+            let checks: Vec<Check<'_>> = sketches
+                .iter()
+                .zip(&ids)
+                .map(|(sketch, id)| Check { id, sketch, insert: true, threshold, top_k: 3 })
+                .collect();
+            let want = resident.decide_checks(&checks);
+            let got = bare.decide_checks_in(&checks, Stored::Index(&store)).expect("read");
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 
     /// Regression: the service's group commit compared a check with the documents accepted

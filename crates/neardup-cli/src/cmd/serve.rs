@@ -68,7 +68,8 @@ pub struct ServeArgs {
     /// postgres://USER@HOST[:PORT]/DB (a Unix socket: postgres://USER@%2Frun%2Fpostgresql/DB
     /// or ?host=/run/postgresql). The password comes from the URL, PGPASSWORD or ~/.pgpass,
     /// and is never printed. The environment variable NEARDUP_STORE is used when this is not
-    /// given. The server creates its tables (neardup_*); any number of servers may serve one
+    /// given. The server creates (and migrates) its tables (neardup_*), the candidate index
+    /// among them, and holds no document in memory; any number of servers may serve one
     /// database, with the same answers (check is exactly once across them).
     #[arg(long, value_name = "URL")]
     store: Option<String>,

@@ -168,7 +168,8 @@ pub(super) async fn create_collection(
         };
     }
     let text = serde_json::to_string(&info).map_err(ApiError::internal)?;
-    let c = Arc::new(Collection::new(info, Ok(std::sync::RwLock::new(live))));
+    let indexed = state.with_db(|db| Ok(db.indexes()))?;
+    let c = Arc::new(Collection::new(info, Ok(std::sync::RwLock::new(live)), indexed));
     let (st, c2) = (state.clone(), c.clone());
     blocking(move || {
         let name = c2.info.name.as_str();
@@ -189,11 +190,12 @@ pub(super) async fn create_collection(
 }
 
 pub(super) fn describe(c: &Collection) -> Value {
+    let documents = c.documents();
     let (documents, banding, verification, error) = match &c.live {
         Ok(live) => {
             let live = live.read().unwrap_or_else(|p| p.into_inner());
             (
-                Some(live.engine().len()),
+                documents,
                 live.engine().banding().map(|(b, r)| (b, r, live.engine().candidate_probability())),
                 Some(live.engine().verification().name()),
                 None,

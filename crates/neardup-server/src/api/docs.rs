@@ -39,17 +39,19 @@ pub(super) async fn insert_docs(
             .await?;
     // Sketch outside every lock.
     let c2 = c.clone();
-    type Sketched = Vec<(String, Option<Box<RawValue>>, Record)>;
+    type Sketched = Vec<(String, Option<Box<RawValue>>, Record, Option<Vec<u64>>)>;
     let (mut records, turn): (Sketched, Turn) = blocking(move || {
         let live = live(&c2)?.read().unwrap_or_else(|p| p.into_inner());
         let store_text = c2.info.store_text;
-        // Sketch the batch on every core (rayon), in order.
+        // Sketch the batch on every core (rayon), in order; with the candidate keys when the
+        // store keeps the index.
         let records = docs
             .into_par_iter()
             .map_init(Scratch::default, |scratch, (id, body, metadata)| {
                 let sketch = live.engine().sketch(body.as_document(), body.len(), scratch);
+                let keys = c2.indexed.then(|| live.engine().candidate_keys(&sketch));
                 let text = store_text.then(|| body.as_document().display_text().into_owned());
-                (id, metadata, Record { sketch, metadata: no_metadata(), text })
+                (id, metadata, Record { sketch, metadata: no_metadata(), text }, keys)
             })
             .collect();
         Ok((records, turn))
@@ -73,15 +75,15 @@ pub(super) async fn insert_docs(
                 // all different: each is read as stored before the batch).
                 let keep: Vec<String> = records
                     .iter()
-                    .filter(|(_, m, _)| m.is_none())
-                    .map(|(id, _, _)| id.clone())
+                    .filter(|(_, m, _, _)| m.is_none())
+                    .map(|(id, _, _, _)| id.clone())
                     .collect();
                 let asked: Vec<&str> = keep.iter().map(String::as_str).collect();
                 let stored = t.get_many(&asked).map_err(err)?;
                 let stored: std::collections::HashMap<String, Vec<u8>> =
                     keep.into_iter().zip(stored).filter_map(|(id, v)| Some((id, v?))).collect();
                 let mut encoded = Vec::with_capacity(records.len());
-                for (id, metadata, record) in &mut records {
+                for (id, metadata, record, _) in &mut records {
                     match metadata.take() {
                         Some(m) => record.metadata = m,
                         None => {
@@ -93,10 +95,14 @@ pub(super) async fn insert_docs(
                     c2.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
                     encoded.push(record.encode(id));
                 }
-                let rows: Vec<(&str, &[u8])> = records
+                let rows: Vec<crate::store::Row<'_>> = records
                     .iter()
                     .zip(&encoded)
-                    .map(|((id, _, _), bytes)| (id.as_str(), bytes.as_slice()))
+                    .map(|((id, _, _, keys), bytes)| crate::store::Row {
+                        id,
+                        record: bytes,
+                        keys: keys.as_deref(),
+                    })
                     .collect();
                 let replaced = t.put_many(&rows).map_err(err)?;
                 replaced.into_iter().filter(|r| *r).count()
@@ -109,9 +115,10 @@ pub(super) async fn insert_docs(
         // Durable: now visible to searches.
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
+        c2.counted.fetch_add((n - updated) as u64, Ordering::Relaxed);
         if apply_own(&c2, version) {
-            for (id, _, record) in records {
-                live.insert_with_text(&id, record.sketch, record.text);
+            for (id, _, record, _) in records {
+                c2.hold(&mut live, &id, record.sketch, record.text);
             }
         }
         Ok((n - updated, updated))
@@ -189,9 +196,14 @@ pub(super) async fn delete_doc(
             Ok((existed, version))
         })?;
         let (existed, version) = existed;
+        if existed {
+            let _ = c2
+                .counted
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_sub(1)));
+        }
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         if apply_own(&c2, version) {
-            live.remove(&key);
+            c2.drop_held(&mut live, &key);
         }
         drop(live);
         Ok(existed)

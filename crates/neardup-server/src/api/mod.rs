@@ -184,14 +184,21 @@ fn read_record(
     })
 }
 
-/// The stored sketches of a collection, read from a read transaction for verification: a
-/// collection's index keeps none in memory ([`neardup::Engine::with_external_sketches`]). The
-/// first error is kept whole for the reply (the library only passes it through).
+/// The stored sketches of a collection, read from a transaction for verification: a
+/// collection's index keeps none in memory ([`neardup::Engine::with_external_sketches`]), and
+/// in a store that keeps the candidate index ([`crate::store::Store::indexes`]) the candidates
+/// themselves come from it ([`neardup::StoredIndex`]). The first error is kept whole for the
+/// reply (the library only passes it through).
 struct StoredSketches<'a> {
     state: &'a AppState,
     collection: &'a str,
+    /// The store keeps the candidate index.
+    indexed: bool,
     table: Box<dyn Docs + 'a>,
     failed: std::cell::RefCell<Option<ApiError>>,
+    /// The records of the candidates read from the store's index, by id: a search's hits
+    /// take their metadata from here without reading them again.
+    records: std::cell::RefCell<std::collections::HashMap<String, Vec<u8>>>,
 }
 
 impl<'a> StoredSketches<'a> {
@@ -202,7 +209,7 @@ impl<'a> StoredSketches<'a> {
     ) -> Result<StoredSketches<'a>, ApiError> {
         let name = c.info.name.as_str();
         let table = txn.docs(&c.table).map_err(|e| store_err(state, name, e))?;
-        Ok(StoredSketches { state, collection: name, table, failed: Default::default() })
+        Ok(StoredSketches::over(state, c, table))
     }
 
     /// The same over a table of documents already open (a write transaction's).
@@ -211,36 +218,104 @@ impl<'a> StoredSketches<'a> {
         c: &'a Collection,
         table: Box<dyn Docs + 'a>,
     ) -> StoredSketches<'a> {
-        StoredSketches { state, collection: &c.info.name, table, failed: Default::default() }
+        StoredSketches {
+            state,
+            collection: &c.info.name,
+            indexed: c.indexed,
+            table,
+            failed: Default::default(),
+            records: Default::default(),
+        }
+    }
+
+    /// Keeps the first error for the reply; the library gets its message.
+    fn fail(&self, e: ApiError) -> neardup::SourceError {
+        let message = e.message.clone();
+        self.failed.borrow_mut().get_or_insert(e);
+        message.into()
+    }
+
+    fn damaged(&self, id: &str, what: &str) -> neardup::SourceError {
+        self.state.record_damage(self.collection, id, what);
+        self.fail(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "damaged_record",
+            format!("collection {:?}, document {id:?}: {what}", self.collection),
+        ))
     }
 
     fn get(&self, id: &str) -> Result<Option<neardup::DocSketch>, neardup::SourceError> {
-        let failed = |e: ApiError| -> neardup::SourceError {
-            let message = e.message.clone();
-            self.failed.borrow_mut().get_or_insert(e);
-            message.into()
-        };
         let Some(v) =
-            self.table.get(id).map_err(|e| failed(store_err(self.state, self.collection, e)))?
+            self.table.get(id).map_err(|e| self.fail(store_err(self.state, self.collection, e)))?
         else {
             return Ok(None);
         };
         match Record::decode_sketch(id, &v) {
             Ok(sketch) => Ok(Some(sketch)),
-            Err(what) => {
-                self.state.record_damage(self.collection, id, &what);
-                Err(failed(ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "damaged_record",
-                    format!("collection {:?}, document {id:?}: {what}", self.collection),
-                )))
+            Err(what) => Err(self.damaged(id, &what)),
+        }
+    }
+
+    /// Runs `f` with where the library finds the collection's documents: the store's index,
+    /// or the engine's with the sketches read from the store.
+    fn with<R>(&self, f: impl FnOnce(neardup::Stored<'_>) -> R) -> R {
+        if self.indexed {
+            f(neardup::Stored::Index(self))
+        } else {
+            f(neardup::Stored::Sketches(&|id| self.get(id)))
+        }
+    }
+
+    /// The records of `ids`, in their order: those read as candidates from memory, the rest
+    /// in one go from the store.
+    fn records_of(&self, ids: &[&str]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let mut held = self.records.borrow_mut();
+        let mut out: Vec<Option<Vec<u8>>> = ids.iter().map(|id| held.remove(*id)).collect();
+        let missing: Vec<&str> =
+            ids.iter().zip(&out).filter(|(_, r)| r.is_none()).map(|(id, _)| *id).collect();
+        if !missing.is_empty() {
+            let mut read = self.table.get_many(&missing)?.into_iter();
+            for slot in out.iter_mut().filter(|r| r.is_none()) {
+                *slot = read.next().flatten();
             }
         }
+        Ok(out)
     }
 
     /// The reply for a source error the library returned.
     fn error(&self, e: neardup::SourceError) -> ApiError {
         self.failed.borrow_mut().take().unwrap_or_else(|| ApiError::internal(e))
+    }
+}
+
+impl neardup::StoredIndex for StoredSketches<'_> {
+    fn documents(&self) -> Result<usize, neardup::SourceError> {
+        match self.table.count() {
+            Ok(n) => Ok(n.unwrap_or(0) as usize),
+            Err(e) => Err(self.fail(store_err(self.state, self.collection, e))),
+        }
+    }
+
+    fn candidates(
+        &self,
+        keys: Option<&[u64]>,
+    ) -> Result<Vec<neardup::StoredDoc>, neardup::SourceError> {
+        let found = self
+            .table
+            .candidates(keys)
+            .map_err(|e| self.fail(store_err(self.state, self.collection, e)))?;
+        let mut out = Vec::with_capacity(found.len());
+        let mut held = self.records.borrow_mut();
+        for c in found {
+            let sketch = Record::decode_sketch(&c.id, &c.record)
+                .map_err(|what| self.damaged(&c.id, &what))?;
+            // Kept for the hits' metadata (not a scan's every record).
+            if keys.is_some() {
+                held.insert(c.id.clone(), c.record);
+            }
+            out.push(neardup::StoredDoc { id: c.id, order: c.order, sketch });
+        }
+        Ok(out)
     }
 }
 
@@ -423,6 +498,9 @@ fn catch_up(
     fetch: impl FnOnce(&str, i64) -> Result<Option<Changes>, StoreError>,
 ) -> Result<(), ApiError> {
     let Ok(live_lock) = &c.live else { return Ok(()) };
+    if !c.holds_documents() {
+        return Ok(()); // the store's index answers: nothing in memory to bring up to date
+    }
     let since = c.seen.load(Ordering::SeqCst);
     let changes = match fetch(&c.table, since) {
         Ok(Some(changes)) => changes,
@@ -457,16 +535,16 @@ fn catch_up(
         match Record::decode(&id, &bytes) {
             Ok(record) => {
                 c.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
-                live.insert_with_text(&id, record.sketch, record.text);
+                c.hold(&mut live, &id, record.sketch, record.text);
             }
             Err(what) => {
                 state.record_damage(&c.info.name, &id, &what);
-                live.remove(&id);
+                c.drop_held(&mut live, &id);
             }
         }
     }
     for id in changes.removed {
-        live.remove(&id);
+        c.drop_held(&mut live, &id);
     }
     c.seen.store(changes.version, Ordering::SeqCst);
     Ok(())
@@ -480,8 +558,32 @@ fn sync(state: &AppState, c: &Collection) -> Result<(), ApiError> {
             return Ok(());
         }
         let txn = db.read().map_err(|e| store_err(state, &c.info.name, e))?;
+        if c.indexed {
+            count(state, c, &*txn)?;
+        }
         catch_up(state, c, |t, since| txn.changes(t, since))
     })
+}
+
+/// Reads how many documents the store holds of `c` (a store that keeps the index counts them)
+/// into what its description shows.
+fn count(
+    state: &AppState,
+    c: &Collection,
+    txn: &dyn crate::store::ReadTxn,
+) -> Result<(), ApiError> {
+    let counted = match txn.docs(&c.table).and_then(|d| d.count()) {
+        Ok(n) => n,
+        Err(StoreError::Gone) => {
+            forget(state, c);
+            return Err(ApiError::collection_gone(&c.info.name));
+        }
+        Err(e) => return Err(store_err(state, &c.info.name, e)),
+    };
+    if let Some(n) = counted {
+        c.counted.store(n, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 /// In a store other servers share: this server's map of collections made the store's (those
@@ -567,8 +669,9 @@ async fn find_collection(state: &Shared, name: &str) -> Result<Arc<Collection>, 
                     let info: CollectionInfo =
                         serde_json::from_str(&settings).map_err(ApiError::internal)?;
                     let mut damage = crate::Damage::default();
-                    let c = crate::load_collection(&*read, info, &mut damage, &st.limits)
-                        .map_err(ApiError::internal)?;
+                    let c =
+                        crate::load_collection(&*read, info, &mut damage, &st.limits, db.indexes())
+                            .map_err(ApiError::internal)?;
                     for example in &damage.examples {
                         eprintln!("neardup serve: damaged record {example}");
                     }

@@ -220,8 +220,7 @@ pub(super) async fn metrics(State(state): State<Shared>) -> Response {
     out.push_str("# HELP neardup_documents Documents stored per collection.\n");
     out.push_str("# TYPE neardup_documents gauge\n");
     for (name, c) in state.collections.read().unwrap_or_else(|p| p.into_inner()).iter() {
-        if let Ok(live) = &c.live {
-            let n = live.read().unwrap_or_else(|p| p.into_inner()).len();
+        if let Some(n) = c.documents() {
             out.push_str(&format!("neardup_documents{{collection=\"{name}\"}} {n}\n"));
         }
     }

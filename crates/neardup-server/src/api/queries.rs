@@ -39,9 +39,17 @@ fn refused(collection: &str, e: neardup::QueryError) -> ApiError {
 /// How a search at `threshold` on collection `c` finds its candidates: a threshold below the
 /// collection's is answered by a scan of every document while they are few enough, else
 /// refused with both thresholds named, never answered in part.
+///
+/// In a store that keeps the index, by the documents it counted when last asked (the search
+/// plans again by its count in the transaction that answers).
 fn search_plan(c: &Collection, threshold: Option<f64>) -> Result<neardup::SearchPlan, ApiError> {
+    let documents = c.documents().unwrap_or(0);
     let live = live(c)?.read().unwrap_or_else(|p| p.into_inner());
-    live.plan_search(threshold).map_err(|e| refused(&c.info.name, e))
+    match c.indexed {
+        true => live.engine().plan_search_over(threshold, documents),
+        false => live.plan_search(threshold),
+    }
+    .map_err(|e| refused(&c.info.name, e))
 }
 
 pub(super) async fn search(
@@ -85,20 +93,28 @@ pub(super) async fn search(
                 let q = live.engine().sketch(body.as_document(), body.len(), &mut scratch);
                 // Planned again under the read lock: the collection may have grown since.
                 let below = |e| refused(name, e);
-                let plan = live.plan_search(req.threshold).map_err(below)?;
-                let hits = live
-                    .search_in(&q, req.threshold, top_k, None, &|id| stored.get(id))
+                let (plan, hits) = stored
+                    .with(|s| {
+                        let plan = match live.plan_search_in(req.threshold, s)? {
+                            Ok(plan) => plan,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        let hits = live.search_in(&q, req.threshold, top_k, None, s)?;
+                        Ok(hits.map(|h| (plan, h)))
+                    })
                     .map_err(|e| stored.error(e))?
                     .map_err(below)?;
-                (hits, plan, stored.table)
+                (hits, plan, stored)
             };
             let mut out = Vec::with_capacity(hits.len());
-            // The hits' records in one go (one round trip on a database).
+            // The hits' records in one go (one round trip on a database; none when the
+            // candidates brought them).
             let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
-            let records = stored.get_many(&ids).map_err(err)?;
+            let records = stored.records_of(&ids).map_err(err)?;
             for ((id, similarity), record) in hits.iter().zip(records) {
                 let Some(v) = record else { continue };
                 let metadata = read_record(&state, &c.info.name, id, &v)?.metadata;
+                c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
                 out.push(Match { id: id.clone(), similarity: *similarity, metadata });
             }
             #[derive(serde::Serialize)]
@@ -362,7 +378,8 @@ pub(super) async fn check(
 /// of the request: at most `--max-scan-docs` verifications per request (400 otherwise), so one
 /// request cannot hold the collection's writers for long.
 fn scan_budget(c: &Collection, docs: usize, limits: &crate::Limits) -> Result<(), ApiError> {
-    let stored = live(c)?.read().unwrap_or_else(|p| p.into_inner()).len();
+    live(c)?;
+    let stored = c.documents().unwrap_or(0);
     let scans = docs.saturating_mul(stored);
     if scans > limits.max_scan_docs {
         return Err(ApiError::bad(
@@ -401,21 +418,33 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
             let txn = db.write().map_err(err)?;
             check_incarnation(&*txn, state, c)?;
             catch_up(state, c, |t, since| txn.changes(t, since))?;
+            let stored = StoredSketches::over(state, c, txn.docs(&c.table).map_err(err)?);
             let decided = {
                 let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
-                let stored = StoredSketches::over(state, c, txn.docs(&c.table).map_err(err)?);
                 decide(&live, &group, &stored)?
             };
-            let answers = {
+            let (answers, replaced) = {
                 let mut t = txn.docs(&c.table).map_err(err)?;
                 let replaced = write_accepted(state, c, &mut *t, &group, &decided)?;
-                answers_of(state, name, &*t, &decided, &replaced, allowances)?
+                // The matches' records: those the candidate search read (in this transaction,
+                // under the lock) unless the group wrote them since, the others as written.
+                for (p, a) in group.iter().zip(&decided) {
+                    if a.inserted {
+                        stored.records.borrow_mut().remove(&p.id);
+                    }
+                }
+                let read = |id: &str| match stored.records.borrow().get(id) {
+                    Some(record) => Ok(Some(record.clone())),
+                    None => t.get(id).map(|v| v.map(|v| v.to_vec())),
+                };
+                (answers_of(state, name, &read, &decided, &replaced, allowances)?, replaced)
             };
+            drop(stored);
             let version = txn.version(&c.table);
             if decided.iter().any(|a| a.inserted) {
                 txn.commit().map_err(err)?;
             }
-            return Ok((decided, answers, version));
+            return Ok((decided, answers, version, replaced));
         }
         // Decisions, in queue order, as one-at-a-time checks would make them (the library's
         // rule), from a snapshot taken under the index's read lock.
@@ -431,20 +460,22 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
             let txn = db.read().map_err(err)?;
             let t = txn.docs(&c.table).map_err(err)?;
             let replaced = vec![false; group.len()];
-            let answers = answers_of(state, name, &*t, &decided, &replaced, allowances)?;
-            return Ok((decided, answers, None));
+            let read = |id: &str| t.get(id).map(|v| v.map(|v| v.to_vec()));
+            let answers = answers_of(state, name, &read, &decided, &replaced, allowances)?;
+            return Ok((decided, answers, None, replaced));
         }
         let txn = db.write().map_err(err)?;
         check_incarnation(&*txn, state, c)?;
-        let answers = {
+        let (answers, replaced) = {
             let mut t = txn.docs(&c.table).map_err(err)?;
             let replaced = write_accepted(state, c, &mut *t, &group, &decided)?;
-            answers_of(state, name, &*t, &decided, &replaced, allowances)?
+            let read = |id: &str| t.get(id).map(|v| v.map(|v| v.to_vec()));
+            (answers_of(state, name, &read, &decided, &replaced, allowances)?, replaced)
         };
         txn.commit().map_err(err)?;
-        Ok((decided, answers, None))
+        Ok((decided, answers, None, replaced))
     });
-    let (decided, answers, version) = match outcome {
+    let (decided, answers, version, replaced) = match outcome {
         Ok(done) => done,
         // Nothing of the group was stored; decisions that counted on it are void too.
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
@@ -458,6 +489,8 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         }),
     );
     if decided.iter().any(|a| a.inserted) {
+        let new = decided.iter().zip(&replaced).filter(|(a, r)| a.inserted && !**r).count();
+        c.counted.fetch_add(new as u64, Ordering::Relaxed);
         // Durable: now visible to searches.
         let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
@@ -465,7 +498,7 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
             for (i, a) in decided.iter().enumerate() {
                 if a.inserted {
                     let p = group[i].as_mut().expect("each accepted once");
-                    live.insert_with_text(&p.id, std::mem::take(&mut p.sketch), p.text.take());
+                    c.hold(&mut live, &p.id, std::mem::take(&mut p.sketch), p.text.take());
                 }
             }
         }
@@ -497,7 +530,7 @@ fn decide(
             top_k: p.top_k,
         })
         .collect();
-    live.decide_checks_in(&checks, Some(&|id| stored.get(id))).map_err(|e| stored.error(e))
+    stored.with(|s| live.decide_checks_in(&checks, s)).map_err(|e| stored.error(e))
 }
 
 /// Writes the accepted documents of a decided group into `t`; for each check, whether it
@@ -514,6 +547,11 @@ fn write_accepted(
     let name = c.info.name.as_str();
     let err = |e: StoreError| store_err(state, name, e);
     let mut replaced = vec![false; group.len()];
+    // The candidate keys, for a store that keeps the index.
+    let engine = match c.indexed {
+        true => Some(live(c)?.read().unwrap_or_else(|p| p.into_inner())),
+        false => None,
+    };
     for (i, p) in group.iter().enumerate().filter(|(i, _)| decided[*i].inserted) {
         let (was_stored, metadata) = match t.get(p.id.as_str()).map_err(err)? {
             Some(v) if p.metadata.is_none() => {
@@ -524,12 +562,18 @@ fn write_accepted(
         replaced[i] = was_stored;
         c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
         let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
-        t.put(p.id.as_str(), record.as_slice()).map_err(err)?;
+        let keys = engine.as_ref().map(|l| l.engine().candidate_keys(&p.sketch));
+        let row = crate::store::Row { id: &p.id, record: &record, keys: keys.as_deref() };
+        t.put(row).map_err(err)?;
     }
     Ok(replaced)
 }
 
-/// The answers of decided checks, each match with its stored metadata from `t` (as written),
+/// Reads a stored record by id (`None`: not stored).
+type ReadRecord<'a> = dyn Fn(&str) -> Result<Option<Vec<u8>>, StoreError> + 'a;
+
+/// The answers of decided checks, each match with its stored metadata (`read` gives the
+/// records as written),
 /// as JSON text: an answer takes its size in memory, not a tree of values several times it.
 ///
 /// An answer larger than its check's allowance (documents with larger metadata were stored
@@ -540,7 +584,7 @@ fn write_accepted(
 fn answers_of(
     state: &AppState,
     collection: &str,
-    t: &dyn Docs,
+    read: &ReadRecord<'_>,
     decided: &[neardup::CheckAnswer],
     replaced: &[bool],
     allowances: impl Iterator<Item = usize>,
@@ -560,7 +604,7 @@ fn answers_of(
         .map(|((a, &replaced), allowance)| {
             let mut matches = Vec::with_capacity(a.matches.len());
             for (id, similarity) in &a.matches {
-                let metadata = match t.get(id.as_str()).map_err(err)? {
+                let metadata = match read(id.as_str()).map_err(err)? {
                     Some(v) => read_record(state, collection, id, &v)?.metadata,
                     None => no_metadata(),
                 };

@@ -12,8 +12,8 @@ use std::path::Path;
 use redb::{Database, ReadableTable, TableDefinition};
 
 use super::{
-    docs_table, CollectionInfo, Docs, DocsMut, ReadTxn, Record, Store, StoreError, Value, Visit,
-    WriteTxn, STORE_FORMAT,
+    docs_table, CollectionInfo, Docs, DocsMut, ReadTxn, Record, Row, Store, StoreError, Value,
+    Visit, WriteTxn, STORE_FORMAT,
 };
 use crate::OpenError;
 
@@ -178,8 +178,9 @@ impl Docs for redb::Table<'_, &'static str, &'static [u8]> {
 }
 
 impl DocsMut for redb::Table<'_, &'static str, &'static [u8]> {
-    fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError> {
-        Ok(self.insert(id, record).map_err(fail)?.is_some())
+    fn put(&mut self, row: Row<'_>) -> Result<bool, StoreError> {
+        // The candidate index is the server's, in memory: the keys are not kept here.
+        Ok(self.insert(row.id, row.record).map_err(fail)?.is_some())
     }
 
     fn remove(&mut self, id: &str) -> Result<bool, StoreError> {

@@ -100,6 +100,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn shared(&self) -> bool {
         false
     }
+    /// True when the store keeps each collection's candidate index itself (the keys given to
+    /// [`DocsMut::put`], looked up by [`Docs::candidates`]): a server then holds no document of
+    /// it in memory, and its memory does not grow with the collections.
+    fn indexes(&self) -> bool {
+        false
+    }
     /// A snapshot: what it reads does not change while it is held.
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError>;
     /// A write transaction: nothing of it is seen until [`WriteTxn::commit`], which is
@@ -136,16 +142,55 @@ pub trait Docs {
     /// Calls `visit(id, record)` for every document, in id order; stops at `visit`'s first
     /// error, which is returned as [`StoreError::Other`].
     fn for_each(&self, visit: &mut Visit<'_>) -> Result<(), StoreError>;
+    /// How many documents the table holds, where the store counts them ([`Store::indexes`]).
+    fn count(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+    /// The documents stored with at least one of `keys` ([`Store::indexes`]), or all of them
+    /// when `keys` is `None`: each with its id, its place in the order documents were first
+    /// stored, and its record.
+    fn candidates(&self, keys: Option<&[u64]>) -> Result<Vec<Candidate>, StoreError> {
+        let _ = keys;
+        Err(StoreError::Other("this store keeps no candidate index".into()))
+    }
+    /// At most `limit` documents stored without their candidate keys (a store that
+    /// [`Store::indexes`], migrated from a layout that kept none), with their records: the
+    /// server puts them again with their keys.
+    fn unindexed(&self, limit: usize) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let _ = limit;
+        Ok(Vec::new())
+    }
+}
+
+/// A document [`Docs::candidates`] finds.
+#[derive(Debug)]
+pub struct Candidate {
+    pub id: String,
+    /// Its place in the order documents were first stored.
+    pub order: u64,
+    pub record: Vec<u8>,
+}
+
+/// A document to store: its id, its record, and the keys its collection's candidate search
+/// finds it by ([`neardup::Engine::candidate_keys`]; kept by a store that [`Store::indexes`],
+/// ignored by one that does not). `None` when they cannot be computed here (a copy of a
+/// collection whose pipeline this build does not run): a server that runs it computes them
+/// when it loads the collection ([`DocsMut::unindexed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    pub id: &'a str,
+    pub record: &'a [u8],
+    pub keys: Option<&'a [u64]>,
 }
 
 /// A table of documents in a write transaction.
 pub trait DocsMut: Docs {
-    /// Stores `record` as `id`; true if it replaced a stored one.
-    fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError>;
+    /// Stores `row`; true if it replaced a stored document of its id.
+    fn put(&mut self, row: Row<'_>) -> Result<bool, StoreError>;
     /// [`DocsMut::put`] of each of `rows` (ids all different), in one go where the store can;
     /// for each, whether it replaced a stored one.
-    fn put_many(&mut self, rows: &[(&str, &[u8])]) -> Result<Vec<bool>, StoreError> {
-        rows.iter().map(|(id, record)| self.put(id, record)).collect()
+    fn put_many(&mut self, rows: &[Row<'_>]) -> Result<Vec<bool>, StoreError> {
+        rows.iter().map(|row| self.put(*row)).collect()
     }
     /// Removes `id`; true if it was stored.
     fn remove(&mut self, id: &str) -> Result<bool, StoreError>;

@@ -12,11 +12,22 @@
 //! Many servers, one answer: every write transaction starts by taking its collection's row
 //! (`UPDATE ... SET version = version + 1`: a row lock held to the commit, so the writers of a
 //! collection are serialized across servers, and the collection's versions are committed in
-//! order) and stamps what it writes and removes with that version. A server holds each
-//! collection's index in memory; before an answer relies on it, the server reads what was
-//! written and removed after the version its memory holds ([`ReadTxn::changes`]) and applies
-//! it, and a writer does so under the collection's lock, so that a `check` decided through
-//! one server sees every document committed through any other.
+//! order) and stamps what it writes and removes with that version. A `check` is decided
+//! inside its write transaction, after the lock, reading the candidate index below: of two
+//! near-copies checked at once through two servers, the second decided sees the first. What a
+//! server does keep in memory (the passage index of a collection that keeps passages) is
+//! brought up to what the others wrote after the version it holds ([`ReadTxn::changes`])
+//! before an answer relies on it.
+//!
+//! The candidate index is the database's too (schema 2): `neardup_bands` (key -> the
+//! document's `seq`, a b-tree) holds each document's candidate keys
+//! ([`neardup::Engine::candidate_keys`]: its LSH band keys, its SimHash tables' keys), salted
+//! by its collection's table so that collections never share a key, and `neardup_docs` keeps
+//! them too (to remove them with the document) with the document's `seq` (first stored, kept
+//! by an upsert: the order ties are broken in). A search reads its candidates, records and
+//! all, in one query through the band index; a server holds no document in memory, so its
+//! memory does not grow with the collections. Each collection counts its documents
+//! (`neardup_collections.count`, kept by the writers under the collection's lock).
 //!
 //! A read transaction is `REPEATABLE READ, READ ONLY` (one snapshot for all it reads); a write
 //! transaction commits with PostgreSQL's durability (`synchronous_commit`). The client is
@@ -33,13 +44,17 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{
-    Changes, Docs, DocsMut, ReadTxn, Store, StoreError, Value, Visit, WriteTxn, STORE_FORMAT,
+    Candidate, Changes, Docs, DocsMut, ReadTxn, Row, Store, StoreError, Value, Visit, WriteTxn,
+    STORE_FORMAT,
 };
 use crate::OpenError;
 
 /// Version of the tables. Version 1: `neardup_meta`, `neardup_collections` (with versions),
-/// `neardup_docs` (stamped with versions), `neardup_removed`.
-pub const SCHEMA: i64 = 1;
+/// `neardup_docs` (stamped with versions), `neardup_removed`. Version 2: the candidate index
+/// (`neardup_bands`; each document's `seq` and candidate keys; each collection's count). A
+/// version 1 database is migrated when opened; its documents' keys are computed by the server
+/// that loads their collection ([`DocsMut::unindexed`]).
+pub const SCHEMA: i64 = 2;
 
 /// The advisory lock taken, per transaction, while the tables are created or migrated.
 const SCHEMA_LOCK: i64 = 0x6e65_6172_6475_7002; // "neardup" 2
@@ -319,8 +334,8 @@ impl Postgres {
         self.block_on(self.pool.get()).map_err(pool_fail)
     }
 
-    /// Creates the tables, or checks their version, in one transaction under a lock (servers
-    /// starting together migrate once).
+    /// Creates the tables, or checks their version and migrates an older one, in one
+    /// transaction under a lock (servers starting together migrate once).
     fn migrate(&self) -> Result<(), Migrate> {
         let mut client = self.connection().map_err(|e| Migrate::Failed(e.to_string()))?;
         let failed = |e: tokio_postgres::Error| Migrate::Failed(e.to_string());
@@ -332,19 +347,70 @@ impl Postgres {
             txn.batch_execute(
                 "CREATE TABLE IF NOT EXISTS neardup_meta (
                      key text PRIMARY KEY,
-                     value bigint NOT NULL);
+                     value bigint NOT NULL);",
+            )
+            .await
+            .map_err(failed)?;
+            let mut found = Vec::new();
+            for (key, ours, what) in [
+                ("schema", SCHEMA, "schema"),
+                ("store_format", i64::from(STORE_FORMAT), "store format"),
+            ] {
+                let v = txn
+                    .query_opt("SELECT value FROM neardup_meta WHERE key = $1", &[&key])
+                    .await
+                    .map_err(failed)?
+                    .map(|r| r.get::<_, i64>(0));
+                if let Some(v) = v.filter(|v| *v > ours) {
+                    return Err(Migrate::Newer(what, v, ours));
+                }
+                found.push(v);
+            }
+            if found[0] == Some(1) {
+                // Schema 1 to 2: each document gets its place in first-storing order (by the
+                // version that wrote it) and no keys yet; each collection its count.
+                txn.batch_execute(
+                    "CREATE SEQUENCE IF NOT EXISTS neardup_seq;
+                     ALTER TABLE neardup_docs ADD COLUMN seq bigint, ADD COLUMN keys bigint[];
+                     UPDATE neardup_docs d SET seq = o.seq
+                         FROM (SELECT docs, id, nextval('neardup_seq') AS seq
+                               FROM (SELECT docs, id FROM neardup_docs
+                                     ORDER BY version, id) AS ordered) AS o
+                         WHERE d.docs = o.docs AND d.id = o.id;
+                     ALTER TABLE neardup_docs
+                         ALTER COLUMN seq SET DEFAULT nextval('neardup_seq'),
+                         ALTER COLUMN seq SET NOT NULL;
+                     ALTER TABLE neardup_collections ADD COLUMN count bigint NOT NULL DEFAULT 0;
+                     UPDATE neardup_collections c
+                         SET count = (SELECT count(*) FROM neardup_docs d WHERE d.docs = c.docs);",
+                )
+                .await
+                .map_err(failed)?;
+            }
+            txn.batch_execute(
+                "CREATE SEQUENCE IF NOT EXISTS neardup_seq;
                  CREATE TABLE IF NOT EXISTS neardup_collections (
                      name text PRIMARY KEY,
                      docs text NOT NULL UNIQUE,
                      settings text NOT NULL,
-                     version bigint NOT NULL DEFAULT 0);
+                     version bigint NOT NULL DEFAULT 0,
+                     count bigint NOT NULL DEFAULT 0);
                  CREATE TABLE IF NOT EXISTS neardup_docs (
                      docs text NOT NULL,
                      id bytea NOT NULL,
                      record bytea NOT NULL,
                      version bigint NOT NULL,
+                     seq bigint NOT NULL DEFAULT nextval('neardup_seq'),
+                     keys bigint[],
                      PRIMARY KEY (docs, id));
                  CREATE INDEX IF NOT EXISTS neardup_docs_version ON neardup_docs (docs, version);
+                 CREATE UNIQUE INDEX IF NOT EXISTS neardup_docs_seq ON neardup_docs (seq);
+                 CREATE INDEX IF NOT EXISTS neardup_docs_unindexed ON neardup_docs (docs)
+                     WHERE keys IS NULL;
+                 CREATE TABLE IF NOT EXISTS neardup_bands (
+                     key bigint NOT NULL,
+                     seq bigint NOT NULL,
+                     PRIMARY KEY (key, seq));
                  CREATE TABLE IF NOT EXISTS neardup_removed (
                      docs text NOT NULL,
                      id bytea NOT NULL,
@@ -355,30 +421,14 @@ impl Postgres {
             )
             .await
             .map_err(failed)?;
-            for (key, ours, what) in [
-                ("schema", SCHEMA, "schema"),
-                ("store_format", i64::from(STORE_FORMAT), "store format"),
-            ] {
-                let found = txn
-                    .query_opt("SELECT value FROM neardup_meta WHERE key = $1", &[&key])
-                    .await
-                    .map_err(failed)?
-                    .map(|r| r.get::<_, i64>(0));
-                match found {
-                    Some(v) if v > ours => return Err(Migrate::Newer(what, v, ours)),
-                    Some(v) if v == ours => {}
-                    // No older version of these tables exists yet: an older one would be
-                    // migrated here, in this transaction.
-                    _ => {
-                        txn.execute(
-                            "INSERT INTO neardup_meta (key, value) VALUES ($1, $2)
-                             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                            &[&key, &ours],
-                        )
-                        .await
-                        .map_err(failed)?;
-                    }
-                }
+            for (key, ours) in [("schema", SCHEMA), ("store_format", i64::from(STORE_FORMAT))] {
+                txn.execute(
+                    "INSERT INTO neardup_meta (key, value) VALUES ($1, $2)
+                     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    &[&key, &ours],
+                )
+                .await
+                .map_err(failed)?;
             }
             txn.commit().await.map_err(failed)
         })
@@ -392,6 +442,10 @@ enum Migrate {
 
 impl Store for Postgres {
     fn shared(&self) -> bool {
+        true
+    }
+
+    fn indexes(&self) -> bool {
         true
     }
 
@@ -615,6 +669,11 @@ impl WriteTxn for Txn<'_> {
 
     fn delete_collection(&self, name: &str, table: &str) -> Result<(), StoreError> {
         // This incarnation only (a collection of the name made since is another).
+        self.execute(
+            "DELETE FROM neardup_bands b USING neardup_docs d
+             WHERE d.docs = $1 AND b.key = ANY(d.keys) AND b.seq = d.seq",
+            &[&table],
+        )?;
         self.execute("DELETE FROM neardup_docs WHERE docs = $1", &[&table])?;
         self.execute("DELETE FROM neardup_removed WHERE docs = $1", &[&table])?;
         let sql = "DELETE FROM neardup_collections WHERE name = $1 AND docs = $2";
@@ -681,41 +740,147 @@ impl Docs for Table<'_, '_> {
         }
         Ok(())
     }
+
+    fn count(&self) -> Result<Option<u64>, StoreError> {
+        let row = self
+            .txn
+            .query_opt("SELECT count FROM neardup_collections WHERE docs = $1", &[&self.table])?;
+        Ok(Some(row.ok_or(StoreError::Gone)?.get::<_, i64>(0).max(0) as u64))
+    }
+
+    fn candidates(&self, keys: Option<&[u64]>) -> Result<Vec<Candidate>, StoreError> {
+        let rows = match keys {
+            Some([]) => return Ok(Vec::new()),
+            Some(keys) => {
+                let keys = salted(&self.table, keys);
+                self.txn.query(
+                    "SELECT id, seq, record FROM neardup_docs
+                     WHERE seq IN (SELECT seq FROM neardup_bands WHERE key = ANY($2))
+                       AND docs = $1",
+                    &[&self.table, &keys],
+                )?
+            }
+            None => self.txn.query(
+                "SELECT id, seq, record FROM neardup_docs WHERE docs = $1",
+                &[&self.table],
+            )?,
+        };
+        rows.into_iter()
+            .map(|r| {
+                let id = String::from_utf8(r.get::<_, Vec<u8>>(0))
+                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
+                Ok(Candidate { id, order: r.get::<_, i64>(1) as u64, record: r.get(2) })
+            })
+            .collect()
+    }
+
+    fn unindexed(&self, limit: usize) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let limit = limit as i64;
+        let rows = self.txn.query(
+            "SELECT id, record FROM neardup_docs WHERE docs = $1 AND keys IS NULL LIMIT $2",
+            &[&self.table, &limit],
+        )?;
+        rows.into_iter()
+            .map(|r| {
+                let id = String::from_utf8(r.get::<_, Vec<u8>>(0))
+                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
+                Ok((id, r.get(1)))
+            })
+            .collect()
+    }
+}
+
+/// A collection's candidate keys as its table keeps them: salted by the table, so that two
+/// collections (of the same settings, holding the same texts) never share a band row.
+fn salted(table: &str, keys: &[u64]) -> Vec<i64> {
+    let salt = xxhash_rust::xxh3::xxh3_64(table.as_bytes());
+    keys.iter().map(|k| (k ^ salt) as i64).collect()
 }
 
 impl DocsMut for Table<'_, '_> {
-    fn put(&mut self, id: &str, record: &[u8]) -> Result<bool, StoreError> {
-        let version = self.txn.write_version(&self.table)?;
-        // `xmax` is set on the row an upsert updated, zero on one it inserted. A removal of the
-        // same id before is forgotten: the document is back.
-        let row = self.txn.query_opt(
-            "WITH back AS (DELETE FROM neardup_removed WHERE docs = $1 AND id = $2)
-             INSERT INTO neardup_docs (docs, id, record, version) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (docs, id) DO UPDATE
-                 SET record = EXCLUDED.record, version = EXCLUDED.version
-             RETURNING NOT (xmax = 0)",
-            &[&self.table, &id.as_bytes(), &record, &version],
-        )?;
-        Ok(row.is_some_and(|r| r.get::<_, bool>(0)))
+    fn put(&mut self, row: Row<'_>) -> Result<bool, StoreError> {
+        Ok(self.put_many(&[row])?[0])
     }
 
-    fn put_many(&mut self, rows: &[(&str, &[u8])]) -> Result<Vec<bool>, StoreError> {
+    fn put_many(&mut self, rows: &[Row<'_>]) -> Result<Vec<bool>, StoreError> {
         let version = self.txn.write_version(&self.table)?;
-        let ids: Vec<&[u8]> = rows.iter().map(|(id, _)| id.as_bytes()).collect();
-        let records: Vec<&[u8]> = rows.iter().map(|(_, record)| *record).collect();
-        // One statement for the batch (the ids are all different, as an upsert of many rows
-        // needs). `xmax` is set on the rows it updated.
-        let written = self.txn.query(
-            "WITH rows AS (SELECT * FROM unnest($2::bytea[], $3::bytea[]) AS r (id, record)),
-                  back AS (DELETE FROM neardup_removed
-                           WHERE docs = $1 AND id IN (SELECT id FROM rows))
-             INSERT INTO neardup_docs (docs, id, record, version)
-             SELECT $1, id, record, $4 FROM rows
-             ON CONFLICT (docs, id) DO UPDATE
-                 SET record = EXCLUDED.record, version = EXCLUDED.version
-             RETURNING id, NOT (xmax = 0)",
-            &[&self.table, &ids, &records, &version],
-        )?;
+        let ids: Vec<&[u8]> = rows.iter().map(|r| r.id.as_bytes()).collect();
+        let records: Vec<&[u8]> = rows.iter().map(|r| r.record).collect();
+        // Each row's keys as a slice [lo, hi] (1-based) of one flat array; none (NULL) for a
+        // row whose keys are not known here (indexed when a server loads the collection).
+        let (mut flat, mut lo, mut hi) = (Vec::new(), Vec::<Option<i32>>::new(), Vec::new());
+        for r in rows {
+            match r.keys {
+                Some(keys) => {
+                    lo.push(Some(flat.len() as i32 + 1));
+                    flat.extend(salted(&self.table, keys));
+                    hi.push(Some(flat.len() as i32));
+                }
+                None => {
+                    lo.push(None);
+                    hi.push(None);
+                }
+            }
+        }
+        // One statement (the ids are all different, as an upsert of many rows needs): a new
+        // document takes the next `seq`, a stored one keeps its own; the band rows of the keys
+        // it gained are added (`old` reads the statement's snapshot) and the collection's
+        // count grows by the new ones. `xmax` is set on the rows the upsert updated. Those of
+        // the keys a replaced document lost are removed after it, by key (none for new ones:
+        // a pure insert is one trip).
+        let upsert = "WITH rows AS (SELECT * FROM unnest($2::bytea[], $3::bytea[], $4::int[],
+                                                     $5::int[])
+                                    WITH ORDINALITY AS r (id, record, lo, hi, ord)),
+                           back AS (DELETE FROM neardup_removed
+                                    WHERE docs = $1 AND id IN (SELECT id FROM rows)),
+                           old AS (SELECT id, keys FROM neardup_docs
+                                   WHERE docs = $1 AND id IN (SELECT id FROM rows)),
+                           up AS (INSERT INTO neardup_docs AS d (docs, id, record, version, keys)
+                                  SELECT $1, id, record, $6,
+                                         CASE WHEN lo IS NULL THEN NULL
+                                              ELSE ($7::bigint[])[lo:hi] END
+                                  FROM rows ORDER BY ord
+                                  ON CONFLICT (docs, id) DO UPDATE
+                                      SET record = EXCLUDED.record, version = EXCLUDED.version,
+                                          keys = EXCLUDED.keys
+                                  RETURNING d.id, d.seq, d.keys, NOT (d.xmax = 0) AS was),
+                           changed AS (SELECT up.id, up.seq, up.keys AS new, o.keys AS old,
+                                              up.was
+                                       FROM up LEFT JOIN old o ON o.id = up.id),
+                           added AS (INSERT INTO neardup_bands (key, seq)
+                                     SELECT k.key, c.seq FROM changed c, unnest(c.new) AS k (key)
+                                     WHERE NOT (k.key = ANY(coalesce(c.old, '{}')))
+                                     ORDER BY 1
+                                     ON CONFLICT DO NOTHING),
+                           counted AS (UPDATE neardup_collections
+                                       SET count = count + (SELECT count(*) FROM up WHERE NOT was)
+                                       WHERE docs = $1)
+                      SELECT id, was, seq, old, new FROM changed";
+        let table = &self.table;
+        let client = self.txn.client();
+        let run = async {
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+                [table, &ids, &records, &lo, &hi, &version, &flat];
+            let written = client.query(&client.prepare_cached(upsert).await?, &params).await?;
+            let (mut keys, mut seqs) = (Vec::new(), Vec::new());
+            for w in &written {
+                let (seq, old, new): (i64, Option<Vec<i64>>, Option<Vec<i64>>) =
+                    (w.get(2), w.get(3), w.get(4));
+                let new = new.unwrap_or_default();
+                for k in old.unwrap_or_default().into_iter().filter(|k| !new.contains(k)) {
+                    keys.push(k);
+                    seqs.push(seq);
+                }
+            }
+            if !keys.is_empty() {
+                let sql = "DELETE FROM neardup_bands b
+                           USING unnest($1::bigint[], $2::bigint[]) AS o (key, seq)
+                           WHERE b.key = o.key AND b.seq = o.seq";
+                client.execute(&client.prepare_cached(sql).await?, &[&keys, &seqs]).await?;
+            }
+            Ok::<_, tokio_postgres::Error>(written)
+        };
+        let written = self.txn.store.block_on(run).map_err(fail)?;
         let replaced: std::collections::HashMap<Vec<u8>, bool> =
             written.into_iter().map(|r| (r.get(0), r.get(1))).collect();
         Ok(ids.iter().map(|id| replaced.get(*id).copied().unwrap_or(false)).collect())
@@ -724,7 +889,12 @@ impl DocsMut for Table<'_, '_> {
     fn remove(&mut self, id: &str) -> Result<bool, StoreError> {
         let version = self.txn.write_version(&self.table)?;
         let row = self.txn.query_opt(
-            "WITH gone AS (DELETE FROM neardup_docs WHERE docs = $1 AND id = $2 RETURNING 1)
+            "WITH gone AS (DELETE FROM neardup_docs WHERE docs = $1 AND id = $2
+                           RETURNING seq, keys),
+                  bands AS (DELETE FROM neardup_bands b USING gone
+                            WHERE b.key = ANY(gone.keys) AND b.seq = gone.seq),
+                  counted AS (UPDATE neardup_collections SET count = count - 1
+                              WHERE docs = $1 AND EXISTS (SELECT 1 FROM gone))
              INSERT INTO neardup_removed (docs, id, version) SELECT $1, $2, $3 FROM gone
              ON CONFLICT (docs, id) DO UPDATE SET version = EXCLUDED.version
              RETURNING 1",
