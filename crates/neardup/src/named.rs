@@ -284,7 +284,11 @@ impl NamedEngine {
         stored: Stored<'_>,
     ) -> Result<Result<SearchPlan, QueryError>, SourceError> {
         Ok(match stored {
-            Stored::Index(index) => self.engine.plan_search_over(threshold, index.documents()?),
+            // The store counts its documents only when a scan is in question.
+            Stored::Index(index) => match self.engine.plan_search_over(threshold, 0) {
+                Ok(SearchPlan::Scan) => self.engine.plan_search_over(threshold, index.documents()?),
+                planned => planned,
+            },
             Stored::Here | Stored::Sketches(_) => self.engine.plan_search(threshold),
         })
     }
@@ -400,13 +404,17 @@ impl NamedEngine {
             // leaves top_k.
             let shadowed = group.as_ref().map_or(0, NamedEngine::len);
             let plan = match stored {
-                Stored::Index(index) => {
-                    let n = match counted {
-                        Some(n) => n,
-                        None => *counted.insert(index.documents()?),
-                    };
-                    self.engine.plan_search_over(c.threshold, n)
-                }
+                Stored::Index(index) => match self.engine.plan_search_over(c.threshold, 0) {
+                    // The store counts its documents only when a scan is in question.
+                    Ok(SearchPlan::Scan) => {
+                        let n = match counted {
+                            Some(n) => n,
+                            None => *counted.insert(index.documents()?),
+                        };
+                        self.engine.plan_search_over(c.threshold, n)
+                    }
+                    planned => planned,
+                },
                 Stored::Here | Stored::Sketches(_) => self.engine.plan_search(c.threshold),
             }
             .unwrap_or(SearchPlan::Scan);
