@@ -1503,6 +1503,29 @@ fn the_band_rows_in_the_database_follow_the_documents() {
     assert_eq!(v["hits"][0]["id"], json!("d9"), "{v}");
 }
 
+/// A scan below the threshold is admitted by the database's count of the collection, not by
+/// what this server counted when it last looked: documents another server wrote since count.
+#[test]
+fn a_scan_is_admitted_by_the_databases_count_not_an_old_one() {
+    let url = support::pg::cluster().database("scan_by_database_count");
+    let a = Server::on_store(&url);
+    let b = Server::on_store_with(&url, limits(|l| l.max_scan_docs = 20));
+    assert_eq!(a.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let (_, v) = b.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(0), "{v}");
+    let docs: Vec<Value> = (0..30)
+        .map(|i| json!({"id": format!("d{i}"), "text": doc_text(&format!("d{i}"))}))
+        .collect();
+    assert_eq!(a.json("POST", "/v1/collections/c/docs", json!({ "docs": docs })).0, 200);
+    for (route, body) in [
+        ("search", json!({"text": doc_text("d1"), "threshold": 0.5})),
+        ("check", json!({"id": "q", "text": doc_text("d1"), "threshold": 0.5})),
+    ] {
+        let (st, v) = b.json("POST", &format!("/v1/collections/c/{route}"), body);
+        assert_eq!((st, error_code(&v)), (400, "threshold_below_collection"), "{route}: {v}");
+    }
+}
+
 /// Exactly once across servers: 200 pairs of near-copies, the two copies of each pair checked
 /// at the same moment, one through each of two servers on one database. Of each pair exactly
 /// one is inserted and the other is answered as its duplicate; the database holds one of each.

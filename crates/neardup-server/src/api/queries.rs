@@ -40,8 +40,9 @@ fn refused(collection: &str, e: neardup::QueryError) -> ApiError {
 /// collection's is answered by a scan of every document while they are few enough, else
 /// refused with both thresholds named, never answered in part.
 ///
-/// In a store that keeps the index, by the documents it counted when last asked (the search
-/// plans again by its count in the transaction that answers).
+/// In a store that keeps the index, by the documents it counted when last asked
+/// ([`fresh_count`] asks it again when a scan is in question; the search plans again by its
+/// count in the transaction that answers).
 fn search_plan(c: &Collection, threshold: Option<f64>) -> Result<neardup::SearchPlan, ApiError> {
     let documents = c.documents().unwrap_or(0);
     let live = live(c)?.read().unwrap_or_else(|p| p.into_inner());
@@ -52,10 +53,32 @@ fn search_plan(c: &Collection, threshold: Option<f64>) -> Result<neardup::Search
     .map_err(|e| refused(&c.info.name, e))
 }
 
+/// When a request at `threshold` may scan a collection whose store keeps the index, the
+/// store's count of its documents now (other servers may have written many since this one
+/// last asked): a scan is admitted by it, never by an old count.
+async fn fresh_count(
+    state: &Shared,
+    c: &Arc<Collection>,
+    threshold: Option<f64>,
+) -> Result<(), ApiError> {
+    if !c.indexed || search_plan(c, threshold)? != neardup::SearchPlan::Scan {
+        return Ok(());
+    }
+    let (st, c2) = (state.clone(), c.clone());
+    blocking(move || {
+        st.with_db(|db| {
+            let txn = db.read().map_err(|e| store_err(&st, &c2.info.name, e))?;
+            count(&st, &c2, &*txn)
+        })
+    })
+    .await
+}
+
 pub(super) async fn search(
     State(state): State<Shared>,
     OnLive { c, req }: OnLive<SearchRequest>,
 ) -> ApiResult {
+    fresh_count(&state, &c, req.threshold).await?;
     search_plan(&c, req.threshold)?;
     let top_k = top_k(req.top_k, &state.limits)?;
     let body = body_from_parts(req.text, req.tokens, state.limits.max_doc_bytes, "query")?;
@@ -273,6 +296,7 @@ pub(super) async fn check(
             req.top_k,
         )
     };
+    fresh_count(&state, &c, threshold).await?;
     let plan = search_plan(&c, threshold)?;
     let top_k = top_k(asked_top_k, &limits)?;
     if plan == neardup::SearchPlan::Scan {

@@ -62,13 +62,13 @@ impl Server {
 
     /// The service on the store `url` (a PostgreSQL database), with the default limits.
     pub fn on_store(url: &str) -> Server {
+        Server::on_store_with(url, Limits::default())
+    }
+
+    /// The service on the store `url` (a PostgreSQL database), with `limits`.
+    pub fn on_store_with(url: &str, limits: Limits) -> Server {
         let store = Some(url.to_string());
-        Server::with(Config {
-            data_dir: PathBuf::new(),
-            store,
-            token: None,
-            limits: Limits::default(),
-        })
+        Server::with(Config { data_dir: PathBuf::new(), store, token: None, limits })
     }
 
     fn with(config: Config) -> Server {
