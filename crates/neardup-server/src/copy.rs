@@ -167,14 +167,10 @@ fn copy_one(
         }
         {
             let mut t = txn.docs(table).map_err(|e| e.to_string())?;
+            // A damaged record is copied as it is, found by no key.
             let keys: Vec<Option<Vec<u64>>> = batch
                 .iter()
-                .map(|(id, record)| {
-                    let engine = engine?;
-                    // A damaged record is copied as it is, found by no key.
-                    let sketch = crate::store::Record::decode_sketch(id, record).ok();
-                    Some(sketch.map(|s| engine.candidate_keys(&s)).unwrap_or_default())
-                })
+                .map(|(id, record)| engine.map(|e| crate::record_keys(e, id, record)))
                 .collect();
             let rows: Vec<crate::store::Row<'_>> = batch
                 .iter()

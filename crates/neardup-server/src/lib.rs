@@ -559,6 +559,12 @@ fn load_collection(
     Ok(c)
 }
 
+/// The candidate keys of a stored record, for a store that keeps the index: a damaged record
+/// gets none (it matches nothing, and is reported when read).
+fn record_keys(engine: &Engine, id: &str, record: &[u8]) -> Vec<u64> {
+    Record::decode_sketch(id, record).map(|s| engine.candidate_keys(&s)).unwrap_or_default()
+}
+
 /// In a store that keeps the candidate index: computes and stores the candidate keys of the
 /// documents of `info` stored without them (a database migrated from schema 1, a copy made by
 /// a build that could not run the collection's pipeline), a batch per transaction. Returns
@@ -587,16 +593,8 @@ fn index_unindexed(db: &dyn Store, info: &CollectionInfo) -> Result<u64, StoreEr
         if batch.is_empty() {
             return Ok(done);
         }
-        let keys: Vec<Vec<u64>> = batch
-            .iter()
-            .map(|(id, record)| {
-                // A damaged record is indexed by no key (it matches nothing): it is reported
-                // when read.
-                Record::decode_sketch(id, record)
-                    .map(|s| engine.candidate_keys(&s))
-                    .unwrap_or_default()
-            })
-            .collect();
+        let keys: Vec<Vec<u64>> =
+            batch.iter().map(|(id, record)| record_keys(&engine, id, record)).collect();
         let rows: Vec<store::Row<'_>> = batch
             .iter()
             .zip(&keys)

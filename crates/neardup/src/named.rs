@@ -253,7 +253,7 @@ impl NamedEngine {
     ) -> Result<Vec<(String, f64)>, QueryError> {
         let plan = self.engine.plan_search(threshold)?;
         Ok(self
-            .search_with(plan, query, threshold, top_k, except, Stored::Here)
+            .search_planned(plan, query, threshold, top_k, except, Stored::Here)
             .expect("a resident engine reads no source"))
     }
 
@@ -273,7 +273,7 @@ impl NamedEngine {
             Ok(plan) => plan,
             Err(e) => return Ok(Err(e)),
         };
-        self.search_with(plan, query, threshold, top_k, except, stored).map(Ok)
+        self.search_planned(plan, query, threshold, top_k, except, stored).map(Ok)
     }
 
     /// [`NamedEngine::plan_search`] over the documents where `stored` says they are (a store's
@@ -283,18 +283,37 @@ impl NamedEngine {
         threshold: Option<f64>,
         stored: Stored<'_>,
     ) -> Result<Result<SearchPlan, QueryError>, SourceError> {
+        self.plan_counted(threshold, stored, &mut None)
+    }
+
+    /// [`NamedEngine::plan_search_in`], with the count a store's index gave, kept in `counted`
+    /// for the next plan of the same snapshot: the store counts its documents only when a scan
+    /// is in question.
+    fn plan_counted(
+        &self,
+        threshold: Option<f64>,
+        stored: Stored<'_>,
+        counted: &mut Option<usize>,
+    ) -> Result<Result<SearchPlan, QueryError>, SourceError> {
         Ok(match stored {
-            // The store counts its documents only when a scan is in question.
             Stored::Index(index) => match self.engine.plan_search_over(threshold, 0) {
-                Ok(SearchPlan::Scan) => self.engine.plan_search_over(threshold, index.documents()?),
+                Ok(SearchPlan::Scan) => {
+                    let n = match *counted {
+                        Some(n) => n,
+                        None => *counted.insert(index.documents()?),
+                    };
+                    self.engine.plan_search_over(threshold, n)
+                }
                 planned => planned,
             },
             Stored::Here | Stored::Sketches(_) => self.engine.plan_search(threshold),
         })
     }
 
-    /// [`NamedEngine::search`] by the given plan, of the documents where `stored` says.
-    fn search_with(
+    /// [`NamedEngine::search_in`] by a plan the caller made with
+    /// [`NamedEngine::plan_search_in`] (and may report: a scan or the index), without planning
+    /// again.
+    pub fn search_planned(
         &self,
         plan: SearchPlan,
         query: &DocSketch,
@@ -329,7 +348,7 @@ impl NamedEngine {
             .collect())
     }
 
-    /// [`NamedEngine::search_with`] of a store's index: its candidates (by the query's keys, or
+    /// [`NamedEngine::search_planned`] of a store's index: its candidates (by the query's keys, or
     /// all of them for a scan) ranked as the engine ranks its own, ties by first storing.
     fn search_index(
         &self,
@@ -403,23 +422,10 @@ impl NamedEngine {
             // The accepted ids replace stored ones: search deeper, so that dropping them still
             // leaves top_k.
             let shadowed = group.as_ref().map_or(0, NamedEngine::len);
-            let plan = match stored {
-                Stored::Index(index) => match self.engine.plan_search_over(c.threshold, 0) {
-                    // The store counts its documents only when a scan is in question.
-                    Ok(SearchPlan::Scan) => {
-                        let n = match counted {
-                            Some(n) => n,
-                            None => *counted.insert(index.documents()?),
-                        };
-                        self.engine.plan_search_over(c.threshold, n)
-                    }
-                    planned => planned,
-                },
-                Stored::Here | Stored::Sketches(_) => self.engine.plan_search(c.threshold),
-            }
-            .unwrap_or(SearchPlan::Scan);
+            let plan =
+                self.plan_counted(c.threshold, stored, &mut counted)?.unwrap_or(SearchPlan::Scan);
             let mut matches: Vec<(String, f64)> = self
-                .search_with(
+                .search_planned(
                     plan,
                     c.sketch,
                     c.threshold,
@@ -432,7 +438,7 @@ impl NamedEngine {
                 .collect();
             if let Some(g) = &group {
                 // The group is searched as the stored documents are (a scan below the threshold).
-                matches.extend(g.search_with(
+                matches.extend(g.search_planned(
                     plan,
                     c.sketch,
                     c.threshold,

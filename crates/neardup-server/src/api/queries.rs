@@ -46,11 +46,7 @@ fn refused(collection: &str, e: neardup::QueryError) -> ApiError {
 fn search_plan(c: &Collection, threshold: Option<f64>) -> Result<neardup::SearchPlan, ApiError> {
     let documents = c.documents().unwrap_or(0);
     let live = live(c)?.read().unwrap_or_else(|p| p.into_inner());
-    match c.indexed {
-        true => live.engine().plan_search_over(threshold, documents),
-        false => live.plan_search(threshold),
-    }
-    .map_err(|e| refused(&c.info.name, e))
+    live.engine().plan_search_over(threshold, documents).map_err(|e| refused(&c.info.name, e))
 }
 
 /// When a request at `threshold` may scan a collection whose store keeps the index, the
@@ -61,7 +57,10 @@ async fn fresh_count(
     c: &Arc<Collection>,
     threshold: Option<f64>,
 ) -> Result<(), ApiError> {
-    if !c.indexed || search_plan(c, threshold)? != neardup::SearchPlan::Scan {
+    // Whether a scan is in question at all, whatever the count.
+    let scan =
+        live(c)?.read().unwrap_or_else(|p| p.into_inner()).engine().plan_search_over(threshold, 0);
+    if !c.indexed || !matches!(scan, Ok(neardup::SearchPlan::Scan)) {
         return Ok(());
     }
     let (st, c2) = (state.clone(), c.clone());
@@ -122,8 +121,8 @@ pub(super) async fn search(
                             Ok(plan) => plan,
                             Err(e) => return Ok(Err(e)),
                         };
-                        let hits = live.search_in(&q, req.threshold, top_k, None, s)?;
-                        Ok(hits.map(|h| (plan, h)))
+                        let hits = live.search_planned(plan, &q, req.threshold, top_k, None, s)?;
+                        Ok(Ok((plan, hits)))
                     })
                     .map_err(|e| stored.error(e))?
                     .map_err(below)?;

@@ -175,7 +175,7 @@ pub struct Candidate {
 /// finds it by ([`neardup::Engine::candidate_keys`]; kept by a store that [`Store::indexes`],
 /// ignored by one that does not). `None` when they cannot be computed here (a copy of a
 /// collection whose pipeline this build does not run): a server that runs it computes them
-/// when it loads the collection ([`DocsMut::unindexed`]).
+/// when it loads the collection ([`Docs::unindexed`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Row<'a> {
     pub id: &'a str,

@@ -53,7 +53,7 @@ use crate::OpenError;
 /// `neardup_docs` (stamped with versions), `neardup_removed`. Version 2: the candidate index
 /// (`neardup_bands`; each document's `seq` and candidate keys; each collection's count). A
 /// version 1 database is migrated when opened; its documents' keys are computed by the server
-/// that loads their collection ([`DocsMut::unindexed`]).
+/// that loads their collection ([`Docs::unindexed`]).
 pub const SCHEMA: i64 = 2;
 
 /// The advisory lock taken, per transaction, while the tables are created or migrated.
