@@ -78,6 +78,7 @@ impl Region {
         ranges.sort_unstable();
         let (mut source_matched, mut covered_to) = (0, 0);
         let (mut stretches, mut open): (u32, Option<(u32, u32)>) = (0, None);
+        let mut jumps = 0u32;
         for (a, b) in ranges {
             let from = a.max(covered_to);
             if b > from {
@@ -88,12 +89,17 @@ impl Region {
                 Some((s0, s1)) if a <= s1.saturating_add(self.bridge) => Some((s0, s1.max(b))),
                 Some((s0, s1)) => {
                     stretches += s1 - s0;
+                    jumps += 1;
                     Some((a, b))
                 }
                 None => Some((a, b)),
             };
         }
         stretches += open.map_or(0, |(s0, s1)| s1 - s0);
+        // Each jump to another piece costs as much as the longest edit a chain bridges: the
+        // pieces of a reordered copy are whole sentences, and a handful of jumps is little
+        // beside them; short matches gathered from all over the source are mostly jumps.
+        stretches += jumps.saturating_mul(self.bridge);
         let longer = self.len().max(stretches);
         if longer == 0 {
             0.0
@@ -1006,7 +1012,8 @@ mod tests {
             got,
             [(1, 0, 30, 0, 50), (1, 30, 40, 500, 510), (2, 40, 60, 0, 20), (1, 63, 80, 10, 27)]
         );
-        assert_eq!(settled[0].region.similarity(), 1.0);
+        // Verbatim pieces, one jump between them in the source (bridge 4): 30 of 34.
+        assert_eq!(settled[0].region.similarity(), 30.0 / 34.0);
         assert_eq!(settled[0].region.evidence, 2.0);
 
         // Three sentences of source units 300..340 copied as the first, the third, the second:
