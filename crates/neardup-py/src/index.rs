@@ -146,7 +146,8 @@ impl PyIndex {
                         return Err(crate::errors::input_type(
                             "passages: expected True, False or a dict of passage options \
                              (min_units, max_gap, min_similarity, seed_units, window, \
-                             max_sources, keep_quotes, zh_script, min_density)",
+                             max_sources, keep_quotes, zh_script, min_density, max_quote_chars, \
+                             min_anchor_chars)",
                         ))
                     }
                 },

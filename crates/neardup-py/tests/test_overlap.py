@@ -355,3 +355,21 @@ def test_ids_are_text_and_queries_join_a_saved_index_only_with_add(tmp_path):
     assert "t1" in sources(later) | {a for p in later["passages"] for a in p["also"]}
     with pytest.raises(ValueError, match="add"):
         neardup.overlap({"t1": query}, save_index=saved, add=True)
+
+
+def han(start: int, n: int) -> str:
+    """Han characters start..start + n, each once: texts that share only what a test puts in."""
+    return "".join(chr(0x4E00 + c) for c in range(start, start + n))
+
+
+def test_a_short_loose_passage_needs_a_verbatim_anchor_unless_min_anchor_chars_is_0():
+    """Twenty characters of a source with an edit every seven (no 13 in a row) are not a passage
+    at the defaults, and are with ``min_anchor_chars=0``: the option reaches the engine."""
+    source = han(0, 40) + han(100, 40) + han(200, 40)
+    loose = han(100, 6) + han(500, 1) + han(107, 6) + han(501, 1) + han(114, 6)
+    query = han(600, 30) + loose + han(700, 30)
+    assert neardup.overlap(query, {"s": source})["passages"] == []
+    found = neardup.overlap(query, {"s": source}, min_anchor_chars=0)
+    assert [(p["start"], p["end"], p["source"]) for p in found["passages"]] == [(30, 50, "s")]
+    with pytest.raises(neardup.OptionError, match="min_anchor_chars"):
+        neardup.overlap(query, {"s": source}, min_anchor_chars=5000)

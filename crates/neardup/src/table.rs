@@ -389,6 +389,9 @@ pub fn option_table() -> Vec<OptionRow> {
         o("max_quote_chars", Integer, "the longest quotation in characters: a longer one, or one past its paragraph, quotes nothing")
             .default(d.max_quote_chars)
             .range(1, 100_000),
+        o("min_anchor_chars", Integer, "the verbatim anchor of a short passage: one of fewer than twice this many characters (punctuation and spaces not counted) is reported only if it holds this many in a row without an edit (the field's 13 identical characters); 0: off")
+            .default(d.min_anchor_chars)
+            .range(0, MAX_OVERLAP_UNITS),
     ]);
     rows.extend([
         OptionRow::new(

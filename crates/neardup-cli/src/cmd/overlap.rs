@@ -132,6 +132,9 @@ pub struct OverlapArgs {
     pub min_density: Option<f64>,
 
     #[arg(long, value_name = "N")]
+    pub min_anchor_chars: Option<u32>,
+
+    #[arg(long, value_name = "N")]
     pub seed_units: Option<u32>,
 
     #[arg(long, value_name = "N")]
@@ -195,6 +198,7 @@ pub fn run(args: OverlapArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Usage(anyhow!("--zh-script: {e}")))?,
         min_density: args.min_density,
         max_quote_chars: args.max_quote_chars,
+        min_anchor_chars: args.min_anchor_chars,
     };
     options
         .to_spec()

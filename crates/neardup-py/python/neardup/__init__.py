@@ -377,6 +377,7 @@ def overlap(
     zh_script: Optional[str] = None,
     min_density: Optional[float] = None,
     max_quote_chars: Optional[int] = None,
+    min_anchor_chars: Optional[int] = None,
 ) -> Any:
     """Which passages of each query are copied from which documents, and how much of each query
     that is: ``neardup overlap`` (the thesis check, 论文查重) on texts in memory.
@@ -403,7 +404,8 @@ def overlap(
         as_table: for a batch, return ``(passages, summary)`` as two ``pyarrow.Table`` with the
             columns of ``neardup overlap --passages`` and ``--summary``.
         min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes,
-            zh_script, min_density, max_quote_chars: the options of ``neardup overlap`` of the same
+            zh_script, min_density, max_quote_chars, min_anchor_chars: the options of ``neardup
+            overlap`` of the same
             names (``neardup overlap --help``); ``zh_script`` is ``"simplified"`` (default),
             ``"traditional"``, ``"mainland"`` or ``"keep"``.
 
@@ -450,6 +452,7 @@ def overlap(
             ("zh_script", zh_script),
             ("min_density", min_density),
             ("max_quote_chars", max_quote_chars),
+            ("min_anchor_chars", min_anchor_chars),
         ]
         if value is not None
     }

@@ -114,6 +114,15 @@ pub struct OverlapSpec {
     /// loose match of a field's stock phrases and sentence frames, each held by other
     /// documents, under 0.05. Higher: fewer false passages, fewer reworded copies found.
     pub min_density: f64,
+    /// The verbatim anchor a short passage needs, in characters (13, the field's "13
+    /// identical characters in a row"): a passage of fewer than twice this many characters
+    /// (of its units: punctuation and spaces not counted) is reported only when it holds a
+    /// run of at least this many aligned without an edit. A short loose match (a dateline
+    /// with other names and dates in it, a stock phrase with a word changed) is what a
+    /// field's writing shares by chance; a copy that short is a verbatim one. Longer passages
+    /// are judged by their similarity and evidence alone. An English word is some five
+    /// characters, so English passages of `min_units` words are past it; 0 turns it off.
+    pub min_anchor_chars: u32,
     /// The Chinese script units are compared in (simplified): a passage copied and converted
     /// to traditional characters matches its source. The pipeline's `zh_script` (OpenCC), read
     /// in place; it defines the index's fingerprints. Settings saved before it existed were
@@ -142,6 +151,7 @@ impl Default for OverlapSpec {
             max_quote_chars: 300,
             min_evidence: 0.0,
             min_density: 0.06,
+            min_anchor_chars: 13,
             // Without the Chinese data there is no conversion: the units are as written.
             zh_script: if cfg!(feature = "zh") { ZhScript::Simplified } else { ZhScript::Keep },
         }
@@ -196,6 +206,12 @@ impl OverlapSpec {
             return bad(
                 "max_quote_chars",
                 format!("must be in 1..=100000, got {}", self.max_quote_chars),
+            );
+        }
+        if self.min_anchor_chars > MAX_OVERLAP_UNITS {
+            return bad(
+                "min_anchor_chars",
+                format!("must be at most {MAX_OVERLAP_UNITS}, got {}", self.min_anchor_chars),
             );
         }
         if !(self.min_density >= 0.0 && self.min_density <= 1.0) {
@@ -276,11 +292,13 @@ pub struct OverlapOptions {
     pub min_density: Option<f64>,
     /// [`OverlapSpec::max_quote_chars`].
     pub max_quote_chars: Option<u32>,
+    /// [`OverlapSpec::min_anchor_chars`].
+    pub min_anchor_chars: Option<u32>,
 }
 
 impl OverlapOptions {
     /// The option names, in the order surfaces list them.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "min_units",
         "max_gap",
         "min_similarity",
@@ -291,6 +309,7 @@ impl OverlapOptions {
         "zh_script",
         "min_density",
         "max_quote_chars",
+        "min_anchor_chars",
     ];
 
     /// Sets one option from a JSON value by its name (`null`: not given), checked against its
@@ -362,6 +381,7 @@ impl OverlapOptions {
             zh_script: self.zh_script.unwrap_or(base.zh_script),
             min_density: self.min_density.unwrap_or(base.min_density),
             max_quote_chars: self.max_quote_chars.unwrap_or(base.max_quote_chars),
+            min_anchor_chars: self.min_anchor_chars.unwrap_or(base.min_anchor_chars),
             ..base
         };
         spec.validate().map_err(|e| match e {
@@ -387,6 +407,7 @@ impl OverlapOptions {
             zh_script: Some(spec.zh_script),
             min_density: Some(spec.min_density),
             max_quote_chars: Some(spec.max_quote_chars),
+            min_anchor_chars: Some(spec.min_anchor_chars),
         }
     }
 }
