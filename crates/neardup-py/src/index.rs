@@ -143,12 +143,10 @@ impl PyIndex {
                 Some(p) => match p.cast::<PyDict>() {
                     Ok(options) => Some(spec_from_options(Some(options))?),
                     Err(_) => {
-                        return Err(crate::errors::input_type(
-                            "passages: expected True, False or a dict of passage options \
-                             (min_units, max_gap, min_similarity, seed_units, window, \
-                             max_sources, keep_quotes, zh_script, min_density, max_quote_chars, \
-                             min_anchor_chars)",
-                        ))
+                        return Err(crate::errors::input_type(format!(
+                            "passages: expected True, False or a dict of passage options ({})",
+                            neardup::overlap::OverlapOptions::NAMES.join(", ")
+                        )))
                     }
                 },
             };

@@ -405,9 +405,8 @@ def overlap(
             columns of ``neardup overlap --passages`` and ``--summary``.
         min_units, max_gap, min_similarity, seed_units, window, max_sources, keep_quotes,
             zh_script, min_density, max_quote_chars, min_anchor_chars: the options of ``neardup
-            overlap`` of the same
-            names (``neardup overlap --help``); ``zh_script`` is ``"simplified"`` (default),
-            ``"traditional"``, ``"mainland"`` or ``"keep"``.
+            overlap`` of the same names (``neardup overlap --help``); ``zh_script`` is
+            ``"simplified"`` (default), ``"traditional"``, ``"mainland"`` or ``"keep"``.
 
     Returns:
         For one text, a dict: the record of ``neardup overlap --summary`` (``chars``,

@@ -57,10 +57,13 @@ async fn fresh_count(
     c: &Arc<Collection>,
     threshold: Option<f64>,
 ) -> Result<(), ApiError> {
+    if !c.indexed {
+        return Ok(());
+    }
     // Whether a scan is in question at all, whatever the count.
     let scan =
         live(c)?.read().unwrap_or_else(|p| p.into_inner()).engine().plan_search_over(threshold, 0);
-    if !c.indexed || !matches!(scan, Ok(neardup::SearchPlan::Scan)) {
+    if !matches!(scan, Ok(neardup::SearchPlan::Scan)) {
         return Ok(());
     }
     let (st, c2) = (state.clone(), c.clone());
