@@ -118,8 +118,15 @@ pub fn copy(
         // The candidate keys, for a target that keeps the index (computed by a server that
         // runs the pipeline when this build does not).
         let engine = target.indexes().then(|| crate::build_engine(&info).ok()).flatten();
-        let copied =
-            copy_one(&*read, &*target, &name, &settings, &table, engine.as_ref(), progress);
+        let copied = copy_one(
+            &*read,
+            &*target,
+            &name,
+            &settings,
+            &table,
+            engine.as_ref().map(|e| (&info, e)),
+            progress,
+        );
         if let Err(e) = copied {
             // Nothing half copied stays behind.
             if let Ok(txn) = target.write() {
@@ -153,7 +160,7 @@ fn copy_one(
     name: &str,
     settings: &str,
     table: &str,
-    engine: Option<&neardup::Engine>,
+    engine: Option<(&crate::store::CollectionInfo, &neardup::Engine)>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), String> {
     let docs = read.docs(table).map_err(|e| e.to_string())?;
@@ -170,7 +177,7 @@ fn copy_one(
             // A damaged record is copied as it is, found by no key.
             let keys: Vec<Option<Vec<u64>>> = batch
                 .iter()
-                .map(|(id, record)| engine.map(|e| crate::record_keys(e, id, record)))
+                .map(|(id, record)| engine.map(|(info, e)| crate::record_keys(info, e, id, record)))
                 .collect();
             let rows: Vec<crate::store::Row<'_>> = batch
                 .iter()

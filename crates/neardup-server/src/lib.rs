@@ -133,9 +133,9 @@ struct Collection {
     /// The collection's version in a shared store that the index holds: what other servers
     /// wrote after it is read and applied before an answer relies on the index.
     seen: std::sync::atomic::AtomicI64,
-    /// True when the store keeps the candidate index ([`Store::indexes`]): the engine in
-    /// `live` then holds no document (searches read their candidates from the store), and
-    /// `live` keeps only the passage index, if the collection has one.
+    /// True when the store keeps the candidate index ([`Store::indexes`]): `live` then holds
+    /// no document (searches read their candidates from the store, passage checks their
+    /// postings and sources' texts, [`store::passage_keys`]), only the settings it runs.
     indexed: bool,
     /// The documents the store counted when last asked (a store that indexes: what the
     /// collection's description and the metrics show).
@@ -168,20 +168,16 @@ impl Collection {
     }
 
     /// Makes a stored document what memory holds of it: its sketch in the index, its text in
-    /// the passage index (only the text when the store keeps the candidate index).
+    /// the passage index (nothing when the store keeps the index).
     fn hold(&self, live: &mut Live, id: &str, sketch: DocSketch, text: Option<String>) {
-        if self.indexed {
-            live.set_text(id, text);
-        } else {
+        if !self.indexed {
             live.insert_with_text(id, sketch, text);
         }
     }
 
     /// Drops what memory holds of a removed document.
     fn drop_held(&self, live: &mut Live, id: &str) {
-        if self.indexed {
-            live.set_text(id, None);
-        } else {
+        if !self.indexed {
             live.remove(id);
         }
     }
@@ -189,7 +185,7 @@ impl Collection {
     /// True when memory holds anything of the documents (a shared store's changes are then
     /// applied before an answer relies on it).
     fn holds_documents(&self) -> bool {
-        !self.indexed || self.info.job.passages.is_some()
+        !self.indexed
     }
 
     /// Counts metadata a request brings before it is admitted: from then on an answer of
@@ -491,16 +487,11 @@ fn load_collection(
                 Err(StoreError::Gone) => None,
                 Err(e) => return Err(format!("collection {:?}: {e}", info.name)),
             };
-            let texts_only = indexed && info.job.passages.is_some();
             let mut visit = |id: &str, bytes: &[u8]| {
                 match Record::decode(id, bytes) {
                     Ok(record) => {
                         largest = largest.max(record.metadata.get().len());
-                        if texts_only {
-                            live.set_text(id, record.text);
-                        } else {
-                            live.insert_with_text(id, record.sketch, record.text);
-                        }
+                        live.insert_with_text(id, record.sketch, record.text);
                         n += 1;
                     }
                     Err(what) => {
@@ -519,7 +510,7 @@ fn load_collection(
                         docs.count().map_err(|e| format!("collection {:?}: {e}", info.name))?;
                     counted = count.unwrap_or(0);
                 }
-                if !indexed || texts_only {
+                if !indexed {
                     docs.for_each(&mut visit)
                         .map_err(|e| format!("collection {:?}: {e}", info.name))?;
                 }
@@ -559,10 +550,32 @@ fn load_collection(
     Ok(c)
 }
 
-/// The candidate keys of a stored record, for a store that keeps the index: a damaged record
-/// gets none (it matches nothing, and is reported when read).
-fn record_keys(engine: &Engine, id: &str, record: &[u8]) -> Vec<u64> {
-    Record::decode_sketch(id, record).map(|s| engine.candidate_keys(&s)).unwrap_or_default()
+/// The keys a store that keeps the index finds a document by: its candidate keys, and a
+/// passage collection's document its passage keys too ([`store::passage_keys`]).
+fn stored_keys(
+    engine: &Engine,
+    passages: Option<&neardup::overlap::OverlapSpec>,
+    sketch: &DocSketch,
+    text: Option<&str>,
+) -> Vec<u64> {
+    let mut keys = engine.candidate_keys(sketch);
+    if let Some(spec) = passages {
+        keys.extend(store::passage_keys(spec, text));
+    }
+    keys
+}
+
+/// [`stored_keys`] of a stored record: a damaged record gets none (it matches nothing, and is
+/// reported when read).
+fn record_keys(info: &CollectionInfo, engine: &Engine, id: &str, record: &[u8]) -> Vec<u64> {
+    match &info.job.passages {
+        None => {
+            Record::decode_sketch(id, record).map(|s| engine.candidate_keys(&s)).unwrap_or_default()
+        }
+        Some(spec) => Record::decode(id, record)
+            .map(|r| stored_keys(engine, Some(spec), &r.sketch, r.text.as_deref()))
+            .unwrap_or_default(),
+    }
 }
 
 /// In a store that keeps the candidate index: computes and stores the candidate keys of the
@@ -594,7 +607,7 @@ fn index_unindexed(db: &dyn Store, info: &CollectionInfo) -> Result<u64, StoreEr
             return Ok(done);
         }
         let keys: Vec<Vec<u64>> =
-            batch.iter().map(|(id, record)| record_keys(&engine, id, record)).collect();
+            batch.iter().map(|(id, record)| record_keys(info, &engine, id, record)).collect();
         let rows: Vec<store::Row<'_>> = batch
             .iter()
             .zip(&keys)

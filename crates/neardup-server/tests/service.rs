@@ -1431,7 +1431,7 @@ fn a_schema_1_database_is_migrated_and_a_newer_one_refused() {
     assert_eq!(v["documents"], json!(60), "{v}");
     s.stop();
     let schema = cluster.sql(db, "SELECT value FROM neardup_meta WHERE key = 'schema'");
-    assert_eq!(schema.trim(), "2");
+    assert_eq!(schema.trim(), "3");
     let left = cluster.sql(db, "SELECT count(*) FROM neardup_docs WHERE keys IS NULL");
     assert_eq!(left.trim(), "0", "every document indexed");
     let bands_now = cluster.sql(db, "SELECT count(*) FROM neardup_bands");
@@ -1599,4 +1599,69 @@ fn checked_once_through_both(servers: &std::sync::Arc<[Server; 2]>, collection: 
         let (_, v) = s.call("GET", &format!("/v1/collections/{collection}"), None);
         assert_eq!(v["documents"], json!(PAIRS), "{v}");
     }
+}
+
+/// A passage collection on PostgreSQL is read from the database: the postings of a query's
+/// keys and the sources' texts come from it, so a document written through one server is a
+/// source through another at once, a removed one is no longer, and a database of schema 2
+/// (passage collections without passage keys) is indexed again when a server opens it.
+#[test]
+fn a_passage_collection_on_postgres_is_read_from_the_database() {
+    let db = "passages_from_the_database";
+    let cluster = support::pg::cluster();
+    let url = cluster.database(db);
+    let (a, b) = (Server::on_store(&url), Server::on_store(&url));
+    assert_eq!(a.json("PUT", "/v1/collections/lib", json!({"passages": true})).0, 201);
+    // Ten documents of words of their own (`d3` says `w3_0 w3_1 ...`), written through `a`.
+    let text = |d: usize| -> String {
+        (0..80).map(|i| format!("w{d}k{}", (i * 7) % 61)).collect::<Vec<_>>().join(" ")
+    };
+    let docs: Vec<Value> =
+        (0..10).map(|d| json!({"id": format!("d{d}"), "text": text(d)})).collect();
+    assert_eq!(a.json("POST", "/v1/collections/lib/docs", json!({ "docs": docs })).0, 200);
+    let copied: String = text(3).split(' ').skip(10).take(40).collect::<Vec<_>>().join(" ");
+    let query = format!("my own opening words here {copied} and my own closing words");
+    let check = |s: &Server, body: Value| -> Value {
+        let (st, v) = s.json("POST", "/v1/collections/lib/overlap", body);
+        assert_eq!(st, 200, "{v}");
+        v
+    };
+    let v = check(&b, json!({"text": query}));
+    let p = &v["passages"][0];
+    assert_eq!(p["source"], json!("d3"), "{v}");
+    assert_eq!(p["source_text"], json!(copied), "{v}");
+    assert_eq!(v["passages"].as_array().map(Vec::len), Some(1), "{v}");
+    // The same answer through the server that wrote the documents.
+    assert_eq!(check(&a, json!({"text": query})), v);
+    // Excluded by id, or the query's own id: no source. An unknown id is named.
+    let none = check(&b, json!({"text": query, "exclude_source": ["d3"]}));
+    assert_eq!(none["passages"], json!([]), "{none}");
+    let own = check(&b, json!({"text": query, "id": "d3"}));
+    assert_eq!(own["passages"], json!([]), "{own}");
+    let (st, e) = b.json(
+        "POST",
+        "/v1/collections/lib/overlap",
+        json!({"text": query, "exclude_source": ["nope"]}),
+    );
+    assert_eq!((st, error_code(&e)), (400, "invalid_field"), "{e}");
+    assert!(e.to_string().contains("nope"), "{e}");
+    // Removed through `a`: no longer a source through `b`.
+    assert_eq!(a.call("DELETE", "/v1/collections/lib/docs/d3", None).0, 200);
+    assert_eq!(check(&b, json!({"text": query}))["passages"], json!([]));
+    // Back, then the database taken back to schema 2: its passage collections had no passage
+    // keys, so the band rows are dropped here; a server opening it indexes them again.
+    let d3 = json!({"docs": [{"id": "d3", "text": text(3)}]});
+    assert_eq!(b.json("POST", "/v1/collections/lib/docs", d3).0, 200);
+    let want = check(&a, json!({"text": query}));
+    assert_eq!(want["passages"][0]["source"], json!("d3"), "{want}");
+    a.stop();
+    b.stop();
+    cluster.sql(
+        db,
+        "DELETE FROM neardup_bands; UPDATE neardup_meta SET value = 2 WHERE key = 'schema';",
+    );
+    let s = Server::on_store(&url);
+    assert_eq!(check(&s, json!({"text": query})), want);
+    let left = cluster.sql(db, "SELECT count(*) FROM neardup_docs WHERE keys IS NULL");
+    assert_eq!(left.trim(), "0", "every document indexed");
 }

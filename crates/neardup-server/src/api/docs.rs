@@ -49,8 +49,11 @@ pub(super) async fn insert_docs(
             .into_par_iter()
             .map_init(Scratch::default, |scratch, (id, body, metadata)| {
                 let sketch = live.engine().sketch(body.as_document(), body.len(), scratch);
-                let keys = c2.indexed.then(|| live.engine().candidate_keys(&sketch));
                 let text = store_text.then(|| body.as_document().display_text().into_owned());
+                let keys = c2.indexed.then(|| {
+                    let passages = c2.info.job.passages.as_ref();
+                    crate::stored_keys(live.engine(), passages, &sketch, text.as_deref())
+                });
                 (id, metadata, Record { sketch, metadata: no_metadata(), text }, keys)
             })
             .collect();

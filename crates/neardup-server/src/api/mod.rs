@@ -38,9 +38,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use neardup::overlap::{
-    Overlap, OverlapOptions, OverlapSpec, Passage, PassageIndex, PassageRecord,
-};
+use neardup::overlap::{Overlap, OverlapOptions, OverlapSpec, Passage, PassageRecord};
 use neardup::{Document, Method, Pipeline, PipelineSpec, Scratch, SearchUse};
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;

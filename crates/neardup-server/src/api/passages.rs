@@ -63,6 +63,12 @@ pub(super) async fn overlap(
     let st = state.clone();
     let answer = blocking(move || {
         let _turn = turn;
+        let text = body.as_document().display_text().into_owned();
+        if c.indexed {
+            let spec =
+                c.info.job.passages.as_ref().ok_or_else(|| ApiError::internal("no passages"))?;
+            return stored_overlap(&st, &c, spec, own.as_deref(), &exclude, &text, &stop);
+        }
         // What other servers sharing the store wrote, first.
         sync(&st, &c)?;
         // The check runs on a snapshot of the passage index, with no lock held: writers of the
@@ -86,14 +92,105 @@ pub(super) async fn overlap(
                 })
             })
             .collect::<Result<_, _>>()?;
-        let text = body.as_document().display_text().into_owned();
         let found = index
             .check_until(own.as_deref(), &text, &exclude, Some(&stop))
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
-        ok(StatusCode::OK, overlap_json(&found, own.as_deref(), &index))
+        let answer = overlap_json(&found, own.as_deref(), &|n| index.id(n), &|n| index.text(n));
+        ok(StatusCode::OK, answer)
     })
     .await;
     memory.until_sent(answer)
+}
+
+/// The passage check of a collection in a store that keeps the index (PostgreSQL): the
+/// postings of the query's keys and the texts of the sources it aligns are read from the
+/// store in one snapshot, as the check asks for them ([`neardup::overlap::stored`]); memory
+/// holds nothing of the collection. The answer is the one an index of the stored documents
+/// gives.
+fn stored_overlap(
+    state: &AppState,
+    c: &Collection,
+    spec: &OverlapSpec,
+    own: Option<&str>,
+    exclude: &[String],
+    text: &str,
+    stop: &std::sync::atomic::AtomicBool,
+) -> ApiResult {
+    use neardup::overlap::stored::{self, StoredError};
+    let name = c.info.name.as_str();
+    state.with_db(|db| {
+        let err = |e: StoreError| store_err(state, name, e);
+        let txn = db.read().map_err(err)?;
+        let docs = match txn.docs(&c.table) {
+            Ok(docs) => docs,
+            Err(StoreError::Gone) => {
+                forget(state, c);
+                return Err(ApiError::collection_gone(name));
+            }
+            Err(e) => return Err(err(e)),
+        };
+        let ids: Vec<&str> = exclude.iter().map(String::as_str).chain(own).collect();
+        let orders = docs.orders(&ids).map_err(err)?;
+        let mut excluded = Vec::with_capacity(exclude.len());
+        for (id, order) in exclude.iter().zip(&orders) {
+            match order {
+                Some(o) => excluded.push(*o),
+                None => {
+                    return Err(ApiError::bad(
+                        "invalid_field",
+                        format!("exclude_source: no document {id:?} in collection {name:?}"),
+                    ))
+                }
+            }
+        }
+        let own_order = own.and_then(|_| orders.last().copied().flatten());
+        let source = StoredPassages { state, collection: name, docs };
+        let found =
+            stored::check(spec, &source, text, own_order, &excluded, Some(stop)).map_err(|e| {
+                match e {
+                    StoredError::Store(e) => e,
+                    StoredError::Overlap(e) => ApiError::bad("invalid_field", e.to_string()),
+                }
+            })?;
+        let answer = overlap_json(&found.overlap, own, &|n| found.id(n), &|n| found.text(n));
+        ok(StatusCode::OK, answer)
+    })
+}
+
+/// A passage collection's documents in a store that keeps the index, as the passage check
+/// reads them: its postings are the tagged keys among the documents' candidate keys
+/// ([`crate::store::passage_keys`]).
+struct StoredPassages<'a> {
+    state: &'a AppState,
+    collection: &'a str,
+    docs: Box<dyn Docs + 'a>,
+}
+
+impl neardup::overlap::stored::PassageStore for StoredPassages<'_> {
+    type Error = ApiError;
+
+    fn holders(&self, keys: &[u32], cap: usize) -> Result<Vec<(u32, u64)>, ApiError> {
+        let tagged: Vec<u64> =
+            keys.iter().map(|&k| crate::store::PASSAGE_KEY_TAG | u64::from(k)).collect();
+        let pairs = self
+            .docs
+            .holders(&tagged, cap)
+            .map_err(|e| store_err(self.state, self.collection, e))?;
+        // The low half is the passage key (the tag above it).
+        Ok(pairs.into_iter().map(|(k, order)| (k as u32, order)).collect())
+    }
+
+    fn texts(&self, orders: &[u64]) -> Result<Vec<(u64, String, String)>, ApiError> {
+        let found =
+            self.docs.by_order(orders).map_err(|e| store_err(self.state, self.collection, e))?;
+        found
+            .into_iter()
+            .map(|d| {
+                let record = read_record(self.state, self.collection, &d.id, &d.record)?;
+                Ok((d.order, d.id, record.text.unwrap_or_default()))
+            })
+            .collect()
+    }
 }
 
 /// Sets its flag when dropped.
@@ -109,16 +206,21 @@ impl Drop for StopOnDrop {
 /// --summary`), its `passages` and `excluded` ones (quotations, references) as the library's
 /// passage records (`--passages`), each with its source's text over the passage besides
 /// (`source_text`). Ids are text, as the collection stores them; `query` is the request's id.
-pub(super) fn overlap_json(o: &Overlap, query: Option<&str>, index: &PassageIndex) -> Value {
+pub(super) fn overlap_json<'a>(
+    o: &Overlap,
+    query: Option<&str>,
+    source_id: &dyn Fn(u32) -> &'a str,
+    source_text: &dyn Fn(u32) -> &'a str,
+) -> Value {
     let id = |id: &str| {
         serde_json::value::RawValue::from_string(neardup::id_to_json(id)).expect("a JSON string")
     };
-    let name = |n: u32| id(index.id(n));
+    let name = |n: u32| id(source_id(n));
     let query = query.map(id);
     let passage = |p: &Passage| {
         let mut v = serde_json::to_value(PassageRecord::new(query.as_deref(), p, &name))
             .unwrap_or(Value::Null);
-        let source = index.text(p.source);
+        let source = source_text(p.source);
         v["source_text"] =
             json!(source.get(p.source_start_byte as usize..p.source_end_byte as usize));
         v

@@ -588,7 +588,10 @@ fn write_accepted(
         replaced[i] = was_stored;
         c.largest_metadata.fetch_max(metadata.get().len(), Ordering::Relaxed);
         let record = encode_record(&p.id, &p.sketch, &metadata, p.text.as_deref());
-        let keys = engine.as_ref().map(|l| l.engine().candidate_keys(&p.sketch));
+        let keys = engine.as_ref().map(|l| {
+            let passages = c.info.job.passages.as_ref();
+            crate::stored_keys(l.engine(), passages, &p.sketch, p.text.as_deref())
+        });
         let row = crate::store::Row { id: &p.id, record: &record, keys: keys.as_deref() };
         t.put(row).map_err(err)?;
     }

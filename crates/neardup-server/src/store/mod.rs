@@ -153,6 +153,25 @@ pub trait Docs {
         let _ = keys;
         Err(StoreError::Other("this store keeps no candidate index".into()))
     }
+    /// The first `cap` holders of each of `keys` in the candidate index, by their place in
+    /// the order documents were first stored ([`Candidate::order`]), ascending: `(key, order)`
+    /// pairs ([`Store::indexes`]). A passage collection's postings ([`passage_keys`]).
+    fn holders(&self, keys: &[u64], cap: usize) -> Result<Vec<(u64, u64)>, StoreError> {
+        let _ = (keys, cap);
+        Err(StoreError::Other("this store keeps no candidate index".into()))
+    }
+    /// The documents at the places `orders` ([`Candidate::order`]), with their ids and records,
+    /// in any order; those removed meanwhile are left out ([`Store::indexes`]).
+    fn by_order(&self, orders: &[u64]) -> Result<Vec<Candidate>, StoreError> {
+        let _ = orders;
+        Err(StoreError::Other("this store keeps no candidate index".into()))
+    }
+    /// The place of each of `ids` in the order documents were first stored, `None` for one not
+    /// stored ([`Store::indexes`]).
+    fn orders(&self, ids: &[&str]) -> Result<Vec<Option<u64>>, StoreError> {
+        let _ = ids;
+        Err(StoreError::Other("this store keeps no candidate index".into()))
+    }
     /// At most `limit` documents stored without their candidate keys (a store that
     /// [`Store::indexes`], migrated from a layout that kept none), with their records: the
     /// server puts them again with their keys.
@@ -160,6 +179,23 @@ pub trait Docs {
         let _ = limit;
         Ok(Vec::new())
     }
+}
+
+/// The high half of a passage key in the candidate index. A passage collection's documents are
+/// also found by their passage fingerprints ([`neardup::overlap::parts::fingerprints`], 32 bits
+/// each), kept among their candidate keys with this tag above them, so that the index's rows,
+/// their removal with the document and the indexing of documents stored without keys serve
+/// the passage check too. A candidate key (a 64-bit hash) equal to a tagged one (about one in
+/// 2^32 per pair) makes an extra candidate, which verification or alignment then drops.
+pub const PASSAGE_KEY_TAG: u64 = 0x7061_7373 << 32; // "pass"
+
+/// The keys a passage collection's document adds to its candidate keys (none for a document
+/// without text): its passage fingerprints, tagged ([`PASSAGE_KEY_TAG`]).
+pub fn passage_keys(spec: &OverlapSpec, text: Option<&str>) -> Vec<u64> {
+    let Some(text) = text else { return Vec::new() };
+    neardup::overlap::parts::fingerprints(spec, text)
+        .map(|keys| keys.into_iter().map(|k| PASSAGE_KEY_TAG | u64::from(k)).collect())
+        .unwrap_or_default()
 }
 
 /// A document [`Docs::candidates`] finds.

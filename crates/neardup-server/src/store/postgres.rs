@@ -14,10 +14,7 @@
 //! collection are serialized across servers, and the collection's versions are committed in
 //! order) and stamps what it writes and removes with that version. A `check` is decided
 //! inside its write transaction, after the lock, reading the candidate index below: of two
-//! near-copies checked at once through two servers, the second decided sees the first. What a
-//! server does keep in memory (the passage index of a collection that keeps passages) is
-//! brought up to what the others wrote after the version it holds ([`ReadTxn::changes`])
-//! before an answer relies on it.
+//! near-copies checked at once through two servers, the second decided sees the first.
 //!
 //! The candidate index is the database's too (schema 2): `neardup_bands` (key -> the
 //! document's `seq`, a b-tree) holds each document's candidate keys
@@ -26,7 +23,11 @@
 //! them too (to remove them with the document) with the document's `seq` (first stored, kept
 //! by an upsert: the order ties are broken in). A search reads its candidates, records and
 //! all, in one query through the band index; a server holds no document in memory, so its
-//! memory does not grow with the collections. Each collection counts its documents
+//! memory does not grow with the collections. A passage collection's documents are found by
+//! their passage fingerprints too (schema 3: tagged keys among their keys,
+//! [`super::PASSAGE_KEY_TAG`]): a passage check reads each query key's first holders
+//! ([`Docs::holders`]) and the texts of the sources it aligns ([`Docs::by_order`]) from one
+//! snapshot. Each collection counts its documents
 //! (`neardup_collections.count`, kept by the writers under the collection's lock).
 //!
 //! A read transaction is `REPEATABLE READ, READ ONLY` (one snapshot for all it reads); a write
@@ -54,7 +55,10 @@ use crate::OpenError;
 /// (`neardup_bands`; each document's `seq` and candidate keys; each collection's count). A
 /// version 1 database is migrated when opened; its documents' keys are computed by the server
 /// that loads their collection ([`Docs::unindexed`]).
-pub const SCHEMA: i64 = 2;
+/// Version 3: a passage collection's documents are found by their passage fingerprints too
+/// (tagged keys among their candidate keys, [`super::PASSAGE_KEY_TAG`]); a version 2
+/// database's passage collections are indexed again when a server loads them.
+pub const SCHEMA: i64 = 3;
 
 /// The advisory lock taken, per transaction, while the tables are created or migrated.
 const SCHEMA_LOCK: i64 = 0x6e65_6172_6475_7002; // "neardup" 2
@@ -383,6 +387,19 @@ impl Postgres {
                      ALTER TABLE neardup_collections ADD COLUMN count bigint NOT NULL DEFAULT 0;
                      UPDATE neardup_collections c
                          SET count = (SELECT count(*) FROM neardup_docs d WHERE d.docs = c.docs);",
+                )
+                .await
+                .map_err(failed)?;
+            }
+            if found[0] == Some(2) {
+                // Schema 2 to 3: the documents of passage collections lose their keys, to be
+                // indexed again with their passage keys ([`Docs::unindexed`]).
+                txn.batch_execute(
+                    "UPDATE neardup_docs SET keys = NULL
+                     WHERE docs IN (
+                         SELECT docs FROM neardup_collections
+                         WHERE jsonb_typeof(settings::jsonb -> 'job' -> 'passages') = 'object'
+                            OR jsonb_typeof(settings::jsonb -> 'passages') = 'object');",
                 )
                 .await
                 .map_err(failed)?;
@@ -772,6 +789,53 @@ impl Docs for Table<'_, '_> {
                 Ok(Candidate { id, order: r.get::<_, i64>(1) as u64, record: r.get(2) })
             })
             .collect()
+    }
+
+    fn holders(&self, keys: &[u64], cap: usize) -> Result<Vec<(u64, u64)>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let salt = xxhash_rust::xxh3::xxh3_64(self.table.as_bytes());
+        let salted = salted(&self.table, keys);
+        let cap = cap as i64;
+        // Each key's first holders through the index's b-tree ((key, seq)): a key a million
+        // documents hold reads `cap` rows, not a million.
+        let rows = self.txn.query(
+            "SELECT k.key, b.seq FROM unnest($1::bigint[]) AS k (key),
+                 LATERAL (SELECT seq FROM neardup_bands WHERE key = k.key
+                          ORDER BY seq LIMIT $2) AS b",
+            &[&salted, &cap],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ((r.get::<_, i64>(0) as u64) ^ salt, r.get::<_, i64>(1) as u64))
+            .collect())
+    }
+
+    fn by_order(&self, orders: &[u64]) -> Result<Vec<Candidate>, StoreError> {
+        let seqs: Vec<i64> = orders.iter().map(|&o| o as i64).collect();
+        let rows = self.txn.query(
+            "SELECT id, seq, record FROM neardup_docs WHERE seq = ANY($2) AND docs = $1",
+            &[&self.table, &seqs],
+        )?;
+        rows.into_iter()
+            .map(|r| {
+                let id = String::from_utf8(r.get::<_, Vec<u8>>(0))
+                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
+                Ok(Candidate { id, order: r.get::<_, i64>(1) as u64, record: r.get(2) })
+            })
+            .collect()
+    }
+
+    fn orders(&self, ids: &[&str]) -> Result<Vec<Option<u64>>, StoreError> {
+        let keys: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
+        let rows = self.txn.query(
+            "SELECT id, seq FROM neardup_docs WHERE docs = $1 AND id = ANY($2)",
+            &[&self.table, &keys],
+        )?;
+        let found: std::collections::HashMap<Vec<u8>, i64> =
+            rows.into_iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok(ids.iter().map(|id| found.get(id.as_bytes()).map(|&s| s as u64)).collect())
     }
 
     fn unindexed(&self, limit: usize) -> Result<Vec<(String, Vec<u8>)>, StoreError> {

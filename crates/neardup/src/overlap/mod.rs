@@ -52,6 +52,7 @@ pub mod parts;
 mod record;
 mod runs;
 mod saved;
+pub mod stored;
 mod units;
 
 use std::fmt;

@@ -229,13 +229,28 @@ pub fn check(
     exclude: &[u32],
     within: bool,
 ) -> Result<Step, OverlapError> {
+    check_until(spec, shipped, text, own, exclude, within, None)
+}
+
+/// [`check`] that also stops between sources when `stop` is set (a service's check that its
+/// client gave up): [`OverlapError::Stopped`].
+pub fn check_until(
+    spec: &OverlapSpec,
+    shipped: &Shipped,
+    text: &str,
+    own: Option<u32>,
+    exclude: &[u32],
+    within: bool,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<Step, OverlapError> {
     spec.validate()?;
     if text.len() >= u32::MAX as usize {
         return Err(OverlapError::TooLong { id: "the query".into(), bytes: text.len() });
     }
     let by = if within { Attribution::Earliest } else { Attribution::BestMatch };
     SCRATCH.with_borrow_mut(|s| {
-        match check_in(shipped, spec, text, own, exclude, by, &|| false, s, shipped.texts.scope) {
+        let stopped = || stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+        match check_in(shipped, spec, text, own, exclude, by, &stopped, s, shipped.texts.scope) {
             Ok(found) => Ok(Step::Done(found)),
             Err(Halt::Needs(docs)) => Ok(Step::Needs(docs)),
             Err(Halt::Stopped) => Err(OverlapError::Stopped),
