@@ -11,7 +11,14 @@ For each labelled set given (the format of shared/passages: collection.jsonl, qu
 4. stops the server and reads its peak RSS (VmHWM);
 5. compares each query's passages (query range, source id, source range) between the stores.
 
+With --corpus FILE --docs N (JSON Lines, `id` and `text`): the first N documents as the
+collection, and as queries 200 of them spread over it, each with a sentence of its own before
+and after (so every check finds its document), on the stores of --stores only (default both):
+the memory a server takes as a passage collection grows, and the database's size.
+
 Usage: python3 bench/serve_passages.py [--binary target/release/neardup] SET_DIR...
+       python3 bench/serve_passages.py --corpus bench/data/en_dedup_1000000.jsonl --docs 200000
+           --stores postgres
 """
 import argparse
 import json
@@ -39,6 +46,20 @@ def peak_rss_mb(pid):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def corpus_set(path, n, queries=200):
+    collection = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if len(collection) == n:
+                break
+            d = json.loads(line)
+            collection.append({"id": str(d["id"]), "text": d["text"]})
+    step = max(1, len(collection) // queries)
+    picked = [{"text": "An opening sentence of the checker's own. " + d["text"]
+               + " A closing sentence of its own."} for d in collection[::step][:queries]]
+    return collection, picked
 
 
 def run(binary, store, collection, queries, port):
@@ -76,30 +97,43 @@ def run(binary, store, collection, queries, port):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"))
-    ap.add_argument("sets", nargs="+")
+    ap.add_argument("--corpus")
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--stores", default="embedded,postgres")
+    ap.add_argument("sets", nargs="*")
     args = ap.parse_args()
+    stores = args.stores.split(",")
     print("| set | documents | queries | store | stored docs/s | checks/s | p50 ms | p99 ms "
           "| server peak RSS MB | passages | same answers |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
-    for d in args.sets:
-        d = Path(d)
-        collection, queries = load(d / "collection.jsonl"), load(d / "queries.jsonl")
+    inputs = [(Path(d).name, lambda d=d: (load(Path(d) / "collection.jsonl"),
+                                          load(Path(d) / "queries.jsonl"))) for d in args.sets]
+    if args.corpus:
+        inputs.append((f"{Path(args.corpus).name}, first {args.docs}",
+                       lambda: corpus_set(args.corpus, args.docs)))
+    for name, read in inputs:
+        collection, queries = read()
         results = {}
         data = Path(tempfile.mkdtemp(prefix="neardup-serve-passages-"))
         cluster = PgCluster()
         try:
-            results["embedded"] = run(args.binary, data, collection, queries, 7792)
-            results["postgres"] = run(args.binary, cluster.url, collection, queries, 7793)
+            if "embedded" in stores:
+                results["embedded"] = run(args.binary, data, collection, queries, 7792)
+            if "postgres" in stores:
+                results["postgres"] = run(args.binary, cluster.url, collection, queries, 7793)
+                size = int(cluster.sql("bench", "SELECT pg_database_size('bench')"))
+                results["postgres"]["db_mb"] = size / 2**20
         finally:
             cluster.close()
             shutil.rmtree(data, ignore_errors=True)
-        same = sum(a == b for a, b in zip(results["embedded"]["answers"],
-                                          results["postgres"]["answers"]))
+        answers = [r["answers"] for r in results.values()]
+        same = sum(all(a == x[i] for x in answers) for i, a in enumerate(answers[0]))
         for store, r in results.items():
-            print(f"| {d.name} | {len(collection)} | {len(queries)} | {store} | "
+            print(f"| {name} | {len(collection)} | {len(queries)} | {store} | "
                   f"{r['docs_per_s']:.0f} | {r['checks_per_s']:.1f} | {r['p50_ms']:.1f} | "
                   f"{r['p99_ms']:.1f} | {r['rss_mb']:.0f} | "
-                  f"{sum(map(len, r['answers']))} | {same}/{len(queries)} |")
+                  f"{sum(map(len, r['answers']))} | {same}/{len(queries)} |"
+                  + (f" database {r['db_mb']:.0f} MB" if "db_mb" in r else ""))
 
 
 if __name__ == "__main__":

@@ -578,23 +578,19 @@ impl Txn<'_> {
         if version <= since {
             return Ok(changes);
         }
-        let id = |r: &tokio_postgres::Row| -> Result<String, StoreError> {
-            String::from_utf8(r.get::<_, Vec<u8>>(0))
-                .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))
-        };
         let rows = self.query(
             "SELECT id, record FROM neardup_docs WHERE docs = $1 AND version > $2",
             &[&table, &since],
         )?;
         for r in &rows {
-            changes.written.push((id(r)?, r.get(1)));
+            changes.written.push((stored_id(r)?, r.get(1)));
         }
         let rows = self.query(
             "SELECT id FROM neardup_removed WHERE docs = $1 AND version > $2",
             &[&table, &since],
         )?;
         for r in &rows {
-            changes.removed.push(id(r)?);
+            changes.removed.push(stored_id(r)?);
         }
         Ok(changes)
     }
@@ -782,13 +778,7 @@ impl Docs for Table<'_, '_> {
                 &[&self.table],
             )?,
         };
-        rows.into_iter()
-            .map(|r| {
-                let id = String::from_utf8(r.get::<_, Vec<u8>>(0))
-                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
-                Ok(Candidate { id, order: r.get::<_, i64>(1) as u64, record: r.get(2) })
-            })
-            .collect()
+        candidate_rows(rows)
     }
 
     fn holders(&self, keys: &[u64], cap: usize) -> Result<Vec<(u64, u64)>, StoreError> {
@@ -818,13 +808,7 @@ impl Docs for Table<'_, '_> {
             "SELECT id, seq, record FROM neardup_docs WHERE seq = ANY($2) AND docs = $1",
             &[&self.table, &seqs],
         )?;
-        rows.into_iter()
-            .map(|r| {
-                let id = String::from_utf8(r.get::<_, Vec<u8>>(0))
-                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
-                Ok(Candidate { id, order: r.get::<_, i64>(1) as u64, record: r.get(2) })
-            })
-            .collect()
+        candidate_rows(rows)
     }
 
     fn orders(&self, ids: &[&str]) -> Result<Vec<Option<u64>>, StoreError> {
@@ -844,14 +828,23 @@ impl Docs for Table<'_, '_> {
             "SELECT id, record FROM neardup_docs WHERE docs = $1 AND keys IS NULL LIMIT $2",
             &[&self.table, &limit],
         )?;
-        rows.into_iter()
-            .map(|r| {
-                let id = String::from_utf8(r.get::<_, Vec<u8>>(0))
-                    .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))?;
-                Ok((id, r.get(1)))
-            })
-            .collect()
+        rows.into_iter().map(|r| Ok((stored_id(&r)?, r.get(1)))).collect()
     }
+}
+
+/// The id in the first column of a row of `neardup_docs`.
+fn stored_id(row: &tokio_postgres::Row) -> Result<String, StoreError> {
+    String::from_utf8(row.get::<_, Vec<u8>>(0))
+        .map_err(|e| StoreError::Other(format!("a stored id is not UTF-8: {e}")))
+}
+
+/// Rows `(id, seq, record)` of `neardup_docs` as candidates.
+fn candidate_rows(rows: Vec<tokio_postgres::Row>) -> Result<Vec<Candidate>, StoreError> {
+    rows.into_iter()
+        .map(|r| {
+            Ok(Candidate { id: stored_id(&r)?, order: r.get::<_, i64>(1) as u64, record: r.get(2) })
+        })
+        .collect()
 }
 
 /// A collection's candidate keys as its table keeps them: salted by the table, so that two

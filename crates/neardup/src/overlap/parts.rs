@@ -259,7 +259,7 @@ pub fn check_until(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! The parts against an index of the whole collection: the same answer, whatever was
     //! shipped first.
     use super::*;
@@ -315,7 +315,7 @@ mod tests {
     }
 
     /// Texts over a small vocabulary, and queries made of their stretches with words between.
-    fn corpus() -> impl Strategy<Value = (Vec<String>, String)> {
+    pub(crate) fn corpus() -> impl Strategy<Value = (Vec<String>, String)> {
         let vocab: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
         let words = prop::collection::vec(0usize..40, 10..80);
         (

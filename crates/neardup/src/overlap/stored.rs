@@ -126,6 +126,7 @@ pub fn check<S: PassageStore>(
 mod tests {
     //! A stored check against an index of the same documents: the same answer.
     use super::*;
+    use crate::overlap::parts::tests::corpus;
     use crate::overlap::{OnExistingId, PassageIndex};
     use proptest::prelude::*;
     use std::cell::Cell;
@@ -161,27 +162,6 @@ mod tests {
                 .map(|&o| (o, format!("d{}", o / 10 - 1), self.docs[(o / 10 - 1) as usize].clone()))
                 .collect())
         }
-    }
-
-    fn corpus() -> impl Strategy<Value = (Vec<String>, String)> {
-        let vocab: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
-        let words = prop::collection::vec(0usize..40, 10..80);
-        (
-            prop::collection::vec(words, 1..10),
-            prop::collection::vec((0usize..10, 0usize..80, 5usize..40, 0usize..5), 1..6),
-        )
-            .prop_map(move |(docs, picks)| {
-                let docs: Vec<Vec<&str>> =
-                    docs.iter().map(|d| d.iter().map(|&i| vocab[i].as_str()).collect()).collect();
-                let mut query: Vec<&str> = Vec::new();
-                for (d, at, len, noise) in picks {
-                    let doc = &docs[d % docs.len()];
-                    let at = at % doc.len();
-                    query.extend(&doc[at..(at + len).min(doc.len())]);
-                    query.extend(std::iter::repeat_n("filler", noise));
-                }
-                (docs.iter().map(|d| d.join(" ")).collect(), query.join(" "))
-            })
     }
 
     proptest! {
