@@ -1664,4 +1664,16 @@ fn a_passage_collection_on_postgres_is_read_from_the_database() {
     assert_eq!(check(&s, json!({"text": query})), want);
     let left = cluster.sql(db, "SELECT count(*) FROM neardup_docs WHERE keys IS NULL");
     assert_eq!(left.trim(), "0", "every document indexed");
+    // A bit of d3's stored text flipped: it is the source of nothing, and health says so.
+    let flipped = cluster.sql(
+        db,
+        "UPDATE neardup_docs SET record = set_byte(record, p + 2, get_byte(record, p + 2) # 1) \
+         FROM (SELECT position(convert_to('w3k', 'UTF8') IN record) AS p FROM neardup_docs \
+               WHERE id = convert_to('d3', 'UTF8')) AS found \
+         WHERE id = convert_to('d3', 'UTF8') AND p > 0 RETURNING 1",
+    );
+    assert_eq!(flipped.trim(), "1", "the text is in the record");
+    assert_eq!(check(&s, json!({"text": query}))["passages"], json!([]));
+    let (status, health) = s.call("GET", "/v1/health", None);
+    assert_eq!((status, &health["damaged_records"]), (503, &json!(1)), "{health}");
 }

@@ -183,13 +183,18 @@ impl neardup::overlap::stored::PassageStore for StoredPassages<'_> {
     fn texts(&self, orders: &[u64]) -> Result<Vec<(u64, String, String)>, ApiError> {
         let found =
             self.docs.by_order(orders).map_err(|e| store_err(self.state, self.collection, e))?;
-        found
+        // A record that fails its checksum is the source of nothing (as the embedded store
+        // leaves it out of its index), and counted as damage (`/v1/health` reports it).
+        Ok(found
             .into_iter()
-            .map(|d| {
-                let record = read_record(self.state, self.collection, &d.id, &d.record)?;
-                Ok((d.order, d.id, record.text.unwrap_or_default()))
+            .map(|d| match Record::decode(&d.id, &d.record) {
+                Ok(record) => (d.order, d.id, record.text.unwrap_or_default()),
+                Err(what) => {
+                    self.state.record_damage(self.collection, &d.id, &what);
+                    (d.order, d.id, String::new())
+                }
             })
-            .collect()
+            .collect())
     }
 }
 
