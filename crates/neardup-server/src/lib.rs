@@ -479,7 +479,7 @@ fn load_collection(
     let mut counted = 0;
     let live = match build_engine(&info) {
         Ok(engine) => {
-            let mut live = new_live(&info, engine, limits)
+            let mut live = new_live(&info, engine, limits, indexed)
                 .map_err(|e| format!("collection {:?}: {e}", info.name))?;
             let (mut n, mut bad) = (0u64, 0u64);
             let docs = match read.docs(&table) {
@@ -723,11 +723,18 @@ fn build_engine(info: &CollectionInfo) -> Result<Engine, String> {
 }
 
 /// The in-memory side of a collection: its engine (scanning at most `--max-scan-docs` below
-/// its threshold), with a passage index when it keeps one.
-fn new_live(info: &CollectionInfo, mut engine: Engine, limits: &Limits) -> Result<Live, String> {
+/// its threshold), with a passage index when it keeps one and the store does not keep the
+/// index (`indexed`: its passage checks read the store; the settings are checked all the same).
+fn new_live(
+    info: &CollectionInfo,
+    mut engine: Engine,
+    limits: &Limits,
+    indexed: bool,
+) -> Result<Live, String> {
     engine.set_scan_limit(limits.max_scan_docs);
     let live = Live::new(engine);
     match &info.job.passages {
+        Some(spec) if indexed => spec.validate().map(|()| live).map_err(|e| e.to_string()),
         Some(spec) => live.with_passages(spec.clone()).map_err(|e| e.to_string()),
         None => Ok(live),
     }

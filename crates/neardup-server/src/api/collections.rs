@@ -121,6 +121,7 @@ pub(super) async fn create_collection(
     let store_text = req.store_text || passages.is_some();
     // Building the pipeline and the engine validates everything (bounded by the spec's limits).
     let limits = state.limits;
+    let indexed = state.with_db(|db| Ok(db.indexes()))?;
     let (info, live) = blocking(move || {
         let pipeline = Pipeline::new(spec.clone())
             .map_err(|e| ApiError::bad("invalid_field", e.to_string()))?;
@@ -132,8 +133,8 @@ pub(super) async fn create_collection(
             pipeline_id: pipeline.id().to_string(),
         };
         let engine = build_engine(&info).map_err(|e| ApiError::bad("invalid_field", e))?;
-        let live =
-            new_live(&info, engine, &limits).map_err(|e| ApiError::bad("invalid_field", e))?;
+        let live = new_live(&info, engine, &limits, indexed)
+            .map_err(|e| ApiError::bad("invalid_field", e))?;
         Ok((info, live))
     })
     .await?;
@@ -168,7 +169,6 @@ pub(super) async fn create_collection(
         };
     }
     let text = serde_json::to_string(&info).map_err(ApiError::internal)?;
-    let indexed = state.with_db(|db| Ok(db.indexes()))?;
     let c = Arc::new(Collection::new(info, Ok(std::sync::RwLock::new(live)), indexed));
     let (st, c2) = (state.clone(), c.clone());
     blocking(move || {
