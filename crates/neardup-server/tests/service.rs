@@ -1612,7 +1612,7 @@ fn a_passage_collection_on_postgres_is_read_from_the_database() {
     let url = cluster.database(db);
     let (a, b) = (Server::on_store(&url), Server::on_store(&url));
     assert_eq!(a.json("PUT", "/v1/collections/lib", json!({"passages": true})).0, 201);
-    // Ten documents of words of their own (`d3` says `w3_0 w3_1 ...`), written through `a`.
+    // Ten documents of words of their own (`d3` says `w3k0 w3k7 ...`), written through `a`.
     let text = |d: usize| -> String {
         (0..80).map(|i| format!("w{d}k{}", (i * 7) % 61)).collect::<Vec<_>>().join(" ")
     };

@@ -131,8 +131,9 @@ fn stored_overlap(
         };
         let ids: Vec<&str> = exclude.iter().map(String::as_str).chain(own).collect();
         let orders = docs.orders(&ids).map_err(err)?;
+        let (of_excluded, of_own) = orders.split_at(exclude.len());
         let mut excluded = Vec::with_capacity(exclude.len());
-        for (id, order) in exclude.iter().zip(&orders) {
+        for (id, order) in exclude.iter().zip(of_excluded) {
             match order {
                 Some(o) => excluded.push(*o),
                 None => {
@@ -143,7 +144,7 @@ fn stored_overlap(
                 }
             }
         }
-        let own_order = own.and_then(|_| orders.last().copied().flatten());
+        let own_order = of_own.first().copied().flatten();
         let source = StoredPassages { state, collection: name, docs };
         let found =
             stored::check(spec, &source, text, own_order, &excluded, Some(stop)).map_err(|e| {

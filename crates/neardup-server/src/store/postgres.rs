@@ -785,7 +785,7 @@ impl Docs for Table<'_, '_> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let salt = xxhash_rust::xxh3::xxh3_64(self.table.as_bytes());
+        let salt = salt(&self.table);
         let salted = salted(&self.table, keys);
         let cap = cap as i64;
         // Each key's first holders through the index's b-tree ((key, seq)): a key a million
@@ -847,10 +847,15 @@ fn candidate_rows(rows: Vec<tokio_postgres::Row>) -> Result<Vec<Candidate>, Stor
         .collect()
 }
 
+/// What a collection's keys are salted with ([`salted`]; salting again unsalts them).
+fn salt(table: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(table.as_bytes())
+}
+
 /// A collection's candidate keys as its table keeps them: salted by the table, so that two
 /// collections (of the same settings, holding the same texts) never share a band row.
 fn salted(table: &str, keys: &[u64]) -> Vec<i64> {
-    let salt = xxhash_rust::xxh3::xxh3_64(table.as_bytes());
+    let salt = salt(table);
     keys.iter().map(|k| (k ^ salt) as i64).collect()
 }
 

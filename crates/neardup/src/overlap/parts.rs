@@ -177,6 +177,23 @@ impl Shipped {
     }
 }
 
+impl Shipped {
+    /// Ships more texts to this query's check (a check that reads its sources as it asks for
+    /// them, [`super::stored`]); a document given again keeps its last text.
+    pub(crate) fn ship(&mut self, more: impl IntoIterator<Item = (u32, String)>) {
+        // A query's own texts are not shared (`Shipped::new`), and nothing of them is kept
+        // between checks (`NO_SCOPE`), so they may grow between passes.
+        let own = Arc::get_mut(&mut self.texts).expect("the texts of one query's check");
+        debug_assert!(own.scope == NO_SCOPE);
+        own.texts.extend(more);
+    }
+
+    /// The texts shipped, by document.
+    pub(crate) fn into_texts(self) -> FxHashMap<u32, String> {
+        Arc::try_unwrap(self.texts).map_or_else(|shared| shared.texts.clone(), |t| t.texts)
+    }
+}
+
 impl Holdings for Shipped {
     fn built(&self, key: u32) -> &[u32] {
         let j = self.keys.binary_search(&key).ok();

@@ -94,29 +94,27 @@ pub fn check<S: PassageStore>(
     let held: Vec<(u32, Vec<u32>)> = by_key.into_iter().collect();
     let own = own.map(number);
     let exclude: Vec<u32> = exclude.iter().map(|&o| number(o)).collect();
-    let (mut ids, mut texts) = (FxHashMap::default(), FxHashMap::default());
-    let mut shipped: Vec<(u32, String)> = Vec::new();
+    let mut ids = FxHashMap::default();
+    let mut parts = Shipped::new(spec, held, Vec::new())?;
     loop {
-        let parts = Shipped::new(spec, held.clone(), shipped.clone())?;
         match parts::check_until(spec, &parts, text, own, &exclude, false, stop)? {
-            Step::Done(overlap) => return Ok(StoredOverlap { overlap, ids, texts }),
+            Step::Done(overlap) => {
+                return Ok(StoredOverlap { overlap, ids, texts: parts.into_texts() })
+            }
             Step::Needs(needed) => {
                 let wanted: Vec<u64> = needed.iter().map(|&n| orders[n as usize]).collect();
-                let read = store.texts(&wanted).map_err(StoredError::Store)?;
-                for (o, id, t) in read {
+                let mut read: FxHashMap<u32, String> = FxHashMap::default();
+                for (o, id, t) in store.texts(&wanted).map_err(StoredError::Store)? {
                     let n = number(o);
                     ids.insert(n, id);
-                    texts.insert(n, t.clone());
-                    shipped.push((n, t));
+                    read.insert(n, t);
                 }
                 // A document gone meanwhile is a source of nothing: shipped empty, so that
                 // every pass ships something new and the check ends.
                 for n in needed {
-                    if let std::collections::hash_map::Entry::Vacant(e) = texts.entry(n) {
-                        e.insert(String::new());
-                        shipped.push((n, String::new()));
-                    }
+                    read.entry(n).or_default();
                 }
+                parts.ship(read);
             }
         }
     }
