@@ -570,7 +570,8 @@ pub(crate) fn check_in(
     let mut passages = Vec::new();
     let mut set_apart = Vec::new();
     for st in settled {
-        for (q0, q1, why) in split(st.region.q0, st.region.q1, &excluded) {
+        let apart = set_apart_in(st.region.q0, st.region.q1, &excluded, p.min_units);
+        for (q0, q1, why) in split(st.region.q0, st.region.q1, &apart) {
             if q1 - q0 < p.min_units {
                 continue;
             }
@@ -783,6 +784,39 @@ fn same_punctuation(
 
 /// Splits units `[q0, q1)` at the excluded ranges: the pieces in order, each with the exclusion
 /// it lies in (`None`: counted).
+/// The ranges of `excluded` that are set apart from a passage over units `q0..q1`: each but a
+/// quotation embedded in it, one with at least `min_units` units of the passage outside any
+/// quotation on each side. Such a quotation is not the writer's: the text around it was copied
+/// from the same source too, so it is part of a copy of a text that quotes (a law quoting the
+/// article it amends, a paper quoting a speech), and counts as copied with it. A quotation that
+/// the copy only reaches on one side, or that stands alone, stays a quotation.
+fn set_apart_in(
+    q0: u32,
+    q1: u32,
+    excluded: &[(u32, u32, Exclusion)],
+    min_units: u32,
+) -> Vec<(u32, u32, Exclusion)> {
+    let quoted = |a: u32, b: u32| -> u32 {
+        excluded
+            .iter()
+            .filter(|e| e.2 == Exclusion::Quote)
+            .map(|&(x, y, _)| y.min(b).saturating_sub(x.max(a)))
+            .sum()
+    };
+    let unquoted = |a: u32, b: u32| b.saturating_sub(a) - quoted(a, b);
+    excluded
+        .iter()
+        .filter(|&&(a, b, why)| {
+            let inside = q0 <= a && b <= q1;
+            why != Exclusion::Quote
+                || !inside
+                || unquoted(q0, a) < min_units
+                || unquoted(b, q1) < min_units
+        })
+        .copied()
+        .collect()
+}
+
 fn split(
     q0: u32,
     q1: u32,
@@ -866,6 +900,56 @@ mod tests {
         assert_eq!(g.to_vec(), direct("eleven twelve thirteen").0);
         s.sources.enter(NO_SCOPE);
         assert!(s.sources.slots.is_empty());
+    }
+
+    /// A quotation inside a copy, with copied text of the same source on both sides, is part
+    /// of the copy (the source quotes it too: the writer copied a text that quotes); the same
+    /// quotation standing alone in the writer's own words is still set apart, and a copy that
+    /// the writer put in quotation marks is a quotation.
+    #[test]
+    fn a_quotation_inside_a_copy_is_copied_and_one_standing_alone_is_set_apart() {
+        let before =
+            "第十五条 违反本条例规定，未经批准擅自在航道保护范围内从事采砂、取土等活动的，\
+                      由交通行政管理部门责令停止违法行为，限期恢复原状，并处以罚款。";
+        let quoted = "单位犯前款罪的，对单位判处罚金，并对其直接负责的主管人员和其他直接责任人员\
+                      依照前款的规定处罚";
+        let after = "第十六条 航道建设应当符合防汛安全要求，不得影响河道行洪，不得危害堤防安全，\
+                     并应当征求水行政主管部门的意见，依法办理有关审批手续。";
+        let source = format!("{before}\n“{quoted}。”\n{after}");
+        let mut index = PassageIndex::new(OverlapSpec::default()).expect("index");
+        index
+            .add_documents(vec![("law".into(), source.clone())], OnExistingId::Refuse)
+            .expect("added");
+        index.merge_postings();
+        let own = "我们在调研中走访了十二个县的基层单位，记录了各地执法人员的做法和遇到的困难，\
+                   整理出以下几点看法，供讨论时参考。";
+
+        // Copied whole, its quotation with it: one passage, counted.
+        let copied = format!("{own}{source}{own}");
+        let o = index.check(None, &copied, &[]).expect("checked");
+        assert_eq!(o.passages.len(), 1, "{:?}", o.passages);
+        assert!(o.excluded.is_empty(), "{:?}", o.excluded);
+        let (start, end) =
+            (own.chars().count() as u64, (own.chars().count() + source.chars().count()) as u64);
+        assert!(
+            o.passages[0].start <= start + 1 && o.passages[0].end + 1 >= end,
+            "{:?}",
+            o.passages[0]
+        );
+
+        // The quotation alone, among the writer's words: set apart, with its source.
+        let alone = format!("{own}正如法律所说：“{quoted}。”{own}");
+        let o = index.check(None, &alone, &[]).expect("checked");
+        assert!(o.passages.is_empty(), "{:?}", o.passages);
+        assert_eq!(o.excluded.len(), 1, "{:?}", o.excluded);
+        assert_eq!(o.excluded[0].exclusion, Some(Exclusion::Quote));
+
+        // The copy reaches the quotation on one side only: still a quotation.
+        let one_side = format!("{own}{before}\n“{quoted}。”\n{own}");
+        let o = index.check(None, &one_side, &[]).expect("checked");
+        assert_eq!(o.excluded.len(), 1, "{:?}", o.excluded);
+        assert_eq!(o.excluded[0].exclusion, Some(Exclusion::Quote));
+        assert_eq!(o.passages.len(), 1, "{:?}", o.passages);
     }
 
     /// Regression (sweep 3): a long query over a small vocabulary held positions times
