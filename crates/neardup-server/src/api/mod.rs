@@ -305,8 +305,16 @@ impl neardup::StoredIndex for StoredSketches<'_> {
         let mut out = Vec::with_capacity(found.len());
         let mut held = self.records.borrow_mut();
         for c in found {
-            let sketch = Record::decode_sketch(&c.id, &c.record)
-                .map_err(|what| self.damaged(&c.id, &what))?;
+            // A damaged record is no candidate: it is counted as damage (`/v1/health`) and the
+            // answer comes from the others, as the embedded store leaves such a record out of
+            // its index at start (one bad record made every search that met it a 500).
+            let sketch = match Record::decode_sketch(&c.id, &c.record) {
+                Ok(sketch) => sketch,
+                Err(what) => {
+                    self.state.record_damage(self.collection, &c.id, &what);
+                    continue;
+                }
+            };
             // Kept for the hits' metadata (not a scan's every record).
             if keys.is_some() {
                 held.insert(c.id.clone(), c.record);
