@@ -782,8 +782,6 @@ fn same_punctuation(
     (chars, bytes)
 }
 
-/// Splits units `[q0, q1)` at the excluded ranges: the pieces in order, each with the exclusion
-/// it lies in (`None`: counted).
 /// The ranges of `excluded` that are set apart from a passage over units `q0..q1`: each but a
 /// quotation embedded in it, one with at least `min_units` units of the passage outside any
 /// quotation on each side. Such a quotation is not the writer's: the text around it was copied
@@ -817,6 +815,8 @@ fn set_apart_in(
         .collect()
 }
 
+/// Splits units `[q0, q1)` at the excluded ranges: the pieces in order, each with the exclusion
+/// it lies in (`None`: counted).
 fn split(
     q0: u32,
     q1: u32,
@@ -904,8 +904,8 @@ mod tests {
 
     /// A quotation inside a copy, with copied text of the same source on both sides, is part
     /// of the copy (the source quotes it too: the writer copied a text that quotes); the same
-    /// quotation standing alone in the writer's own words is still set apart, and a copy that
-    /// the writer put in quotation marks is a quotation.
+    /// quotation standing alone in the writer's own words is still set apart, and so is one
+    /// that the copy reaches on one side only.
     #[test]
     fn a_quotation_inside_a_copy_is_copied_and_one_standing_alone_is_set_apart() {
         let before =
