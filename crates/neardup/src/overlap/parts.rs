@@ -175,9 +175,7 @@ impl Shipped {
         }
         Ok(shipped)
     }
-}
 
-impl Shipped {
     /// Ships more texts to this query's check (a check that reads its sources as it asks for
     /// them, [`super::stored`]); a document given again keeps its last text.
     pub(crate) fn ship(&mut self, more: impl IntoIterator<Item = (u32, String)>) {
