@@ -130,9 +130,6 @@ struct Collection {
     /// (never lowered): what one match of a search or a check may carry, for the admission of
     /// requests by the memory their answers may take.
     largest_metadata: std::sync::atomic::AtomicUsize,
-    /// The collection's version in a shared store that the index holds: what other servers
-    /// wrote after it is read and applied before an answer relies on the index.
-    seen: std::sync::atomic::AtomicI64,
     /// True when the store keeps the candidate index ([`Store::indexes`]): `live` then holds
     /// no document (searches read their candidates from the store, passage checks their
     /// postings and sources' texts, [`store::passage_keys`]), only the settings it runs.
@@ -154,7 +151,6 @@ impl Collection {
             checks: Mutex::new(Vec::new()),
             retired: AtomicU8::new(LIVE),
             largest_metadata: std::sync::atomic::AtomicUsize::new(4),
-            seen: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
@@ -180,12 +176,6 @@ impl Collection {
         if !self.indexed {
             live.remove(id);
         }
-    }
-
-    /// True when memory holds anything of the documents (a shared store's changes are then
-    /// applied before an answer relies on it).
-    fn holds_documents(&self) -> bool {
-        !self.indexed
     }
 
     /// Counts metadata a request brings before it is admitted: from then on an answer of
@@ -475,7 +465,6 @@ fn load_collection(
     let started = Instant::now();
     let table = store::docs_table(&info.name, &info.incarnation);
     let mut largest = 4usize; // `null`
-    let mut version = 0;
     let mut counted = 0;
     let live = match build_engine(&info) {
         Ok(engine) => {
@@ -518,12 +507,6 @@ fn load_collection(
             if indexed {
                 n = counted;
             }
-            // The version of the snapshot just read (a store that versions collections).
-            match read.changes(&table, i64::MAX) {
-                Ok(Some(changes)) => version = changes.version,
-                Ok(None) | Err(StoreError::Gone) => {}
-                Err(e) => return Err(format!("collection {:?}: {e}", info.name)),
-            }
             eprintln!(
                 "neardup serve: loaded collection {:?}: {n} documents in {:.2} s",
                 info.name,
@@ -545,7 +528,6 @@ fn load_collection(
     };
     let c = Collection::new(info, live, indexed);
     c.largest_metadata.store(largest, Ordering::Relaxed);
-    c.seen.store(version, Ordering::SeqCst);
     c.counted.store(counted, Ordering::Relaxed);
     Ok(c)
 }
@@ -597,7 +579,8 @@ fn index_unindexed(db: &dyn Store, info: &CollectionInfo) -> Result<u64, StoreEr
         }
         drop(read);
         let txn = db.write()?;
-        // The collection's lock: other servers' writers wait for this batch.
+        // Held against a delete of the collection; `put_many` locks the batch's ids (another
+        // server indexing the same documents waits, then finds their keys written).
         if txn.settings(&info.name)?.is_none() {
             return Ok(done);
         }

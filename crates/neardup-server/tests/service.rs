@@ -1426,12 +1426,17 @@ fn a_schema_1_database_is_migrated_and_a_newer_one_refused() {
     let bands: u64 =
         cluster.sql(db, "SELECT count(*) FROM neardup_bands").trim().parse().expect("a count");
     assert_eq!(bands, 60 * 16, "16 band rows per document (the default banding)");
-    // Back to schema 1's tables, as a build of that schema left them.
+    // Back to schema 1's tables, as a build of that schema left them: versions, no index, no
+    // counts.
     cluster.sql(
         db,
         "DROP TABLE neardup_bands;
-         ALTER TABLE neardup_docs DROP COLUMN seq, DROP COLUMN keys;
-         ALTER TABLE neardup_collections DROP COLUMN count;
+         DROP TABLE neardup_counts;
+         ALTER TABLE neardup_docs DROP COLUMN seq, DROP COLUMN keys,
+             ADD COLUMN version bigint NOT NULL DEFAULT 1;
+         ALTER TABLE neardup_collections ADD COLUMN version bigint NOT NULL DEFAULT 1;
+         CREATE TABLE neardup_removed (docs text NOT NULL, id bytea NOT NULL,
+             version bigint NOT NULL, PRIMARY KEY (docs, id));
          DROP SEQUENCE neardup_seq;
          UPDATE neardup_meta SET value = 1 WHERE key = 'schema';",
     );
@@ -1444,7 +1449,7 @@ fn a_schema_1_database_is_migrated_and_a_newer_one_refused() {
     assert_eq!(v["documents"], json!(60), "{v}");
     s.stop();
     let schema = cluster.sql(db, "SELECT value FROM neardup_meta WHERE key = 'schema'");
-    assert_eq!(schema.trim(), "3");
+    assert_eq!(schema.trim(), "4");
     let left = cluster.sql(db, "SELECT count(*) FROM neardup_docs WHERE keys IS NULL");
     assert_eq!(left.trim(), "0", "every document indexed");
     let bands_now = cluster.sql(db, "SELECT count(*) FROM neardup_bands");
@@ -1614,6 +1619,122 @@ fn checked_once_through_both(servers: &std::sync::Arc<[Server; 2]>, collection: 
     }
 }
 
+/// Upserts of the same ids through two servers at once, each giving them other texts: writers
+/// of one id take their turns (their ids' locks), so the database ends with exactly the band
+/// rows of what it holds (16 per document), each document found by its stored text and by no
+/// text it held before, and the count right.
+#[test]
+fn upserts_of_the_same_ids_through_two_servers_leave_the_index_exact() {
+    let db = "two_servers_same_ids";
+    let cluster = support::pg::cluster();
+    let url = cluster.database(db);
+    let servers = std::sync::Arc::new([Server::on_store(&url), Server::on_store(&url)]);
+    assert_eq!(servers[0].json("PUT", "/v1/collections/c", json!({})).0, 201);
+    const IDS: usize = 20;
+    const ROUNDS: usize = 15;
+    let text =
+        |server: usize, round: usize, id: usize| doc_text(&format!("s{server} r{round} {id}"));
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let threads: Vec<_> = (0..2)
+        .map(|server| {
+            let (servers, barrier) = (servers.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for round in 0..ROUNDS {
+                    // Half the ids in a batch, in an order of the round's; the other half by
+                    // checks, one at a time.
+                    let mut ids: Vec<usize> = (0..IDS).collect();
+                    ids.rotate_left((round * 7 + server * 3) % IDS);
+                    let docs: Vec<Value> = ids[..IDS / 2]
+                        .iter()
+                        .map(|&i| json!({"id": format!("d{i}"), "text": text(server, round, i)}))
+                        .collect();
+                    let s = &servers[server];
+                    let (st, v) = s.json("POST", "/v1/collections/c/docs", json!({ "docs": docs }));
+                    assert_eq!(st, 200, "{v}");
+                    for &i in &ids[IDS / 2..] {
+                        let body = json!({"id": format!("d{i}"), "text": text(server, round, i)});
+                        let (st, v) = s.json("POST", "/v1/collections/c/check", body);
+                        assert_eq!(st, 200, "{v}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("writer");
+    }
+    let rows = cluster.sql(db, "SELECT count(*) FROM neardup_bands").trim().to_string();
+    assert_eq!(rows, (IDS * 16).to_string(), "band rows of the stored documents only");
+    let s = &servers[1];
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(IDS), "{v}");
+    for i in 0..IDS {
+        let id = format!("d{i}");
+        let (_, got) = s.call("GET", &format!("/v1/collections/c/docs/{id}"), None);
+        let stored = got["text"].as_str().map(str::to_string);
+        // The texts it held: every round's of both servers. Only the stored one finds it.
+        for server in 0..2 {
+            for round in 0..ROUNDS {
+                let t = text(server, round, i);
+                let (_, v) = s.json("POST", "/v1/collections/c/search", json!({ "text": t }));
+                let found = v["hits"].as_array().expect("hits").iter().any(|h| h["id"] == id);
+                if stored.as_deref() == Some(t.as_str()) {
+                    assert!(found, "{id} not found by its stored text: {v}");
+                } else if stored.is_some() {
+                    assert!(!found, "{id} found by a text it no longer holds: {v}");
+                }
+            }
+        }
+    }
+}
+
+/// A writer of a collection does not wait for another writer's transaction that holds the
+/// collection (every writer does, to its commit, against a delete) without touching the same
+/// documents: a batch, a check and a delete through a server answer while such a transaction
+/// stays open.
+#[test]
+fn writers_of_other_documents_do_not_wait_for_each_other() {
+    let db = "writers_side_by_side";
+    let cluster = support::pg::cluster();
+    let s = Server::on_store(&cluster.database(db));
+    assert_eq!(s.json("PUT", "/v1/collections/c", json!({})).0, 201);
+    let docs = json!({"docs": [{"id": "a", "text": doc_text("a")}]});
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", docs).0, 200);
+    // Another writer's transaction, held open for 20 s (ended early when the test is done).
+    let holder = {
+        let cluster_sql = move || {
+            support::pg::cluster().sql(
+                "writers_side_by_side",
+                "BEGIN; SELECT 1 FROM neardup_collections WHERE name = 'c' FOR SHARE; \
+                 SELECT pg_sleep(20); COMMIT;",
+            )
+        };
+        std::thread::spawn(cluster_sql)
+    };
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(20)%' \
+                   AND state = 'active' AND pid <> pg_backend_pid()";
+    let started = std::time::Instant::now();
+    while cluster.sql(db, waiting).trim() != "1" {
+        assert!(started.elapsed().as_secs() < 10, "the other transaction did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300)); // past its `FOR SHARE`
+    let docs = json!({"docs": [{"id": "b", "text": doc_text("b")}]});
+    assert_eq!(s.json("POST", "/v1/collections/c/docs", docs).0, 200);
+    let (st, v) =
+        s.json("POST", "/v1/collections/c/check", json!({"id": "c", "text": doc_text("c")}));
+    assert_eq!((st, &v["inserted"]), (200, &json!(true)), "{v}");
+    assert_eq!(s.call("DELETE", "/v1/collections/c/docs/a", None).0, 200);
+    assert!(!holder.is_finished(), "the writes waited for the other transaction");
+    let cancel = "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+                  WHERE query LIKE '%pg_sleep(20)%' AND pid <> pg_backend_pid()";
+    cluster.sql(db, cancel);
+    let _ = holder.join();
+    let (_, v) = s.call("GET", "/v1/collections/c", None);
+    assert_eq!(v["documents"], json!(2), "{v}");
+}
+
 /// A passage collection on PostgreSQL is read from the database: the postings of a query's
 /// keys and the sources' texts come from it, so a document written through one server is a
 /// source through another at once, a removed one is no longer, and a database of schema 2
@@ -1662,7 +1783,8 @@ fn a_passage_collection_on_postgres_is_read_from_the_database() {
     assert_eq!(a.call("DELETE", "/v1/collections/lib/docs/d3", None).0, 200);
     assert_eq!(check(&b, json!({"text": query}))["passages"], json!([]));
     // Back, then the database taken back to schema 2: its passage collections had no passage
-    // keys, so the band rows are dropped here; a server opening it indexes them again.
+    // keys, so the band rows are dropped here; a server opening it indexes them again. (Schema
+    // 2's versions and counts, which schema 4 dropped, are put back.)
     let d3 = json!({"docs": [{"id": "d3", "text": text(3)}]});
     assert_eq!(b.json("POST", "/v1/collections/lib/docs", d3).0, 200);
     let want = check(&a, json!({"text": query}));
@@ -1671,10 +1793,19 @@ fn a_passage_collection_on_postgres_is_read_from_the_database() {
     b.stop();
     cluster.sql(
         db,
-        "DELETE FROM neardup_bands; UPDATE neardup_meta SET value = 2 WHERE key = 'schema';",
+        "DELETE FROM neardup_bands;
+         ALTER TABLE neardup_docs ADD COLUMN version bigint NOT NULL DEFAULT 1;
+         ALTER TABLE neardup_collections ADD COLUMN version bigint NOT NULL DEFAULT 1,
+             ADD COLUMN count bigint NOT NULL DEFAULT 10;
+         DROP TABLE neardup_counts;
+         CREATE TABLE neardup_removed (docs text NOT NULL, id bytea NOT NULL,
+             version bigint NOT NULL, PRIMARY KEY (docs, id));
+         UPDATE neardup_meta SET value = 2 WHERE key = 'schema';",
     );
     let s = Server::on_store(&url);
     assert_eq!(check(&s, json!({"text": query})), want);
+    let (_, v) = s.call("GET", "/v1/collections/lib", None);
+    assert_eq!(v["documents"], json!(10), "the count kept through the migration: {v}");
     let left = cluster.sql(db, "SELECT count(*) FROM neardup_docs WHERE keys IS NULL");
     assert_eq!(left.trim(), "0", "every document indexed");
     // A bit of d3's stored text flipped: it is the source of nothing, and health says so.

@@ -70,8 +70,10 @@ pub(super) async fn insert_docs(
             let err = |e: StoreError| store_err(&st, name, e);
             let txn = db.write().map_err(err)?;
             check_incarnation(&*txn, &st, &c2)?;
-            // Under the collection's lock: what other servers wrote first (a shared store).
-            catch_up(&st, &c2, |t, since| txn.changes(t, since))?;
+            // The batch's ids, before their stored metadata is read (other servers' writers
+            // of them wait for this commit).
+            let ids: Vec<&str> = records.iter().map(|(id, _, _, _)| id.as_str()).collect();
+            txn.lock(&c2.table, Some(&[]), &ids).map_err(err)?;
             let updated = {
                 let mut t = txn.docs(&c2.table).map_err(err)?;
                 // Sent without metadata, a stored document keeps its own (the batch's ids are
@@ -110,19 +112,15 @@ pub(super) async fn insert_docs(
                 let replaced = t.put_many(&rows).map_err(err)?;
                 replaced.into_iter().filter(|r| *r).count()
             };
-            let version = txn.version(&c2.table);
             txn.commit().map_err(err)?;
-            Ok((updated, version))
+            Ok(updated)
         })?;
-        let (updated, version) = updated;
         // Durable: now visible to searches.
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
         let n = records.len();
         c2.counted.fetch_add((n - updated) as u64, Ordering::Relaxed);
-        if apply_own(&c2, version) {
-            for (id, _, record, _) in records {
-                c2.hold(&mut live, &id, record.sketch, record.text);
-            }
+        for (id, _, record, _) in records {
+            c2.hold(&mut live, &id, record.sketch, record.text);
         }
         Ok((n - updated, updated))
     })
@@ -192,22 +190,17 @@ pub(super) async fn delete_doc(
             let err = |e: StoreError| store_err(&st, name, e);
             let txn = db.write().map_err(err)?;
             check_incarnation(&*txn, &st, &c2)?;
-            catch_up(&st, &c2, |t, since| txn.changes(t, since))?;
             let existed = txn.docs(&c2.table).map_err(err)?.remove(key.as_str()).map_err(err)?;
-            let version = txn.version(&c2.table);
             txn.commit().map_err(err)?;
-            Ok((existed, version))
+            Ok(existed)
         })?;
-        let (existed, version) = existed;
         if existed {
             let _ = c2
                 .counted
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some(n.saturating_sub(1)));
         }
         let mut live = live(&c2)?.write().unwrap_or_else(|p| p.into_inner());
-        if apply_own(&c2, version) {
-            c2.drop_held(&mut live, &key);
-        }
+        c2.drop_held(&mut live, &key);
         drop(live);
         Ok(existed)
     })

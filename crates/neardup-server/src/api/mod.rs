@@ -48,8 +48,8 @@ use serde_json::{json, Value};
 use subtle::ConstantTimeEq;
 
 use crate::store::{
-    encode_record, new_incarnation, no_metadata, Changes, CollectionInfo, Docs, Record, Store,
-    StoreError, WriteTxn,
+    encode_record, new_incarnation, no_metadata, CollectionInfo, Docs, Record, Store, StoreError,
+    WriteTxn,
 };
 use crate::{build_engine, new_live, Collection, Live, State as AppState, DELETED, LIVE, RELOADED};
 
@@ -494,80 +494,15 @@ fn check_incarnation(txn: &dyn WriteTxn, state: &AppState, c: &Collection) -> Re
     }
 }
 
-/// Brings `c`'s index up to what other servers sharing the store wrote after the version it
-/// holds (`fetch(table, since)` reads the changes, in the transaction the answer is read or
-/// written in); nothing for a store of one server. A collection deleted meanwhile is forgotten
-/// and answered 404.
-fn catch_up(
-    state: &AppState,
-    c: &Collection,
-    fetch: impl FnOnce(&str, i64) -> Result<Option<Changes>, StoreError>,
-) -> Result<(), ApiError> {
-    let Ok(live_lock) = &c.live else { return Ok(()) };
-    if !c.holds_documents() {
-        return Ok(()); // the store's index answers: nothing in memory to bring up to date
-    }
-    let since = c.seen.load(Ordering::SeqCst);
-    let changes = match fetch(&c.table, since) {
-        Ok(Some(changes)) => changes,
-        Ok(None) => return Ok(()),
-        Err(StoreError::Gone) => {
-            forget(state, c);
-            return Err(ApiError::collection_gone(&c.info.name));
-        }
-        Err(e) => return Err(store_err(state, &c.info.name, e)),
-    };
-    if changes.version < since {
-        // The database lost commits this server saw (a failover to a replica behind it, or
-        // `synchronous_commit` off): what this server holds cannot be trusted; reload it all.
-        let reason = format!(
-            "collection {:?}: the database is at version {}, this server held version {since}; \
-             reloading from the database",
-            c.info.name, changes.version
-        );
-        state.set_unhealthy(reason.clone());
-        return Err(ApiError::unavailable(reason));
-    }
-    if changes.version == since {
-        return Ok(());
-    }
-    let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
-    // Applied only over an older state: the changes since `since` as of `version` bring any
-    // state between the two to `version`.
-    if c.seen.load(Ordering::SeqCst) >= changes.version {
-        return Ok(());
-    }
-    for (id, bytes) in changes.written {
-        match Record::decode(&id, &bytes) {
-            Ok(record) => {
-                c.largest_metadata.fetch_max(record.metadata.get().len(), Ordering::Relaxed);
-                c.hold(&mut live, &id, record.sketch, record.text);
-            }
-            Err(what) => {
-                state.record_damage(&c.info.name, &id, &what);
-                c.drop_held(&mut live, &id);
-            }
-        }
-    }
-    for id in changes.removed {
-        c.drop_held(&mut live, &id);
-    }
-    c.seen.store(changes.version, Ordering::SeqCst);
-    Ok(())
-}
-
-/// [`catch_up`] in a read transaction of its own, when the store is shared (nothing
-/// otherwise): before an answer that relies on the index alone (a passage check, a count).
+/// The collection's count read again, when the store is shared (other servers change it; a
+/// collection deleted through another is forgotten here and answered 404).
 fn sync(state: &AppState, c: &Collection) -> Result<(), ApiError> {
     state.with_db(|db| {
         if !db.shared() {
             return Ok(());
         }
         let txn = db.read().map_err(|e| store_err(state, &c.info.name, e))?;
-        if c.indexed {
-            count(state, c, &*txn)?;
-        }
-        catch_up(state, c, |t, since| txn.changes(t, since))
+        count(state, c, &*txn)
     })
 }
 
@@ -627,20 +562,6 @@ async fn refresh_collections(state: &Shared) -> Result<(), ApiError> {
         }
     }
     Ok(())
-}
-
-/// After a write transaction committed, under the index's write lock: whether the writer is
-/// to apply its own writes to the index. Not when a reader's [`catch_up`] already brought the
-/// index to the transaction's version or past it (the collection's lock is released at the
-/// commit, so another server may have written the same ids since, and a reader applied both):
-/// the writer's older writes would undo the newer. Otherwise the index holds its version once
-/// they are applied (the writer caught up under the lock before it wrote). A store of one
-/// server has no versions: always.
-fn apply_own(c: &Collection, version: Option<i64>) -> bool {
-    match version {
-        None => true,
-        Some(v) => c.seen.fetch_max(v, Ordering::SeqCst) < v,
-    }
 }
 
 /// Drops a collection another server deleted from this server's map (if the map still holds

@@ -97,15 +97,9 @@ pub(super) async fn search(
             // the index's read lock: a hit whose delete committed since (and whose removal from
             // the index waits for that lock) is left out, as the delete is then the earlier.
             // Verification reads the candidates' sketches from the same snapshot.
-            // In a store other servers share, the snapshot comes first and the index is brought
-            // up to it (what they wrote is found here at once).
-            let early = if db.shared() {
-                let txn = db.read().map_err(err)?;
-                catch_up(&st, &c, |t, since| txn.changes(t, since))?;
-                Some(txn)
-            } else {
-                None
-            };
+            // In a store other servers share, the snapshot comes first (what they wrote is
+            // found here at once: the store's index answers).
+            let early = if db.shared() { Some(db.read().map_err(err)?) } else { None };
             let txn;
             let (hits, plan, stored) = {
                 let live = live(&c)?.read().unwrap_or_else(|p| p.into_inner());
@@ -422,15 +416,29 @@ fn scan_budget(c: &Collection, docs: usize, limits: &crate::Limits) -> Result<()
     Ok(())
 }
 
+/// What a group of checks reads of a store's index, to lock before it is decided
+/// ([`crate::store::WriteTxn::lock`]): the candidate keys of each check, or `None` (the whole
+/// collection) when one of them would scan it (a threshold below the index's).
+fn check_locks(engine: &neardup::Engine, group: &[PendingCheck]) -> Option<Vec<u64>> {
+    let mut keys = Vec::new();
+    for p in group {
+        match engine.plan_search_over(p.threshold, 0) {
+            Ok(neardup::SearchPlan::Index) => keys.extend(engine.candidate_keys(&p.sketch)),
+            _ => return None,
+        }
+    }
+    Some(keys)
+}
+
 /// Decides a group of checks in order, commits the accepted documents at once, then replies.
 /// Each match carries its document's metadata (read in the commit's transaction, so a match
 /// accepted earlier in the group has its own); an accepted document sent without metadata keeps
 /// the stored one's.
 ///
 /// In a store other servers share, the group is decided inside its write transaction, after
-/// taking the collection's lock there and bringing the index up to what the other servers
-/// committed: of two near-copies checked at once through two servers, the second decided sees
-/// the first.
+/// locking there the candidate keys its checks look up and the ids they may write
+/// ([`check_locks`]): of two near-copies checked at once through two servers, the second
+/// decided waits for the first and sees it.
 pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<PendingCheck>) {
     let live_lock = match live(c) {
         Ok(l) => l,
@@ -443,7 +451,10 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         if db.shared() {
             let txn = db.write().map_err(err)?;
             check_incarnation(&*txn, state, c)?;
-            catch_up(state, c, |t, since| txn.changes(t, since))?;
+            let keys =
+                check_locks(live_lock.read().unwrap_or_else(|p| p.into_inner()).engine(), &group);
+            let ids: Vec<&str> = group.iter().filter(|p| p.insert).map(|p| p.id.as_str()).collect();
+            txn.lock(&c.table, keys.as_deref(), &ids).map_err(err)?;
             let stored = StoredSketches::over(state, c, txn.docs(&c.table).map_err(err)?);
             let decided = {
                 let live = live_lock.read().unwrap_or_else(|p| p.into_inner());
@@ -466,11 +477,10 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
                 (answers_of(state, name, &read, &decided, &replaced, allowances)?, replaced)
             };
             drop(stored);
-            let version = txn.version(&c.table);
             if decided.iter().any(|a| a.inserted) {
                 txn.commit().map_err(err)?;
             }
-            return Ok((decided, answers, version, replaced));
+            return Ok((decided, answers, replaced));
         }
         // Decisions, in queue order, as one-at-a-time checks would make them (the library's
         // rule), from a snapshot taken under the index's read lock.
@@ -488,7 +498,7 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
             let replaced = vec![false; group.len()];
             let read = |id: &str| t.get(id).map(|v| v.map(|v| v.to_vec()));
             let answers = answers_of(state, name, &read, &decided, &replaced, allowances)?;
-            return Ok((decided, answers, None, replaced));
+            return Ok((decided, answers, replaced));
         }
         let txn = db.write().map_err(err)?;
         check_incarnation(&*txn, state, c)?;
@@ -499,9 +509,9 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
             (answers_of(state, name, &read, &decided, &replaced, allowances)?, replaced)
         };
         txn.commit().map_err(err)?;
-        Ok((decided, answers, None, replaced))
+        Ok((decided, answers, replaced))
     });
-    let (decided, answers, version, replaced) = match outcome {
+    let (decided, answers, replaced) = match outcome {
         Ok(done) => done,
         // Nothing of the group was stored; decisions that counted on it are void too.
         Err(e) => return group.into_iter().for_each(|p| drop(p.reply.send(Err(e.clone())))),
@@ -520,12 +530,10 @@ pub(super) fn commit_checks(state: &AppState, c: &Collection, group: Vec<Pending
         // Durable: now visible to searches.
         let mut live = live_lock.write().unwrap_or_else(|p| p.into_inner());
         let mut group: Vec<Option<PendingCheck>> = group.into_iter().map(Some).collect();
-        if apply_own(c, version) {
-            for (i, a) in decided.iter().enumerate() {
-                if a.inserted {
-                    let p = group[i].as_mut().expect("each accepted once");
-                    c.hold(&mut live, &p.id, std::mem::take(&mut p.sketch), p.text.take());
-                }
+        for (i, a) in decided.iter().enumerate() {
+            if a.inserted {
+                let p = group[i].as_mut().expect("each accepted once");
+                c.hold(&mut live, &p.id, std::mem::take(&mut p.sketch), p.text.take());
             }
         }
         drop(live);

@@ -75,28 +75,15 @@ pub type Value<'a> = Box<dyn std::ops::Deref<Target = [u8]> + 'a>;
 /// What [`Docs::for_each`] calls with each document's id and record.
 pub type Visit<'a> = dyn FnMut(&str, &[u8]) -> Result<(), String> + 'a;
 
-/// What changed in a collection's documents after a version: the documents written since
-/// (their records as stored now) and the ids removed since, as of `version`.
-#[derive(Debug, Default)]
-pub struct Changes {
-    /// The collection's version these changes bring the reader to.
-    pub version: i64,
-    /// Documents written after the version asked about, with their records.
-    pub written: Vec<(String, Vec<u8>)>,
-    /// Documents removed after it.
-    pub removed: Vec<String>,
-}
-
 /// A store of collections and their documents.
 ///
-/// A store that several servers share ([`Store::shared`]) versions each collection: every
-/// write transaction that reads a collection's settings takes the collection's lock (held to
-/// its commit, across servers) and gives the collection a new version, and
-/// [`ReadTxn::changes`] tells a server what the others wrote since the version its memory
-/// holds.
+/// A store that several servers share ([`Store::shared`]) keeps the candidate index itself
+/// ([`Store::indexes`]): a server then holds nothing of the documents that another could make
+/// stale, and its writers lock what they touch ([`WriteTxn::lock`]).
 pub trait Store: Send + Sync + std::fmt::Debug {
-    /// True when other servers may write to this store at the same time (its changes must be
-    /// read before an answer relies on memory).
+    /// True when other servers may write to this store at the same time: a check is then
+    /// decided inside its write transaction, after [`WriteTxn::lock`]. Such a store
+    /// [`Store::indexes`].
     fn shared(&self) -> bool {
         false
     }
@@ -122,12 +109,6 @@ pub trait ReadTxn {
     /// The settings (JSON) stored for collection `name`.
     fn collection(&self, name: &str) -> Result<Option<String>, StoreError> {
         Ok(self.collections()?.into_iter().find(|(n, _)| n == name).map(|(_, s)| s))
-    }
-    /// What changed in `table` after version `since` ([`StoreError::Gone`] if the collection is
-    /// gone); `None` from a store no other server writes to.
-    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
-        let _ = (table, since);
-        Ok(None)
     }
 }
 
@@ -235,19 +216,18 @@ pub trait DocsMut: Docs {
 /// A write transaction.
 pub trait WriteTxn {
     /// The settings (JSON) stored for collection `name`, read so that a concurrent delete of
-    /// the collection cannot commit before this transaction does; in a shared store this takes
-    /// the collection's lock (other servers' writers of it wait for this commit) and its next
-    /// version.
+    /// the collection cannot commit before this transaction does.
     fn settings(&self, name: &str) -> Result<Option<String>, StoreError>;
-    /// [`ReadTxn::changes`], under this transaction's lock.
-    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
-        let _ = (table, since);
-        Ok(None)
-    }
-    /// The version this transaction gives collection `table` when it commits, if it took one.
-    fn version(&self, table: &str) -> Option<i64> {
-        let _ = table;
-        None
+    /// In a store several servers write to ([`Store::shared`]): makes this transaction, to its
+    /// commit, the only writer of collection `table` that touches one of `keys` (candidate
+    /// keys, as [`DocsMut::put`] takes them) or `ids`, and with `keys` `None` the only writer
+    /// of the collection. A transaction locks all it reads and writes in one call (the store
+    /// orders them so that two writers never wait for each other); [`DocsMut::put_many`] and
+    /// [`DocsMut::remove`] lock their ids themselves. Nothing in a store whose writers of a
+    /// collection are one at a time already.
+    fn lock(&self, table: &str, keys: Option<&[u64]>, ids: &[&str]) -> Result<(), StoreError> {
+        let _ = (table, keys, ids);
+        Ok(())
     }
     /// Stores a new collection: its settings and its empty table of documents.
     fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError>;

@@ -4,17 +4,23 @@
 //! - `neardup_meta` (key -> value): `store_format` (the records' layout, as the embedded
 //!   store's) and `schema` (these tables' version, [`SCHEMA`]); a database of a newer schema
 //!   is refused by name.
-//! - `neardup_collections` (name -> its table of documents, its settings as JSON, its version).
-//! - `neardup_docs` ((table, id) -> record, and the version that wrote it): the records byte
-//!   for byte as the embedded store keeps them, checksum included, so damage is found the same
-//!   way; `neardup_removed` ((table, id) -> the version that removed it).
+//! - `neardup_collections` (name -> its table of documents, its settings as JSON).
+//! - `neardup_docs` ((table, id) -> record): the records byte for byte as the embedded store
+//!   keeps them, checksum included, so damage is found the same way.
+//! - `neardup_counts` ((table, shard) -> a part of the collection's count).
 //!
-//! Many servers, one answer: every write transaction starts by taking its collection's row
-//! (`UPDATE ... SET version = version + 1`: a row lock held to the commit, so the writers of a
-//! collection are serialized across servers, and the collection's versions are committed in
-//! order) and stamps what it writes and removes with that version. A `check` is decided
-//! inside its write transaction, after the lock, reading the candidate index below: of two
-//! near-copies checked at once through two servers, the second decided sees the first.
+//! Many servers, one answer, and no writer waiting for another it cannot collide with. Every
+//! write transaction reads its collection's row `FOR SHARE` (a delete of the collection waits
+//! for it, and a write that raced a delete finds the collection gone) and then locks, to its
+//! commit, what it reads and writes by PostgreSQL's advisory locks ([`WriteTxn::lock`]): the
+//! ids it writes, and a `check` the candidate keys it looks its near-copies up by, in sorted
+//! order, all at once. Two near-copies share a candidate key, so of two checked at once
+//! through two servers the second decided waits for the first and sees it; checks and writes
+//! of documents that share no key and no id run side by side. A transaction that would take
+//! more than [`MAX_FINE_LOCKS`] of them, or that reads the whole collection (a check below the
+//! index's threshold scans), takes its collection's lock alone instead (every other writer
+//! holds it shared). Each collection counts its documents in [`COUNT_SHARDS`] rows, a
+//! transaction adding to one of them, so that counting serializes no writers either.
 //!
 //! The candidate index is the database's too (schema 2): `neardup_bands` (key -> the
 //! document's `seq`, a b-tree) holds each document's candidate keys
@@ -27,11 +33,11 @@
 //! their passage fingerprints too (schema 3: tagged keys among their keys,
 //! [`super::PASSAGE_KEY_TAG`]): a passage check reads each query key's first holders
 //! ([`Docs::holders`]) and the texts of the sources it aligns ([`Docs::by_order`]) from one
-//! snapshot. Each collection counts its documents
-//! (`neardup_collections.count`, kept by the writers under the collection's lock).
+//! snapshot.
 //!
 //! A read transaction is `REPEATABLE READ, READ ONLY` (one snapshot for all it reads); a write
-//! transaction commits with PostgreSQL's durability (`synchronous_commit`). The client is
+//! transaction is `READ COMMITTED` (each statement reads what was committed before it: a check
+//! that waited for a lock sees what the transaction it waited for wrote) and commits with PostgreSQL's durability (`synchronous_commit`). The client is
 //! tokio-postgres on a runtime of the store's own (one thread), behind a bounded pool
 //! (deadpool), so the store is called from any blocking thread. Errors of the connection (the
 //! database away or restarting) make the store unavailable: the service answers 503 with
@@ -45,8 +51,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{
-    Candidate, Changes, Docs, DocsMut, ReadTxn, Row, Store, StoreError, Value, Visit, WriteTxn,
-    STORE_FORMAT,
+    Candidate, Docs, DocsMut, ReadTxn, Row, Store, StoreError, Value, Visit, WriteTxn, STORE_FORMAT,
 };
 use crate::OpenError;
 
@@ -58,10 +63,26 @@ use crate::OpenError;
 /// Version 3: a passage collection's documents are found by their passage fingerprints too
 /// (tagged keys among their candidate keys, [`super::PASSAGE_KEY_TAG`]); a version 2
 /// database's passage collections are indexed again when a server loads them.
-pub const SCHEMA: i64 = 3;
+/// Version 4: no collection-wide write lock. The collections' versions, the documents' version
+/// stamps and `neardup_removed` are gone (no server reads them: the database holds the index),
+/// each collection's count is kept in `neardup_counts`, and writers lock what they touch
+/// ([`WriteTxn::lock`]).
+pub const SCHEMA: i64 = 4;
 
 /// The advisory lock taken, per transaction, while the tables are created or migrated.
 const SCHEMA_LOCK: i64 = 0x6e65_6172_6475_7002; // "neardup" 2
+
+/// The most ids and keys a write transaction locks one by one; one that would lock more takes
+/// its collection's lock alone. PostgreSQL keeps every transaction's locks in one table of
+/// `max_locks_per_transaction` x `max_connections` entries (64 x 100 by default).
+pub const MAX_FINE_LOCKS: usize = 1024;
+
+/// The rows each collection's count is kept in: two writers add to the same one (and the
+/// second waits for the first's commit) once in this many.
+pub const COUNT_SHARDS: u64 = 64;
+
+/// What a collection's own lock is salted with, beside its keys and ids.
+const COLLECTION_LOCK: u64 = 0x6e65_6172_6475_7063; // "neardupc"
 
 /// How long a request waits for a connection of the pool, or for a new connection, before the
 /// store is reported unavailable.
@@ -342,7 +363,7 @@ impl Postgres {
     /// transaction under a lock (servers starting together migrate once).
     fn migrate(&self) -> Result<(), Migrate> {
         let mut client = self.connection().map_err(|e| Migrate::Failed(e.to_string()))?;
-        let failed = |e: tokio_postgres::Error| Migrate::Failed(e.to_string());
+        let failed = |e: tokio_postgres::Error| Migrate::Failed(said(&e));
         self.block_on(async {
             let txn = client.transaction().await.map_err(failed)?;
             txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
@@ -404,23 +425,36 @@ impl Postgres {
                 .await
                 .map_err(failed)?;
             }
+            if matches!(found[0], Some(1..=3)) {
+                // Schema 3 to 4: the counts move to their own rows; the versions go.
+                txn.batch_execute(
+                    "CREATE TABLE neardup_counts (
+                         docs text NOT NULL,
+                         shard smallint NOT NULL,
+                         n bigint NOT NULL,
+                         PRIMARY KEY (docs, shard));
+                     INSERT INTO neardup_counts (docs, shard, n)
+                         SELECT docs, 0, count FROM neardup_collections;
+                     ALTER TABLE neardup_collections DROP COLUMN version, DROP COLUMN count;
+                     ALTER TABLE neardup_docs DROP COLUMN version;
+                     DROP TABLE IF EXISTS neardup_removed;",
+                )
+                .await
+                .map_err(failed)?;
+            }
             txn.batch_execute(
                 "CREATE SEQUENCE IF NOT EXISTS neardup_seq;
                  CREATE TABLE IF NOT EXISTS neardup_collections (
                      name text PRIMARY KEY,
                      docs text NOT NULL UNIQUE,
-                     settings text NOT NULL,
-                     version bigint NOT NULL DEFAULT 0,
-                     count bigint NOT NULL DEFAULT 0);
+                     settings text NOT NULL);
                  CREATE TABLE IF NOT EXISTS neardup_docs (
                      docs text NOT NULL,
                      id bytea NOT NULL,
                      record bytea NOT NULL,
-                     version bigint NOT NULL,
                      seq bigint NOT NULL DEFAULT nextval('neardup_seq'),
                      keys bigint[],
                      PRIMARY KEY (docs, id));
-                 CREATE INDEX IF NOT EXISTS neardup_docs_version ON neardup_docs (docs, version);
                  CREATE UNIQUE INDEX IF NOT EXISTS neardup_docs_seq ON neardup_docs (seq);
                  CREATE INDEX IF NOT EXISTS neardup_docs_unindexed ON neardup_docs (docs)
                      WHERE keys IS NULL;
@@ -428,13 +462,11 @@ impl Postgres {
                      key bigint NOT NULL,
                      seq bigint NOT NULL,
                      PRIMARY KEY (key, seq));
-                 CREATE TABLE IF NOT EXISTS neardup_removed (
+                 CREATE TABLE IF NOT EXISTS neardup_counts (
                      docs text NOT NULL,
-                     id bytea NOT NULL,
-                     version bigint NOT NULL,
-                     PRIMARY KEY (docs, id));
-                 CREATE INDEX IF NOT EXISTS neardup_removed_version
-                     ON neardup_removed (docs, version);",
+                     shard smallint NOT NULL,
+                     n bigint NOT NULL,
+                     PRIMARY KEY (docs, shard));",
             )
             .await
             .map_err(failed)?;
@@ -468,16 +500,14 @@ impl Store for Postgres {
 
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError> {
         let client = self.connection()?;
-        let txn =
-            Txn { store: self, client: Some(client), open: true, version: Default::default() };
+        let txn = Txn::new(self, client);
         txn.run("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
         Ok(Box::new(txn))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StoreError> {
         let client = self.connection()?;
-        let txn =
-            Txn { store: self, client: Some(client), open: true, version: Default::default() };
+        let txn = Txn::new(self, client);
         txn.run("BEGIN")?;
         Ok(Box::new(txn))
     }
@@ -489,8 +519,20 @@ struct Txn<'a> {
     /// `None` only while dropped.
     client: Option<Object>,
     open: bool,
-    /// The collection this write transaction locked, and the version it writes.
-    version: std::cell::RefCell<Option<(String, i64)>>,
+    /// What this write transaction has locked ([`WriteTxn::lock`]).
+    locks: std::cell::RefCell<Locks>,
+    /// The row of `neardup_counts` this transaction adds its documents to (one row: two
+    /// transactions never wait for each other's count rows in opposite orders).
+    shard: i16,
+}
+
+/// The advisory locks a write transaction holds, to its commit.
+#[derive(Default)]
+struct Locks {
+    /// The collection's table whose lock it holds, and whether alone.
+    collection: Option<(String, bool)>,
+    /// The ids' and keys' locks it holds.
+    held: std::collections::HashSet<i64>,
 }
 
 impl Drop for Txn<'_> {
@@ -504,7 +546,16 @@ impl Drop for Txn<'_> {
     }
 }
 
-impl Txn<'_> {
+impl<'a> Txn<'a> {
+    fn new(store: &'a Postgres, client: Object) -> Txn<'a> {
+        use std::hash::BuildHasher;
+        // Any row of the collection's count will do, as long as concurrent writers (of this
+        // server and of others) seldom take the same one: a random one.
+        let random = std::collections::hash_map::RandomState::new().hash_one(0u8);
+        let shard = (random % COUNT_SHARDS) as i16;
+        Txn { store, client: Some(client), open: true, locks: Default::default(), shard }
+    }
+
     fn client(&self) -> &Object {
         self.client.as_ref().expect("held until dropped")
     }
@@ -549,52 +600,6 @@ impl Txn<'_> {
             .block_on(async { client.execute(&client.prepare_cached(sql).await?, params).await })
     }
 
-    /// The version this transaction writes `table`'s documents with: the one its settings'
-    /// lock took, else a new one taken now (the same lock).
-    fn write_version(&self, table: &str) -> Result<i64, StoreError> {
-        if let Some(v) = WriteTxn::version(self, table) {
-            return Ok(v);
-        }
-        let row = self.query_opt(
-            "UPDATE neardup_collections SET version = version + 1 WHERE docs = $1
-             RETURNING version",
-            &[&table],
-        )?;
-        let v: i64 = row.ok_or(StoreError::Gone)?.get(0);
-        *self.version.borrow_mut() = Some((table.to_string(), v));
-        Ok(v)
-    }
-
-    fn changes_since(&self, table: &str, since: i64) -> Result<Changes, StoreError> {
-        let row =
-            self.query_opt("SELECT version FROM neardup_collections WHERE docs = $1", &[&table])?;
-        let mut version: i64 = row.ok_or(StoreError::Gone)?.get(0);
-        if let Some(own) = WriteTxn::version(self, table) {
-            // This transaction took the next version (and holds the collection's lock): what
-            // others committed ends just before it. Its own may yet be rolled back.
-            version = own - 1;
-        }
-        let mut changes = Changes { version, ..Changes::default() };
-        if version <= since {
-            return Ok(changes);
-        }
-        let rows = self.query(
-            "SELECT id, record FROM neardup_docs WHERE docs = $1 AND version > $2",
-            &[&table, &since],
-        )?;
-        for r in &rows {
-            changes.written.push((stored_id(r)?, r.get(1)));
-        }
-        let rows = self.query(
-            "SELECT id FROM neardup_removed WHERE docs = $1 AND version > $2",
-            &[&table, &since],
-        )?;
-        for r in &rows {
-            changes.removed.push(stored_id(r)?);
-        }
-        Ok(changes)
-    }
-
     fn query(
         &self,
         sql: &str,
@@ -635,32 +640,55 @@ impl ReadTxn for Txn<'_> {
             self.query_opt("SELECT settings FROM neardup_collections WHERE name = $1", &[&name])?;
         Ok(row.map(|r| r.get(0)))
     }
-
-    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
-        self.changes_since(table, since).map(Some)
-    }
 }
 
 impl WriteTxn for Txn<'_> {
     fn settings(&self, name: &str) -> Result<Option<String>, StoreError> {
-        // The collection's row, locked to the commit: its writers on every server wait here.
+        // The collection's row, shared with its other writers to the commit: a delete of the
+        // collection waits for them.
         let row = self.query_opt(
-            "UPDATE neardup_collections SET version = version + 1 WHERE name = $1
-             RETURNING settings, docs, version",
+            "SELECT settings FROM neardup_collections WHERE name = $1 FOR SHARE",
             &[&name],
         )?;
-        Ok(row.map(|r| {
-            *self.version.borrow_mut() = Some((r.get(1), r.get(2)));
-            r.get(0)
-        }))
+        Ok(row.map(|r| r.get(0)))
     }
 
-    fn changes(&self, table: &str, since: i64) -> Result<Option<Changes>, StoreError> {
-        self.changes_since(table, since).map(Some)
-    }
-
-    fn version(&self, table: &str) -> Option<i64> {
-        self.version.borrow().as_ref().filter(|(t, _)| t == table).map(|(_, v)| *v)
+    fn lock(&self, table: &str, keys: Option<&[u64]>, ids: &[&str]) -> Result<(), StoreError> {
+        let mut locks = self.locks.borrow_mut();
+        if locks.collection.as_ref().is_some_and(|(t, alone)| t == table && *alone) {
+            return Ok(()); // everything of it is this transaction's already
+        }
+        let mut wanted: Vec<i64> = match keys {
+            Some(keys) => salted(table, keys),
+            None => Vec::new(),
+        };
+        wanted.extend(ids.iter().map(|id| id_lock(table, id)));
+        wanted.retain(|k| !locks.held.contains(k));
+        wanted.sort_unstable();
+        wanted.dedup();
+        if wanted.is_empty() && keys.is_some() {
+            return Ok(());
+        }
+        let alone = keys.is_none() || locks.held.len() + wanted.len() > MAX_FINE_LOCKS;
+        let collection = (salt(table) ^ COLLECTION_LOCK) as i64;
+        if alone {
+            // Taken after a shared one (never in the routes: a transaction locks all it
+            // needs at once), two such transactions could wait for each other: PostgreSQL then
+            // aborts one, answered 503 and retried.
+            self.execute("SELECT pg_advisory_xact_lock($1)", &[&collection])?;
+            locks.collection = Some((table.to_string(), true));
+            return Ok(());
+        }
+        if locks.collection.is_none() {
+            self.execute("SELECT pg_advisory_xact_lock_shared($1)", &[&collection])?;
+            locks.collection = Some((table.to_string(), false));
+        }
+        // In ascending order, in one statement: two transactions wanting some of the same
+        // locks take them in the same order, so neither holds one the other waits for while
+        // it waits itself.
+        self.execute("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", &[&wanted])?;
+        locks.held.extend(wanted);
+        Ok(())
     }
 
     fn create_collection(&self, name: &str, settings: &str, table: &str) -> Result<(), StoreError> {
@@ -688,7 +716,7 @@ impl WriteTxn for Txn<'_> {
             &[&table],
         )?;
         self.execute("DELETE FROM neardup_docs WHERE docs = $1", &[&table])?;
-        self.execute("DELETE FROM neardup_removed WHERE docs = $1", &[&table])?;
+        self.execute("DELETE FROM neardup_counts WHERE docs = $1", &[&table])?;
         let sql = "DELETE FROM neardup_collections WHERE name = $1 AND docs = $2";
         self.execute(sql, &[&name, &table])?;
         Ok(())
@@ -755,9 +783,11 @@ impl Docs for Table<'_, '_> {
     }
 
     fn count(&self) -> Result<Option<u64>, StoreError> {
-        let row = self
-            .txn
-            .query_opt("SELECT count FROM neardup_collections WHERE docs = $1", &[&self.table])?;
+        let row = self.txn.query_opt(
+            "SELECT (SELECT coalesce(sum(n), 0)::bigint FROM neardup_counts WHERE docs = $1)
+             FROM neardup_collections WHERE docs = $1",
+            &[&self.table],
+        )?;
         Ok(Some(row.ok_or(StoreError::Gone)?.get::<_, i64>(0).max(0) as u64))
     }
 
@@ -852,6 +882,11 @@ fn salt(table: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(table.as_bytes())
 }
 
+/// The advisory lock of document `id` of `table`'s collection ([`WriteTxn::lock`]).
+fn id_lock(table: &str, id: &str) -> i64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(id.as_bytes(), salt(table)) as i64
+}
+
 /// A collection's candidate keys as its table keeps them: salted by the table, so that two
 /// collections (of the same settings, holding the same texts) never share a band row.
 fn salted(table: &str, keys: &[u64]) -> Vec<i64> {
@@ -865,7 +900,10 @@ impl DocsMut for Table<'_, '_> {
     }
 
     fn put_many(&mut self, rows: &[Row<'_>]) -> Result<Vec<bool>, StoreError> {
-        let version = self.txn.write_version(&self.table)?;
+        // Writers of the same ids one after the other: the band rows of what one replaced are
+        // those the other's statement reads.
+        let names: Vec<&str> = rows.iter().map(|r| r.id).collect();
+        self.txn.lock(&self.table, Some(&[]), &names)?;
         let ids: Vec<&[u8]> = rows.iter().map(|r| r.id.as_bytes()).collect();
         let records: Vec<&[u8]> = rows.iter().map(|r| r.record).collect();
         // Each row's keys as a slice [lo, hi] (1-based) of one flat array; none (NULL) for a
@@ -887,24 +925,21 @@ impl DocsMut for Table<'_, '_> {
         // One statement (the ids are all different, as an upsert of many rows needs): a new
         // document takes the next `seq`, a stored one keeps its own; the band rows of the keys
         // it gained are added (`old` reads the statement's snapshot) and the collection's
-        // count grows by the new ones. `xmax` is set on the rows the upsert updated. Those of
+        // count (this transaction's row of it) grows by the new ones. `xmax` is set on the rows the upsert updated. Those of
         // the keys a replaced document lost are removed after it, by key (none for new ones:
         // a pure insert is one trip).
         let upsert = "WITH rows AS (SELECT * FROM unnest($2::bytea[], $3::bytea[], $4::int[],
                                                      $5::int[])
                                     WITH ORDINALITY AS r (id, record, lo, hi, ord)),
-                           back AS (DELETE FROM neardup_removed
-                                    WHERE docs = $1 AND id IN (SELECT id FROM rows)),
                            old AS (SELECT id, keys FROM neardup_docs
                                    WHERE docs = $1 AND id IN (SELECT id FROM rows)),
-                           up AS (INSERT INTO neardup_docs AS d (docs, id, record, version, keys)
-                                  SELECT $1, id, record, $6,
+                           up AS (INSERT INTO neardup_docs AS d (docs, id, record, keys)
+                                  SELECT $1, id, record,
                                          CASE WHEN lo IS NULL THEN NULL
                                               ELSE ($7::bigint[])[lo:hi] END
                                   FROM rows ORDER BY ord
                                   ON CONFLICT (docs, id) DO UPDATE
-                                      SET record = EXCLUDED.record, version = EXCLUDED.version,
-                                          keys = EXCLUDED.keys
+                                      SET record = EXCLUDED.record, keys = EXCLUDED.keys
                                   RETURNING d.id, d.seq, d.keys, NOT (d.xmax = 0) AS was),
                            changed AS (SELECT up.id, up.seq, up.keys AS new, o.keys AS old,
                                               up.was
@@ -914,15 +949,17 @@ impl DocsMut for Table<'_, '_> {
                                      WHERE NOT (k.key = ANY(coalesce(c.old, '{}')))
                                      ORDER BY 1
                                      ON CONFLICT DO NOTHING),
-                           counted AS (UPDATE neardup_collections
-                                       SET count = count + (SELECT count(*) FROM up WHERE NOT was)
-                                       WHERE docs = $1)
+                           counted AS (INSERT INTO neardup_counts AS c (docs, shard, n)
+                                       SELECT $1, $6::smallint, n
+                                       FROM (SELECT count(*) AS n FROM up WHERE NOT was) AS new
+                                       WHERE n > 0
+                                       ON CONFLICT (docs, shard) DO UPDATE SET n = c.n + EXCLUDED.n)
                       SELECT id, was, seq, old, new FROM changed";
         let table = &self.table;
         let client = self.txn.client();
         let run = async {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
-                [table, &ids, &records, &lo, &hi, &version, &flat];
+                [table, &ids, &records, &lo, &hi, &self.txn.shard, &flat];
             let written = client.query(&client.prepare_cached(upsert).await?, &params).await?;
             let (mut keys, mut seqs) = (Vec::new(), Vec::new());
             for w in &written {
@@ -949,18 +986,16 @@ impl DocsMut for Table<'_, '_> {
     }
 
     fn remove(&mut self, id: &str) -> Result<bool, StoreError> {
-        let version = self.txn.write_version(&self.table)?;
+        self.txn.lock(&self.table, Some(&[]), &[id])?;
         let row = self.txn.query_opt(
             "WITH gone AS (DELETE FROM neardup_docs WHERE docs = $1 AND id = $2
                            RETURNING seq, keys),
                   bands AS (DELETE FROM neardup_bands b USING gone
-                            WHERE b.key = ANY(gone.keys) AND b.seq = gone.seq),
-                  counted AS (UPDATE neardup_collections SET count = count - 1
-                              WHERE docs = $1 AND EXISTS (SELECT 1 FROM gone))
-             INSERT INTO neardup_removed (docs, id, version) SELECT $1, $2, $3 FROM gone
-             ON CONFLICT (docs, id) DO UPDATE SET version = EXCLUDED.version
+                            WHERE b.key = ANY(gone.keys) AND b.seq = gone.seq)
+             INSERT INTO neardup_counts AS c (docs, shard, n) SELECT $1, $3::smallint, -1 FROM gone
+             ON CONFLICT (docs, shard) DO UPDATE SET n = c.n + EXCLUDED.n
              RETURNING 1",
-            &[&self.table, &id.as_bytes(), &version],
+            &[&self.table, &id.as_bytes(), &self.txn.shard],
         )?;
         Ok(row.is_some())
     }
