@@ -679,14 +679,21 @@ impl WriteTxn for Txn<'_> {
             locks.collection = Some((table.to_string(), true));
             return Ok(());
         }
-        if locks.collection.is_none() {
-            self.execute("SELECT pg_advisory_xact_lock_shared($1)", &[&collection])?;
-            locks.collection = Some((table.to_string(), false));
-        }
         // In ascending order, in one statement: two transactions wanting some of the same
         // locks take them in the same order, so neither holds one the other waits for while
-        // it waits itself.
-        self.execute("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", &[&wanted])?;
+        // it waits itself. The collection's lock (shared) first, in the same trip.
+        let shared = match locks.collection {
+            Some(_) => None,
+            None => Some(collection),
+        };
+        self.execute(
+            "WITH c AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(s)
+                                     FROM (SELECT $1::bigint AS s) AS s WHERE s IS NOT NULL)
+             SELECT pg_advisory_xact_lock(k) FROM unnest($2::bigint[]) AS k
+             LEFT JOIN c ON true",
+            &[&shared, &wanted],
+        )?;
+        locks.collection.get_or_insert_with(|| (table.to_string(), false));
         locks.held.extend(wanted);
         Ok(())
     }
