@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """neardup.spark on a Spark standalone cluster as a cluster runs it, on the 1,000,000-document
-corpus of the dedup benchmark, against `neardup dedup` on the same file and cores: a master and
+corpus of the dedup benchmark, against the CLI on the same file and cores (`--job dedup`:
+`neardup dedup`; `--job overlap`: the passage job within the corpus, `overlap CORPUS OUT
+--remove` against `neardup overlap CORPUS --passages P -o O`): a master and
 two workers of one core each on loopback (each its own JVM with its own Python workers, started
 by the harness of tests/test_spark_cluster.py), the package shipped to the executors only as a
 packed virtualenv (`--archives ...#environment`), `spark-submit --master spark://...` of the
@@ -10,10 +12,12 @@ executors, their Python workers, the driver). Everything the bench starts is sto
 group, even when it fails.
 
 Usage: bash bench/run_spark_cluster.sh [--docs 1000000] [--input jsonl|parquet] [--rounds 3]
+       [--job dedup|overlap]
 """
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -22,7 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-from spark_1m import DATA, ROOT, cli_clusters, corpus_for, run_cli, spark_clusters, tree_rss_mb
+from spark_1m import (DATA, ROOT, cli_clusters, corpus_for, run_cli, run_measured, spark_clusters,
+                      tree_rss_mb)
 
 sys.path.insert(0, str(ROOT / "crates" / "neardup-py" / "tests"))
 from sparkcluster import SPARK_HOME, Cluster, cluster_env, packed_environment  # noqa: E402
@@ -37,6 +42,7 @@ def main() -> None:
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "neardup"))
     ap.add_argument("--worker-memory", default="7g", help="each worker's, and its executor's")
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--job", choices=["dedup", "overlap"], default="dedup")
     args = ap.parse_args()
     if not 1 <= args.rounds <= 20:
         ap.error("--rounds must be between 1 and 20")
@@ -61,9 +67,13 @@ def main() -> None:
                 # As bench/spark_1m.py sets them for local[2].
                 "--conf", "spark.sql.shuffle.partitions=16",
                 "--conf", f"spark.sql.files.maxPartitionBytes={32 << 20}",
-                script, "dedup", str(corpus), str(out / "kept"), "--threshold", "0.8",
-                "--assignments", str(out / "assignments"),
+                script,
             ]
+            if args.job == "dedup":
+                submit += ["dedup", str(corpus), str(out / "kept"), "--threshold", "0.8",
+                           "--assignments", str(out / "assignments")]
+            else:
+                submit += ["overlap", str(corpus), str(out), "--remove"]
             for i in range(args.rounds):
                 subprocess.run(["rm", "-rf", str(out)], check=True)
                 peak = [0.0]
@@ -85,18 +95,27 @@ def main() -> None:
                 done.set()
                 if proc.returncode != 0:
                     raise SystemExit(said[-2000:] + err[-4000:] + cluster.logs())
-                cli_s, cli_rss = run_cli(args.binary, corpus, clusters)
+                if args.job == "dedup":
+                    cli_s, cli_rss = run_cli(args.binary, corpus, clusters)
+                else:
+                    cli_s, cli_rss = run_cli_overlap(args.binary, corpus)
                 print(f"round {i + 1}: cluster {spark_s:.1f} s, CLI {cli_s:.1f} s, "
                       f"{spark_s / cli_s:.2f}x", file=sys.stderr)
                 (DATA / "spark_cluster_submit.log").write_text(said + err)
-                # The command's summary: "  time sketch 30.1 s, exact copies 3.9 s, ...".
-                times = next((l for l in said.splitlines() if l.startswith("  time ")), "")
+                # The command's summary: "  time sketch 30.1 s, exact copies 3.9 s, ..." (dedup),
+                # "  2 passes; time read 7.9 s, ..." (overlap).
+                times = next((l.split("time ", 1)[1] for l in said.splitlines()
+                              if l.startswith("  time ") or "passes; time " in l), "")
                 stages = {}
-                for part in times.removeprefix("  time ").split(", ") if times else []:
+                for part in times.split(", ") if times else []:
                     name, secs, _ = part.rsplit(" ", 2)
                     stages[name] = float(secs)
                 rounds.append((spark_s, peak[0], cli_s, cli_rss, stages))
-            same = spark_clusters(out / "assignments") == cli_clusters(clusters)
+            if args.job == "dedup":
+                same = spark_clusters(out / "assignments") == cli_clusters(clusters)
+            else:
+                same = (part_lines(out / "passages") == lines_of(DATA / "cluster_cli_passages.jsonl")
+                        and part_lines(out / "records") == lines_of(DATA / f"kept{corpus.suffix}"))
             ran = [bool(list((tmp / f"work-{w}").glob("app-*/*/environment/bin/python"))) for w in range(2)]
         finally:
             cluster.stop()
@@ -115,13 +134,34 @@ def main() -> None:
     print("|---|---|---:|---:|")
     print(f"| neardup.spark, spark-submit to the cluster | {', '.join(f'{r[0]:.1f}' for r in rounds)} "
           f"| {spark_s:.1f} | {max(r[1] for r in rounds):,.0f} MB |")
-    print(f"| neardup dedup, 2 threads | {', '.join(f'{r[2]:.1f}' for r in rounds)} | {cli_s:.1f} "
+    print(f"| neardup {args.job}, 2 threads | {', '.join(f'{r[2]:.1f}' for r in rounds)} | {cli_s:.1f} "
           f"| {max(r[3] for r in rounds):,.0f} MB |")
-    print(f"\nCluster / CLI: {spark_s / cli_s:.2f}x (rounds: {each}); clusters identical: {same}; "
+    what = "clusters" if args.job == "dedup" else "passages and records"
+    print(f"\nCluster / CLI: {spark_s / cli_s:.2f}x (rounds: {each}); {what} identical: {same}; "
           f"executors on both workers from the archive: {all(ran)}")
     print(json.dumps({"spark_s": spark_s, "cli_s": cli_s, "rounds": [r[:4] for r in rounds],
                       "stages": [r[4] for r in rounds], "same": same,
                       "both_workers": all(ran)}))
+
+
+def run_cli_overlap(binary: str, corpus: Path) -> tuple[float, float]:
+    """`neardup overlap` within `corpus` (2 threads, `--passages`, the records kept with `-o`):
+    its seconds and peak RSS in MB."""
+    secs, rss, c = run_measured([binary, "overlap", str(corpus), "--passages",
+                                 str(DATA / "cluster_cli_passages.jsonl"), "-o",
+                                 str(DATA / f"kept{corpus.suffix}"), "-q"], dict(os.environ))
+    if c.returncode != 0:
+        raise SystemExit(c.stderr)
+    return secs, rss
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def part_lines(folder: Path) -> list[str]:
+    """The lines of a Spark output folder's JSON parts, in part order."""
+    return [l for p in sorted(folder.glob("part-*")) for l in lines_of(p)]
 
 
 if __name__ == "__main__":

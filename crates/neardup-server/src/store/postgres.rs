@@ -84,6 +84,18 @@ pub const COUNT_SHARDS: u64 = 64;
 /// What a collection's own lock is salted with, beside its keys and ids.
 const COLLECTION_LOCK: u64 = 0x6e65_6172_6475_7063; // "neardupc"
 
+/// Said at the start of every transaction, in the same trip: the store's statements are
+/// lookups through its indexes, each reading a few rows, never scans or joins of whole tables.
+/// PostgreSQL's planner costs them by the tables' statistics, and a collection loaded faster
+/// than autovacuum analyzes it (a million documents in two minutes, two servers) had none for
+/// the band index: each search was then estimated at a million rows, compiled by the JIT
+/// (about 100 ms a statement: 270 searches/s instead of 3,000) and in one run given parallel
+/// workers that scanned for seconds, until the next `ANALYZE`. (Per transaction, not per
+/// connection: a pooler such as pgbouncer refuses the startup options.)
+const LOOKUPS: &str = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0; \
+                       SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; \
+                       SET LOCAL enable_mergejoin = off";
+
 /// How long a request waits for a connection of the pool, or for a new connection, before the
 /// store is reported unavailable.
 const WAIT: Duration = Duration::from_secs(10);
@@ -501,14 +513,14 @@ impl Store for Postgres {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StoreError> {
         let client = self.connection()?;
         let txn = Txn::new(self, client);
-        txn.run("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+        txn.run(&format!("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; {LOOKUPS}"))?;
         Ok(Box::new(txn))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StoreError> {
         let client = self.connection()?;
         let txn = Txn::new(self, client);
-        txn.run("BEGIN")?;
+        txn.run(&format!("BEGIN; {LOOKUPS}"))?;
         Ok(Box::new(txn))
     }
 }
