@@ -171,6 +171,10 @@ fn copy_one(
         let txn = target.write().map_err(|e| e.to_string())?;
         if std::mem::take(first) {
             txn.create_collection(name, settings, table).map_err(|e| e.to_string())?;
+        } else if txn.settings(name).map_err(|e| e.to_string())?.is_none() {
+            return Err(format!(
+                "collection {name:?} was deleted from the target while it was copied"
+            ));
         }
         {
             let mut t = txn.docs(table).map_err(|e| e.to_string())?;

@@ -579,11 +579,13 @@ fn index_unindexed(db: &dyn Store, info: &CollectionInfo) -> Result<u64, StoreEr
         }
         drop(read);
         let txn = db.write()?;
-        // Held against a delete of the collection; `put_many` locks the batch's ids (another
-        // server indexing the same documents waits, then finds their keys written).
+        // Held against a delete of the collection, and the collection locked alone before
+        // its unindexed documents are read: a write through another server of one of them
+        // must not be undone by writing back what was read before it.
         if txn.settings(&info.name)?.is_none() {
             return Ok(done);
         }
+        txn.lock(&table, None, &[])?;
         let mut docs = txn.docs(&table)?;
         let batch = docs.unindexed(BATCH)?;
         if batch.is_empty() {

@@ -1689,6 +1689,52 @@ fn upserts_of_the_same_ids_through_two_servers_leave_the_index_exact() {
     }
 }
 
+/// A delete of a collection through one server while another writes to it and deletes it too:
+/// each answer is 200 or 404 (the deletes wait for the writers and each other, never a
+/// deadlock's 503), and nothing of the deleted collection is left in the database.
+#[test]
+fn deletes_racing_writes_through_two_servers_leave_nothing() {
+    let db = "deletes_racing_writes";
+    let cluster = support::pg::cluster();
+    let url = cluster.database(db);
+    let servers = std::sync::Arc::new([Server::on_store(&url), Server::on_store(&url)]);
+    for round in 0..4 {
+        let path = format!("/v1/collections/r{round}");
+        assert_eq!(servers[0].json("PUT", &path, json!({})).0, 201);
+        let writer = {
+            let (servers, path) = (servers.clone(), path.clone());
+            std::thread::spawn(move || {
+                for i in 0..30 {
+                    let id = format!("d{i}");
+                    let docs = json!({"docs": [{"id": id, "text": doc_text(&id)}]});
+                    let (st, v) = servers[0].json("POST", &format!("{path}/docs"), docs);
+                    assert!(st == 200 || st == 404, "insert: {st} {v}");
+                    let body = json!({"id": format!("c{i}"), "text": doc_text(&format!("c{i}"))});
+                    let (st, v) = servers[1].json("POST", &format!("{path}/check"), body);
+                    assert!(st == 200 || st == 404, "check: {st} {v}");
+                    if st == 404 {
+                        return;
+                    }
+                }
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(30 * round as u64));
+        let other = {
+            let (servers, path) = (servers.clone(), path.clone());
+            std::thread::spawn(move || servers[0].call("DELETE", &path, None).0)
+        };
+        let here = servers[1].call("DELETE", &path, None).0;
+        let mut both = [here, other.join().expect("delete")];
+        both.sort_unstable();
+        assert_eq!(both, [200, 404], "round {round}");
+        writer.join().expect("writer");
+    }
+    for table in ["neardup_docs", "neardup_bands", "neardup_counts", "neardup_collections"] {
+        let left = cluster.sql(db, &format!("SELECT count(*) FROM {table}"));
+        assert_eq!(left.trim(), "0", "{table}");
+    }
+}
+
 /// A writer of a collection does not wait for another writer's transaction that holds the
 /// collection (every writer does, to its commit, against a delete) without touching the same
 /// documents: a batch, a check and a delete through a server answer while such a transaction

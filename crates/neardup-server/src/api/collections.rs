@@ -261,7 +261,7 @@ pub(super) async fn delete_collection(
         st.with_db(|db| {
             let err = |e: StoreError| store_err(&st, name, e);
             let txn = db.write().map_err(err)?;
-            check_incarnation(&*txn, &st, &c2)?;
+            check_incarnation_alone(&*txn, &st, &c2)?;
             txn.delete_collection(name, &c2.table).map_err(err)?;
             txn.commit().map_err(err)
         })

@@ -480,7 +480,27 @@ fn check_writable(c: &Collection) -> Result<(), ApiError> {
 /// In a write transaction: the collection must still be the stored incarnation (a delete may
 /// have committed since the request found it).
 fn check_incarnation(txn: &dyn WriteTxn, state: &AppState, c: &Collection) -> Result<(), ApiError> {
-    let stored = txn.settings(&c.info.name).map_err(|e| store_err(state, &c.info.name, e))?;
+    let stored = txn.settings(&c.info.name);
+    incarnation_is(stored, state, c)
+}
+
+/// [`check_incarnation`] for a delete of the collection: its row taken alone
+/// ([`WriteTxn::settings_alone`]).
+fn check_incarnation_alone(
+    txn: &dyn WriteTxn,
+    state: &AppState,
+    c: &Collection,
+) -> Result<(), ApiError> {
+    let stored = txn.settings_alone(&c.info.name);
+    incarnation_is(stored, state, c)
+}
+
+fn incarnation_is(
+    stored: Result<Option<String>, StoreError>,
+    state: &AppState,
+    c: &Collection,
+) -> Result<(), ApiError> {
+    let stored = stored.map_err(|e| store_err(state, &c.info.name, e))?;
     let same = stored.is_some_and(|v| {
         serde_json::from_str::<CollectionInfo>(&v)
             .is_ok_and(|i| i.incarnation == c.info.incarnation)

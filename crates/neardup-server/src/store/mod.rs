@@ -218,13 +218,20 @@ pub trait WriteTxn {
     /// The settings (JSON) stored for collection `name`, read so that a concurrent delete of
     /// the collection cannot commit before this transaction does.
     fn settings(&self, name: &str) -> Result<Option<String>, StoreError>;
+    /// [`WriteTxn::settings`] for a delete of the collection: in a shared store, every other
+    /// writer of it has committed when this returns, and none starts until this transaction
+    /// ends.
+    fn settings_alone(&self, name: &str) -> Result<Option<String>, StoreError> {
+        self.settings(name)
+    }
     /// In a store several servers write to ([`Store::shared`]): makes this transaction, to its
-    /// commit, the only writer of collection `table` that touches one of `keys` (candidate
-    /// keys, as [`DocsMut::put`] takes them) or `ids`, and with `keys` `None` the only writer
-    /// of the collection. A transaction locks all it reads and writes in one call (the store
-    /// orders them so that two writers never wait for each other); [`DocsMut::put_many`] and
-    /// [`DocsMut::remove`] lock their ids themselves. Nothing in a store whose writers of a
-    /// collection are one at a time already.
+    /// commit, the only one among the transactions that lock through this method that touches
+    /// one of `keys` (candidate keys, as [`DocsMut::put`] takes them: a check locks those it
+    /// looks up; a plain write of documents locks its ids only) or `ids`, and with `keys`
+    /// `None` the only writer of collection `table`. A transaction locks all it reads and
+    /// writes in one call (the store orders the locks so that two writers never wait for each
+    /// other in a cycle); [`DocsMut::put_many`] and [`DocsMut::remove`] lock their ids
+    /// themselves. Nothing in a store whose writers of a collection are one at a time already.
     fn lock(&self, table: &str, keys: Option<&[u64]>, ids: &[&str]) -> Result<(), StoreError> {
         let _ = (table, keys, ids);
         Ok(())

@@ -10,8 +10,9 @@
 //! - `neardup_counts` ((table, shard) -> a part of the collection's count).
 //!
 //! Many servers, one answer, and no writer waiting for another it cannot collide with. Every
-//! write transaction reads its collection's row `FOR SHARE` (a delete of the collection waits
-//! for it, and a write that raced a delete finds the collection gone) and then locks, to its
+//! write transaction reads its collection's row `FOR SHARE` (a delete of the collection takes
+//! it `FOR UPDATE`, so it waits for them, and a write that comes after it finds the collection
+//! gone) and then locks, to its
 //! commit, what it reads and writes by PostgreSQL's advisory locks ([`WriteTxn::lock`]): the
 //! ids it writes, and a `check` the candidate keys it looks its near-copies up by, in sorted
 //! order, all at once. Two near-copies share a candidate key, so of two checked at once
@@ -85,7 +86,8 @@ pub const COUNT_SHARDS: u64 = 64;
 const COLLECTION_LOCK: u64 = 0x6e65_6172_6475_7063; // "neardupc"
 
 /// Said at the start of every transaction, in the same trip: the store's statements are
-/// lookups through its indexes, each reading a few rows, never scans or joins of whole tables.
+/// lookups through its indexes (a whole collection, when one is read, through the index of
+/// its documents' ids), never scans or hash joins of whole tables.
 /// PostgreSQL's planner costs them by the tables' statistics, and a collection loaded faster
 /// than autovacuum analyzes it (a million documents in two minutes, two servers) had none for
 /// the band index: each search was then estimated at a million rows, compiled by the JIT
@@ -665,6 +667,16 @@ impl WriteTxn for Txn<'_> {
         Ok(row.map(|r| r.get(0)))
     }
 
+    fn settings_alone(&self, name: &str) -> Result<Option<String>, StoreError> {
+        // Waits for the writers holding the row shared; those that come later wait for this
+        // transaction, then find the collection gone.
+        let row = self.query_opt(
+            "SELECT settings FROM neardup_collections WHERE name = $1 FOR UPDATE",
+            &[&name],
+        )?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
     fn lock(&self, table: &str, keys: Option<&[u64]>, ids: &[&str]) -> Result<(), StoreError> {
         let mut locks = self.locks.borrow_mut();
         if locks.collection.as_ref().is_some_and(|(t, alone)| t == table && *alone) {
@@ -686,7 +698,7 @@ impl WriteTxn for Txn<'_> {
         if alone {
             // Taken after a shared one (never in the routes: a transaction locks all it
             // needs at once), two such transactions could wait for each other: PostgreSQL then
-            // aborts one, answered 503 and retried.
+            // aborts one, answered 503 (`busy`, for the client to retry).
             self.execute("SELECT pg_advisory_xact_lock($1)", &[&collection])?;
             locks.collection = Some((table.to_string(), true));
             return Ok(());
