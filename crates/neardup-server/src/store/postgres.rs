@@ -570,6 +570,11 @@ impl<'a> Txn<'a> {
         Txn { store, client: Some(client), open: true, locks: Default::default(), shard }
     }
 
+    /// The settings of collection `name`, read by `sql` (which says how its row is locked).
+    fn settings_by(&self, sql: &str, name: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.query_opt(sql, &[&name])?.map(|r| r.get(0)))
+    }
+
     fn client(&self) -> &Object {
         self.client.as_ref().expect("held until dropped")
     }
@@ -660,21 +665,16 @@ impl WriteTxn for Txn<'_> {
     fn settings(&self, name: &str) -> Result<Option<String>, StoreError> {
         // The collection's row, shared with its other writers to the commit: a delete of the
         // collection waits for them.
-        let row = self.query_opt(
-            "SELECT settings FROM neardup_collections WHERE name = $1 FOR SHARE",
-            &[&name],
-        )?;
-        Ok(row.map(|r| r.get(0)))
+        self.settings_by("SELECT settings FROM neardup_collections WHERE name = $1 FOR SHARE", name)
     }
 
     fn settings_alone(&self, name: &str) -> Result<Option<String>, StoreError> {
         // Waits for the writers holding the row shared; those that come later wait for this
         // transaction, then find the collection gone.
-        let row = self.query_opt(
+        self.settings_by(
             "SELECT settings FROM neardup_collections WHERE name = $1 FOR UPDATE",
-            &[&name],
-        )?;
-        Ok(row.map(|r| r.get(0)))
+            name,
+        )
     }
 
     fn lock(&self, table: &str, keys: Option<&[u64]>, ids: &[&str]) -> Result<(), StoreError> {
@@ -706,9 +706,10 @@ impl WriteTxn for Txn<'_> {
         // In ascending order, in one statement: two transactions wanting some of the same
         // locks take them in the same order, so neither holds one the other waits for while
         // it waits itself. The collection's lock (shared) first, in the same trip.
-        let shared = match locks.collection {
-            Some(_) => None,
-            None => Some(collection),
+        // The collection's shared lock, unless this transaction holds it already.
+        let shared = match &locks.collection {
+            Some((t, _)) if t == table => None,
+            _ => Some(collection),
         };
         self.execute(
             "WITH c AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(s)
@@ -717,7 +718,9 @@ impl WriteTxn for Txn<'_> {
              LEFT JOIN c ON true",
             &[&shared, &wanted],
         )?;
-        locks.collection.get_or_insert_with(|| (table.to_string(), false));
+        if shared.is_some() {
+            locks.collection = Some((table.to_string(), false));
+        }
         locks.held.extend(wanted);
         Ok(())
     }
