@@ -60,21 +60,29 @@ pub(crate) enum Halt {
 /// range that the index knows (at least one, its source). (More than half drops more loose
 /// matches and more reworded copies alike: measured on the sample sets, BENCHMARKS.md.) Counted
 /// over every holder the index gives each k-gram (up to `max_postings`), not only those that
-/// made candidates.
-fn holders<C: Holdings>(r: &Region, held: &Held<'_, C>, k: u32) -> u32 {
+/// made candidates. `docs` is the thread's scratch list: a map made anew for each region grew
+/// by doubling through up to 256 holders of each of its k-grams, a tenth of a near-duplicate
+/// corpus's check time (BENCHMARKS.md).
+fn holders<C: Holdings>(r: &Region, held: &Held<'_, C>, k: u32, docs: &mut Vec<u32>) -> u32 {
     let end = ((r.q1 + 1).saturating_sub(k) as usize).min(held.built.len());
-    let mut per_doc: FxHashMap<u32, u32> = FxHashMap::default();
+    docs.clear();
     let mut positions = 0u32;
     for i in (r.q0 as usize).min(end)..end {
-        let mut any = false;
-        for d in held.at(i) {
-            any = true;
-            *per_doc.entry(d).or_default() += 1;
-        }
-        positions += u32::from(any);
+        let before = docs.len();
+        docs.extend(held.at(i));
+        positions += u32::from(docs.len() > before);
     }
-    (per_doc.values().filter(|&&n| n * 2 >= positions).count() as u32).max(1)
+    docs.sort_unstable();
+    let n = docs.chunk_by(|a, b| a == b).filter(|run| run.len() as u32 * 2 >= positions).count();
+    // A thread keeps room for a usual passage's holders, not for the largest it met.
+    if docs.capacity() > KEPT_HOLDERS {
+        *docs = Vec::new();
+    }
+    (n as u32).max(1)
 }
+
+/// The most holders whose room [`holders`] keeps between passages.
+const KEPT_HOLDERS: usize = 1 << 20;
 
 /// The documents holding each k-gram of a query: for each of its positions, the first
 /// `max_postings` live documents the index lists for its key, of those the usable ones (not
@@ -180,6 +188,8 @@ pub(crate) struct Scratch {
     pub query_grams: Vec<u64>,
     /// The hashes of sources aligned often by the checks of one unchanging collection.
     pub sources: SourceCache,
+    /// The holders of a passage's k-grams ([`holders`]).
+    pub holders: Vec<u32>,
 }
 
 /// Where a check may reuse the hashes of sources that earlier checks on its thread computed:
@@ -542,7 +552,8 @@ pub(crate) fn check_in(
             // long loose match made of what the field's writing shares is not. A region
             // dropped here explains nothing: another source may still hold the stretch.
             for r in &mut found {
-                r.evidence = evidence(r, &df, p.seed, holders(r, &held, p.seed));
+                let n = holders(r, &held, p.seed, &mut s.holders);
+                r.evidence = evidence(r, &df, p.seed, n);
             }
             found.retain(|r| {
                 r.evidence >= p.min_evidence
