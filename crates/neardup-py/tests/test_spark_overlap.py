@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import sys
 
 import pyarrow as pa
@@ -52,21 +53,40 @@ def test_the_sample_sets_give_the_cli_passages_against_a_collection(spark, binar
     assert part_lines(out / "summary") == summary.read_text(encoding="utf-8").splitlines()
 
 
-def test_within_one_input_and_remove_give_the_cli_passages_and_records(spark, binary, tmp_path):
+def test_within_one_input_and_remove_give_the_cli_passages_and_records(
+        spark, binary, tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
     docs = unpacked("sample-zh", "collection", tmp_path, 300).read_text(encoding="utf-8")
     docs += unpacked("sample-zh", "queries", tmp_path, 40).read_text(encoding="utf-8")
     corpus.write_text(docs, encoding="utf-8")
     passages, kept = tmp_path / "p.jsonl", tmp_path / "kept.jsonl"
     r = run_cli(binary, "overlap", str(corpus), "--passages", str(passages), "-o", str(kept),
-                "--min-units", "10", "-q")
+                "--min-units", "10")
     assert r.returncode == 0, r.stderr.decode()
+    said = re.search(r"-o: ([\d,]+) of [\d,]+ characters removed", r.stderr.decode())
+    removed = int(said.group(1).replace(",", ""))
+    capsys.readouterr()
     code, out = spark_run(tmp_path, [corpus], "--remove", "--min-units", "10")
     assert code == 0
     want = passages.read_text(encoding="utf-8").splitlines()
     assert len(want) > 20
     assert part_lines(out / "passages") == want
-    assert part_lines(out / "records") == kept.read_text(encoding="utf-8").splitlines()
+    records = part_lines(out / "records")
+    assert records == kept.read_text(encoding="utf-8").splitlines()
+    assert f"{removed} characters removed; 0 records dropped" in "".join(capsys.readouterr())
+    # --min-chars drops the records left short, as -o does, and says how many.
+    r = run_cli(binary, "overlap", str(corpus), "--passages", str(passages), "-o", str(kept),
+                "--min-units", "10", "--min-chars", "40")
+    assert r.returncode == 0, r.stderr.decode()
+    said = re.search(r"-o: ([\d,]+) records? left shorter than --min-chars 40 dropped",
+                     r.stderr.decode())
+    dropped = int(said.group(1).replace(",", ""))
+    code, out = spark_run(tmp_path, [corpus], "--remove", "--min-units", "10", "--min-chars", "40")
+    assert code == 0
+    shorter = part_lines(out / "records")
+    assert shorter == kept.read_text(encoding="utf-8").splitlines()
+    assert 0 < dropped == len(records) - len(shorter) < len(records)
+    assert f"{removed} characters removed; {dropped} records dropped" in "".join(capsys.readouterr())
 
 
 def test_parquet_in_and_out(spark, binary, tmp_path):

@@ -303,6 +303,24 @@ pub(crate) mod tests {
             .collect()
     }
 
+    #[test]
+    fn postings_are_kept_ascending_each_once_and_capped_however_they_come() {
+        let spec = OverlapSpec { max_postings: 3, ..OverlapSpec::default() };
+        let lists = |held: Vec<(u32, Vec<u32>)>| {
+            let s = Shipped::new(&spec, held, Vec::new()).expect("new");
+            (s.keys, s.offsets, s.postings)
+        };
+        let want = (vec![5, 9, 12], vec![0, 3, 4, 7], vec![1, 2, 7, 4, 0, 3, 8]);
+        // As the distributed join gives them: ascending, each once, longer than the cap.
+        assert_eq!(lists(vec![(9, vec![4]), (5, vec![1, 2, 7, 9]), (12, vec![0, 3, 8])]), want);
+        // In any order, with repeats; a key with no holder is left out.
+        let shuffled =
+            vec![(12, vec![8, 0, 3, 3]), (7, vec![]), (5, vec![9, 7, 1, 2, 1]), (9, vec![4])];
+        assert_eq!(lists(shuffled), want);
+        let twice = Shipped::new(&spec, vec![(5, vec![1]), (5, vec![2])], Vec::new());
+        assert!(twice.is_err(), "a key given twice");
+    }
+
     /// Checks until done, shipping what is asked; returns the answer and the passes.
     fn by_parts(
         spec: &OverlapSpec,

@@ -601,10 +601,11 @@ def write_records(rewritten: Any, rows: Any, fmt: str, path: str, fields: dict,
 
     new = rewritten.select(F.col("q").alias("pos"), F.col("text").alias("__new"), "removed")
     keep = F.lit(True) if min_chars is None else F.length("__new") >= F.lit(min_chars)
-    joined = rows.join(new, "pos")
-    counted = joined.agg(F.sum("removed").alias("removed"),
-                         F.sum(F.when(keep, 0).otherwise(1)).alias("dropped")).first()
-    kept = joined.where(keep)
+    # Counted from the answers alone (one each per record): a count of the join below computed
+    # the join, a shuffle of the whole input, once more than the write needs.
+    counted = new.agg(F.sum("removed").alias("removed"),
+                      F.sum(F.when(keep, 0).otherwise(1)).alias("dropped")).first()
+    kept = rows.join(new, "pos").where(keep)
     if fmt == "jsonl":
         spliced = kept.select("pos", "line", F.col("__new").alias("text")).mapInArrow(
             _splice_stage(fields), "pos long, line string")
