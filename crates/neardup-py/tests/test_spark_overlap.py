@@ -64,6 +64,7 @@ def test_within_one_input_and_remove_give_the_cli_passages_and_records(
                 "--min-units", "10")
     assert r.returncode == 0, r.stderr.decode()
     said = re.search(r"-o: ([\d,]+) of [\d,]+ characters removed", r.stderr.decode())
+    assert said, r.stderr.decode()
     removed = int(said.group(1).replace(",", ""))
     capsys.readouterr()
     code, out = spark_run(tmp_path, [corpus], "--remove", "--min-units", "10")
@@ -80,6 +81,7 @@ def test_within_one_input_and_remove_give_the_cli_passages_and_records(
     assert r.returncode == 0, r.stderr.decode()
     said = re.search(r"-o: ([\d,]+) records? left shorter than --min-chars 40 dropped",
                      r.stderr.decode())
+    assert said, r.stderr.decode()
     dropped = int(said.group(1).replace(",", ""))
     code, out = spark_run(tmp_path, [corpus], "--remove", "--min-units", "10", "--min-chars", "40")
     assert code == 0

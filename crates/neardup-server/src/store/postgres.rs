@@ -543,8 +543,8 @@ struct Txn<'a> {
 /// The advisory locks a write transaction holds, to its commit.
 #[derive(Default)]
 struct Locks {
-    /// The collection's table whose lock it holds, and whether alone.
-    collection: Option<(String, bool)>,
+    /// The collections' tables whose lock it holds, each with whether alone.
+    collections: std::collections::HashMap<String, bool>,
     /// The ids' and keys' locks it holds.
     held: std::collections::HashSet<i64>,
 }
@@ -679,7 +679,8 @@ impl WriteTxn for Txn<'_> {
 
     fn lock(&self, table: &str, keys: Option<&[u64]>, ids: &[&str]) -> Result<(), StoreError> {
         let mut locks = self.locks.borrow_mut();
-        if locks.collection.as_ref().is_some_and(|(t, alone)| t == table && *alone) {
+        let holding = locks.collections.get(table).copied();
+        if holding == Some(true) {
             return Ok(()); // everything of it is this transaction's already
         }
         let mut wanted: Vec<i64> = match keys {
@@ -700,17 +701,14 @@ impl WriteTxn for Txn<'_> {
             // needs at once), two such transactions could wait for each other: PostgreSQL then
             // aborts one, answered 503 (`busy`, for the client to retry).
             self.execute("SELECT pg_advisory_xact_lock($1)", &[&collection])?;
-            locks.collection = Some((table.to_string(), true));
+            locks.collections.insert(table.to_string(), true);
             return Ok(());
         }
         // In ascending order, in one statement: two transactions wanting some of the same
         // locks take them in the same order, so neither holds one the other waits for while
-        // it waits itself. The collection's lock (shared) first, in the same trip.
-        // The collection's shared lock, unless this transaction holds it already.
-        let shared = match &locks.collection {
-            Some((t, _)) if t == table => None,
-            _ => Some(collection),
-        };
+        // it waits itself. The collection's lock (shared) first, in the same trip, unless
+        // this transaction holds it already.
+        let shared = holding.is_none().then_some(collection);
         self.execute(
             "WITH c AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(s)
                                      FROM (SELECT $1::bigint AS s) AS s WHERE s IS NOT NULL)
@@ -718,9 +716,7 @@ impl WriteTxn for Txn<'_> {
              LEFT JOIN c ON true",
             &[&shared, &wanted],
         )?;
-        if shared.is_some() {
-            locks.collection = Some((table.to_string(), false));
-        }
+        locks.collections.entry(table.to_string()).or_insert(false);
         locks.held.extend(wanted);
         Ok(())
     }

@@ -61,8 +61,8 @@ pub(crate) enum Halt {
 /// matches and more reworded copies alike: measured on the sample sets, BENCHMARKS.md.) Counted
 /// over every holder the index gives each k-gram (up to `max_postings`), not only those that
 /// made candidates. `docs` is the thread's scratch list: a map made anew for each region grew
-/// by doubling through up to 256 holders of each of its k-grams, a tenth of a near-duplicate
-/// corpus's check time (BENCHMARKS.md).
+/// by doubling through up to 256 holders of each of its k-grams, its rehashing alone 5% of a
+/// near-duplicate corpus's samples (BENCHMARKS.md).
 fn holders<C: Holdings>(r: &Region, held: &Held<'_, C>, k: u32, docs: &mut Vec<u32>) -> u32 {
     let end = ((r.q1 + 1).saturating_sub(k) as usize).min(held.built.len());
     docs.clear();
