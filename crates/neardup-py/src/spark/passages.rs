@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyDict};
 use rayon::prelude::*;
 use serde_json::value::RawValue;
 
-use neardup::overlap::parts::{self, Shipped, ShippedTexts, Step};
+use neardup::overlap::parts::{self, Shipped, ShippedPostings, ShippedTexts, Step};
 use neardup::overlap::{JsonId, OverlapSpec, PassageRecord};
 
 use super::columns::{batch_lines, binary_column};
@@ -231,7 +231,10 @@ fn passage_pairs<'py>(
 /// ([`passage_pairs`]'s rows: every holder of the partition's keys, and the queries asking for
 /// them): each key keeps its first `max_postings` holders, ascending, as an index posts it.
 /// Returns `(group, held)` by group of queries (`query / group`), `held` the records
-/// ([`held_record`]) of each query's keys that some document holds, about a megabyte a row.
+/// ([`held_record`]) of the keys that some document holds and some query of the group reads,
+/// each key once to a group (a list that many of its queries read, boilerplate or a cluster's
+/// text, was shipped once per query: 107.7 million holders for the 62,500 documents, 18.1
+/// million once per group, BENCHMARKS.md), about a megabyte a row.
 #[pyfunction]
 fn passage_join<'py>(
     py: Python<'py>,
@@ -283,12 +286,16 @@ fn passage_join<'py>(
                         .take(spec.max_postings as usize)
                         .map(|&(_, d)| d)
                         .collect();
-                    for &(_, q) in &asked[a..a_end] {
-                        let (blob, last) = open.entry(q / group).or_default();
-                        held_record(blob, *last, q, key, &docs);
+                    // Once to each group of the queries asking (ascending, as `asked` is).
+                    let mut groups: Vec<u32> =
+                        asked[a..a_end].iter().map(|&(_, q)| q / group).collect();
+                    groups.dedup();
+                    for g in groups {
+                        let (blob, last) = open.entry(g).or_default();
+                        held_record(blob, *last, key, &docs);
                         *last = key;
                         if blob.len() >= PART_BYTES {
-                            out.push((q / group, std::mem::take(blob)));
+                            out.push((g, std::mem::take(blob)));
                             *last = 0;
                         }
                     }
@@ -333,12 +340,11 @@ fn varint(part: &[u8], at: &mut usize) -> PyResult<u32> {
 }
 
 /// One record of a part of held postings: the key as its distance from the part's last key
-/// (`last`; keys come ascending), the query, the holders' count and the holders, each as its
-/// distance from the one before (they are ascending), all varints: a third of the bytes of
-/// whole numbers, which every pass of the check moves through the JVM.
-fn held_record(out: &mut Vec<u8>, last: u32, q: u32, key: u32, docs: &[u32]) {
+/// (`last`; keys come ascending), the holders' count and the holders, each as its distance
+/// from the one before (they are ascending), all varints: a third of the bytes of whole
+/// numbers, which every pass of the check moves through the JVM.
+fn held_record(out: &mut Vec<u8>, last: u32, key: u32, docs: &[u32]) {
     put_varint(out, key - last);
-    put_varint(out, q);
     put_varint(out, docs.len() as u32);
     let mut prev = 0;
     for &d in docs {
@@ -347,13 +353,12 @@ fn held_record(out: &mut Vec<u8>, last: u32, q: u32, key: u32, docs: &[u32]) {
     }
 }
 
-/// The records of a part of held postings (see [`held_record`]): `(query, key, holders)`.
-fn held_records(part: &[u8], mut each: impl FnMut(u32, u32, Vec<u32>)) -> PyResult<()> {
+/// The records of a part of held postings (see [`held_record`]): `(key, holders)`.
+fn held_records(part: &[u8], mut each: impl FnMut(u32, Vec<u32>)) -> PyResult<()> {
     let bad = || crate::errors::input("a packed posting is out of order");
     let (mut at, mut key) = (0, 0u32);
     while at < part.len() {
         key = key.checked_add(varint(part, &mut at)?).ok_or_else(bad)?;
-        let q = varint(part, &mut at)?;
         let n = varint(part, &mut at)? as usize;
         if n > part.len() - at {
             return Err(crate::errors::input("a packed posting ends early"));
@@ -364,7 +369,7 @@ fn held_records(part: &[u8], mut each: impl FnMut(u32, u32, Vec<u32>)) -> PyResu
             d = d.checked_add(varint(part, &mut at)?).ok_or_else(bad)?;
             docs.push(d);
         }
-        each(q, key, docs);
+        each(key, docs);
     }
     Ok(())
 }
@@ -383,8 +388,9 @@ fn number(n: i64) -> PyResult<u32> {
 
 /// Checks a group of queries ([`neardup::overlap::parts::check`]), on every core: `queries`
 /// (their numbers), `own` (each one's number in the collection, if it is one of its documents),
-/// `query_ids` (as written) and `query_texts`; `held`, the packed postings of the group
-/// ([`passage_join`]'s parts; records of other queries are passed over); and the texts shipped
+/// `query_ids` (as written) and `query_texts`; `held`, the packed postings of the keys the
+/// group's queries read, each key once ([`passage_join`]'s parts), which every query of the
+/// group reads; and the texts shipped
 /// to the group, each once (`docs`, `doc_ids` as written, `doc_texts`), which every query of the
 /// group may read.
 #[pyfunction]
@@ -418,17 +424,14 @@ fn passage_check_group<'py>(
         if doc_ids.len() != docs.len() || doc_texts.len() != docs.len() {
             return Err(crate::errors::input("one id and text per document shipped"));
         }
-        let mut of_query: HashMap<u32, Vec<(u32, Vec<u32>)>> = HashMap::with_capacity(n);
         for q in &queries {
-            of_query.insert(number(*q)?, Vec::new());
+            number(*q)?;
         }
+        let mut lists = Vec::new();
         for part in &held {
-            held_records(part.as_bytes(), |q, key, holders| {
-                if let Some(list) = of_query.get_mut(&q) {
-                    list.push((key, holders));
-                }
-            })?;
+            held_records(part.as_bytes(), |key, holders| lists.push((key, holders)))?;
         }
+        let postings = Arc::new(ShippedPostings::new(&spec, lists).map_err(overlap_error)?);
         let mut names: HashMap<u32, JsonId> = HashMap::with_capacity(docs.len());
         let mut texts = Vec::with_capacity(docs.len());
         for ((d, id), text) in docs.iter().zip(doc_ids).zip(&doc_texts) {
@@ -440,13 +443,11 @@ fn passage_check_group<'py>(
         }
         let texts = Arc::new(ShippedTexts::new(texts));
         let mut work = Vec::with_capacity(n);
-        for (((q, own), qid), text) in queries.iter().zip(own).zip(query_ids).zip(&query_texts) {
-            let held = of_query.remove(&number(*q)?).unwrap_or_default();
-            work.push((own.map(number).transpose()?, qid, *text, held));
+        for ((own, qid), text) in own.into_iter().zip(query_ids).zip(&query_texts) {
+            work.push((own.map(number).transpose()?, qid, *text));
         }
-        let run = |(own, qid, text, held): (Option<u32>, Option<String>, &str, Vec<_>)| {
-            let shipped =
-                Shipped::sharing(&spec, held, Arc::clone(&texts)).map_err(overlap_error)?;
+        let run = |(own, qid, text): (Option<u32>, Option<String>, &str)| {
+            let shipped = Shipped::sharing(Arc::clone(&postings), Arc::clone(&texts));
             answer(&spec, &shipped, qid, text, own, &exclude, within, &names)
         };
         py.detach(|| work.into_par_iter().map(run).collect())

@@ -7,7 +7,8 @@
 //!    take each one's [`fingerprints`] (the winnowed keys an index posts).
 //! 2. Group them by key; each key keeps its first `max_postings` holders, ascending (an index's
 //!    postings).
-//! 3. Take each query's [`query_keys`] (every k-gram's key) and join them with the postings.
+//! 3. Take each query's [`query_keys`] (every k-gram's key) and join them with the postings,
+//!    by group of queries: each list once to a group ([`ShippedPostings`]).
 //! 4. [`check`] the query with the holders of its keys and the texts it asks for: it answers
 //!    [`Step::Needs`] with the documents whose texts it lacks (the candidates of its next round
 //!    of alignment, and those likely after), and [`Step::Done`] once it had every text it used.
@@ -124,40 +125,35 @@ impl Default for ShippedTexts {
     }
 }
 
-/// What a query's check is given of the collection: the holders of its keys and the texts of
-/// some documents.
+/// The postings shipped to the checks of a group of queries: the holders of every key any of
+/// them reads, each list once for the group (a key that many of its queries read, boilerplate
+/// or a cluster's text, was shipped once per query, the volume quadratic in a cluster's size).
 #[derive(Debug, Default)]
-pub struct Shipped {
+pub struct ShippedPostings {
     keys: Vec<u32>,
     offsets: Vec<u32>,
     postings: Vec<u32>,
-    texts: Arc<ShippedTexts>,
+    /// Each key's place in `keys`: a group's lists hold hundreds of thousands of keys, where a
+    /// binary search missed the cache at most of its steps, for every k-gram of every query.
+    slot: FxHashMap<u32, u32>,
 }
 
-impl Shipped {
-    /// The postings of the query's keys (`(key, holders)`: a key's documents in any order,
-    /// each once; the first `max_postings` of them, ascending, are kept) and the texts shipped.
-    /// Keys the collection does not hold may be left out.
+impl ShippedPostings {
+    /// The postings `(key, holders)`: a key's documents in any order, each once; the first
+    /// `max_postings` of them, ascending, are kept. Keys the collection does not hold may be
+    /// left out, and so may keys no query of the group reads.
     pub fn new(
         spec: &OverlapSpec,
-        held: Vec<(u32, Vec<u32>)>,
-        texts: Vec<(u32, String)>,
-    ) -> Result<Shipped, OverlapError> {
-        Shipped::sharing(spec, held, Arc::new(ShippedTexts::unshared(texts)))
-    }
-
-    /// As [`new`](Self::new), with texts that several queries' checks share (the texts shipped
-    /// to a group of queries, each sent once to the group).
-    pub fn sharing(
-        spec: &OverlapSpec,
         mut held: Vec<(u32, Vec<u32>)>,
-        texts: Arc<ShippedTexts>,
-    ) -> Result<Shipped, OverlapError> {
+    ) -> Result<ShippedPostings, OverlapError> {
         held.sort_unstable_by_key(|(k, _)| *k);
-        let mut shipped = Shipped { texts, ..Shipped::default() };
-        shipped.offsets.push(0);
+        let mut out = ShippedPostings {
+            offsets: vec![0],
+            slot: FxHashMap::with_capacity_and_hasher(held.len(), Default::default()),
+            ..ShippedPostings::default()
+        };
         for (k, mut docs) in held {
-            if shipped.keys.last() == Some(&k) {
+            if out.keys.last() == Some(&k) {
                 return Err(OverlapError::InvalidSpec {
                     field: "postings",
                     message: format!("key {k} is given twice"),
@@ -169,11 +165,38 @@ impl Shipped {
             if docs.is_empty() {
                 continue;
             }
-            shipped.keys.push(k);
-            shipped.postings.extend(docs);
-            shipped.offsets.push(shipped.postings.len() as u32);
+            out.slot.insert(k, out.keys.len() as u32);
+            out.keys.push(k);
+            out.postings.extend(docs);
+            out.offsets.push(out.postings.len() as u32);
         }
-        Ok(shipped)
+        Ok(out)
+    }
+}
+
+/// What a query's check is given of the collection: the holders of its keys and the texts of
+/// some documents.
+#[derive(Debug, Default)]
+pub struct Shipped {
+    postings: Arc<ShippedPostings>,
+    texts: Arc<ShippedTexts>,
+}
+
+impl Shipped {
+    /// The postings of the query's keys (see [`ShippedPostings::new`]) and the texts shipped.
+    pub fn new(
+        spec: &OverlapSpec,
+        held: Vec<(u32, Vec<u32>)>,
+        texts: Vec<(u32, String)>,
+    ) -> Result<Shipped, OverlapError> {
+        let postings = Arc::new(ShippedPostings::new(spec, held)?);
+        Ok(Shipped::sharing(postings, Arc::new(ShippedTexts::unshared(texts))))
+    }
+
+    /// The postings and texts shipped to a group of queries, which its checks share (each
+    /// list and each text sent once to the group).
+    pub fn sharing(postings: Arc<ShippedPostings>, texts: Arc<ShippedTexts>) -> Shipped {
+        Shipped { postings, texts }
     }
 
     /// Ships more texts to this query's check (a check that reads its sources as it asks for
@@ -194,8 +217,9 @@ impl Shipped {
 
 impl Holdings for Shipped {
     fn built(&self, key: u32) -> &[u32] {
-        let j = self.keys.binary_search(&key).ok();
-        super::index::list_of(&self.keys, &self.offsets, &self.postings, j)
+        let p = &*self.postings;
+        let j = p.slot.get(&key).map(|&j| j as usize);
+        super::index::list_of(&p.keys, &p.offsets, &p.postings, j)
     }
 
     fn recent(&self, _key: u32) -> &[u32] {
@@ -203,8 +227,8 @@ impl Holdings for Shipped {
     }
 
     fn no_keys(&self) -> bool {
-        // No key of the query is held: the check finds nothing, as against an empty index.
-        self.keys.is_empty()
+        // No key is held: the check finds nothing, as against an empty index.
+        self.postings.keys.is_empty()
     }
 
     fn live(&self, _doc: u32) -> bool {
@@ -284,13 +308,17 @@ pub(crate) mod tests {
     /// The postings of every key of the query, as the distributed run joins them: each
     /// document's fingerprints grouped by key (all holders; [`Shipped::new`] keeps the first).
     fn held(spec: &OverlapSpec, docs: &[String], query: &str) -> Vec<(u32, Vec<u32>)> {
+        held_of(spec, docs, &query_keys(spec, query).expect("spec"))
+    }
+
+    /// The postings of the keys `wanted` (sorted) hold, as [`held`] gives them.
+    fn held_of(spec: &OverlapSpec, docs: &[String], wanted: &[u32]) -> Vec<(u32, Vec<u32>)> {
         let mut by_key: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
         for (d, t) in docs.iter().enumerate() {
             for k in fingerprints(spec, t).expect("spec") {
                 by_key.entry(k).or_default().push(d as u32);
             }
         }
-        let wanted = query_keys(spec, query).expect("spec");
         // In any order, as a shuffle brings them.
         by_key
             .into_iter()
@@ -307,7 +335,7 @@ pub(crate) mod tests {
     fn postings_are_kept_ascending_each_once_and_capped_however_they_come() {
         let spec = OverlapSpec { max_postings: 3, ..OverlapSpec::default() };
         let lists = |held: Vec<(u32, Vec<u32>)>| {
-            let s = Shipped::new(&spec, held, Vec::new()).expect("new");
+            let s = ShippedPostings::new(&spec, held).expect("new");
             (s.keys, s.offsets, s.postings)
         };
         let want = (vec![5, 9, 12], vec![0, 3, 4, 7], vec![1, 2, 7, 4, 0, 3, 8]);
@@ -317,7 +345,7 @@ pub(crate) mod tests {
         let shuffled =
             vec![(12, vec![8, 0, 3, 3]), (7, vec![]), (5, vec![9, 7, 1, 2, 1]), (9, vec![4])];
         assert_eq!(lists(shuffled), want);
-        let twice = Shipped::new(&spec, vec![(5, vec![1]), (5, vec![2])], Vec::new());
+        let twice = ShippedPostings::new(&spec, vec![(5, vec![1]), (5, vec![2])]);
         assert!(twice.is_err(), "a key given twice");
     }
 
@@ -410,8 +438,9 @@ pub(crate) mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
-        /// A group of queries checked with one set of shipped texts (each check reusing the
-        /// sources' hashes the group's earlier checks computed) gives each the index's answer.
+        /// A group of queries checked with one set of shipped postings and texts (each check
+        /// reading the lists of the group's keys, and reusing the sources' hashes the group's
+        /// earlier checks computed) gives each the index's answer.
         #[test]
         fn checks_sharing_shipped_texts_give_the_index_answers(
             (docs, _) in corpus(),
@@ -426,10 +455,18 @@ pub(crate) mod tests {
             let texts = Arc::new(ShippedTexts::new(
                 docs.iter().enumerate().map(|(i, t)| (i as u32, t.clone())),
             ));
+            // Every key any query of the group reads, each once.
+            let mut wanted: Vec<u32> = docs
+                .iter()
+                .flat_map(|d| query_keys(&spec, d).expect("spec"))
+                .collect();
+            wanted.sort_unstable();
+            wanted.dedup();
+            let postings =
+                Arc::new(ShippedPostings::new(&spec, held_of(&spec, &docs, &wanted)).expect("new"));
             // Twice over, so that the second round reads what the first kept.
             for n in (0..docs.len() as u32).chain(0..docs.len() as u32) {
-                let held = held(&spec, &docs, &docs[n as usize]);
-                let shipped = Shipped::sharing(&spec, held, Arc::clone(&texts)).expect("new");
+                let shipped = Shipped::sharing(Arc::clone(&postings), Arc::clone(&texts));
                 let got = match check(&spec, &shipped, &docs[n as usize], Some(n), &[], true)
                     .expect("check")
                 {
