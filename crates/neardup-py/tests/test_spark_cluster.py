@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,8 @@ def test_dedup_and_overlap_on_a_standalone_cluster_with_a_packed_environment(bin
         said = stdout + stderr
         assert submit.returncode == 0, said[-4000:] + cluster.logs()
         assert "neardup overlap (spark):" in said, said[-2000:]
+        # Nobody set spark.sql.shuffle.partitions: the job chose it from the inputs' size.
+        assert re.search(r"\d+ shuffle partitions \(from the input size", said), said[-2000:]
         got = [l for p in sorted((answers / "passages").glob("part-*")) for l in p.read_text().splitlines()]
         want_passages = passages.read_text().splitlines()
         assert len(want_passages) > 50 and got == want_passages

@@ -74,7 +74,9 @@ def test_within_one_input_and_remove_give_the_cli_passages_and_records(
     assert part_lines(out / "passages") == want
     records = part_lines(out / "records")
     assert records == kept.read_text(encoding="utf-8").splitlines()
-    assert f"{removed} characters removed; 0 records dropped" in "".join(capsys.readouterr())
+    said = "".join(capsys.readouterr())
+    assert f"{removed} characters removed; 0 records dropped" in said
+    assert "4 shuffle partitions (as configured)" in said, said  # the fixture sets 4
     # --min-chars drops the records left short, as -o does, and says how many.
     r = run_cli(binary, "overlap", str(corpus), "--passages", str(passages), "-o", str(kept),
                 "--min-units", "10", "--min-chars", "40")

@@ -280,6 +280,7 @@ def run_overlap(args: argparse.Namespace):
 
     import neardup
     from neardup.spark import _overlap
+    from neardup.spark._graph import choose_shuffle_partitions
     from neardup.spark._input import input_format
     from neardup.spark._stages import _max_doc_bytes
 
@@ -308,6 +309,10 @@ def run_overlap(args: argparse.Namespace):
         return fmt, docs, rows
 
     started = time.perf_counter()
+    # Unless the user set them, shuffle partitions for the inputs' size, as dedup chooses them:
+    # Spark's 200 cost 250,000 documents (270 MB) 100 s on local[2], 87 s with 16
+    # (BENCHMARKS.md); the size is the files', from a plan that reads none of them.
+    chosen = choose_shuffle_partitions(spark.read.text([*args.input, *(args.against or [])]))
     fmt, queries, rows = read(args.input)
     collection = read(args.against)[1] if args.against else None
     if args.remove:
@@ -316,6 +321,8 @@ def run_overlap(args: argparse.Namespace):
     result = _overlap.overlap(queries, collection, spec, args.exclude_source)
     result.summary["stage_seconds"] = {"read": reading, **result.summary["stage_seconds"]}
     result.summary["skipped"] = sum(skipped)
+    result.summary["shuffle_partitions"] = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    result.summary["shuffle_partitions_chosen"] = chosen is not None
 
     spark.sparkContext.setJobDescription("neardup overlap: write")
     started = time.perf_counter()
@@ -346,6 +353,7 @@ def run(args: argparse.Namespace):
 
     import neardup
     from neardup.spark import dedup, dedup_jsonl
+    from neardup.spark._graph import choose_shuffle_partitions
     from neardup.spark._input import input_format
 
     spark = _session(args, "neardup dedup")

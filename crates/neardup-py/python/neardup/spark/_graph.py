@@ -71,6 +71,13 @@ _BYTES_PER_PARTITION = 64 << 20
 _MAX_PARTITIONS = 2000
 
 
+def shuffle_partitions_line(summary: dict) -> str:
+    """A job's summary line on its shuffle partitions, and whether it chose them."""
+    how = ("from the input size; set spark.sql.shuffle.partitions to choose"
+           if summary.get("shuffle_partitions_chosen") else "as configured")
+    return f"  {summary['shuffle_partitions']} shuffle partitions ({how})"
+
+
 def choose_shuffle_partitions(df: Any) -> Optional[int]:
     """Sets ``spark.sql.shuffle.partitions`` for ``df``'s size when the user has not set it
     (it is not in the Spark configuration and still Spark's default, 200): one partition per

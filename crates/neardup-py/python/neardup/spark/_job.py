@@ -11,7 +11,7 @@ from typing import Any, Iterator, Optional  # noqa: F401
 
 from ..errors import InputError, InputTypeError, OptionError  # noqa: F401
 from ._stages import _bucket_batches, _sketcher, _verify_batches  # noqa: F401
-from ._graph import choose_shuffle_partitions, connected_components  # noqa: F401
+from ._graph import choose_shuffle_partitions, connected_components, shuffle_partitions_line  # noqa: F401
 
 
 @dataclass
@@ -41,9 +41,7 @@ class SparkDedupResult:
                 + ", ".join(f"{k} {v:.1f} s" for k, v in s["stage_seconds"].items())
             )
         if s.get("shuffle_partitions"):
-            how = ("from the input size; set spark.sql.shuffle.partitions to choose"
-                   if s.get("shuffle_partitions_chosen") else "as configured")
-            lines.append(f"  {s['shuffle_partitions']} shuffle partitions ({how})")
+            lines.append(shuffle_partitions_line(s))
         return "\n".join(lines)
 
 

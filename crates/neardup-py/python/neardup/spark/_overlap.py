@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from ..errors import InputError
+from ._graph import shuffle_partitions_line
 
 # The most passes over the unfinished queries: each aligns at least one more round of
 # candidates (16 sources), and a check aligns at most max_sources (up to 10^6) of them; a run
@@ -63,6 +64,8 @@ class SparkOverlapResult:
             f"  {s['passes']} passes; time "
             + ", ".join(f"{k} {v:.1f} s" for k, v in s["stage_seconds"].items())
         )
+        if s.get("shuffle_partitions"):
+            lines.append(shuffle_partitions_line(s))
         return "\n".join(lines)
 
 
