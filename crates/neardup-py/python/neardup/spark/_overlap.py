@@ -331,17 +331,16 @@ def overlap(
     held, _ = timed("postings", pairs.repartition("bucket").mapInArrow(
         _join_stage(spec, group), "g long, held binary"))
 
+    # Each query's own number in the collection, never its source: within a corpus, itself (no
+    # join: a join of the queries with themselves moved every text through a shuffle); against
+    # one, the document of its id.
+    queried = queries.select(F.col("pos").alias("q"), "id", "id_json", "text")
     if within:
-        own = queries.select(F.col("pos").alias("q"), F.col("pos").alias("own"))
+        queried = queried.withColumn("own", F.col("q"))
     else:
-        own = queries.select(F.col("pos").alias("q"), "id").join(
-            coll.select("id", F.col("pos").alias("own")), "id", "left"
-        ).select("q", "own")
-    pending, n_queries = timed("keys", (
-        queries.select(F.col("pos").alias("q"), "id_json", "text")
-        .join(own, "q", "left")
-        .withColumn("g", (F.col("q") / F.lit(group)).cast("long"))
-    ))
+        queried = queried.join(coll.select("id", F.col("pos").alias("own")), "id", "left")
+    pending, n_queries = timed("keys", queried.select(
+        "q", "id_json", "text", "own", (F.col("q") / F.lit(group)).cast("long").alias("g")))
     sources = coll.select(F.col("pos").alias("doc"), "id_json", "text")
     wanted = None
 
@@ -354,7 +353,12 @@ def overlap(
         rows = pending.select(
             "g", F.lit(_QUERY).cast("byte").alias("kind"), F.col("q").alias("pos"), "own", "id_json",
             "text", F.lit(None).cast("binary").alias("held"))
-        rows = rows.unionByName(held.join(pending.select("g").distinct(), "g").select(
+        # The postings of the groups with queries left: every group at the first pass; after,
+        # a join with the few groups left, broadcast (a shuffle join moved every posting
+        # through one more shuffle each pass: 4.3 GB for the 1M corpus, BENCHMARKS.md).
+        left_held = held if passes == 1 else held.join(
+            F.broadcast(pending.select("g").distinct()), "g")
+        rows = rows.unionByName(left_held.select(
             "g", F.lit(_HELD).cast("byte").alias("kind"), F.lit(None).cast("long").alias("pos"),
             F.lit(None).cast("long").alias("own"), F.lit(None).cast("string").alias("id_json"),
             F.lit(None).cast("string").alias("text"), "held"))
