@@ -10,7 +10,7 @@ moves between them moves packed in few large rows, never a row per key:
 2. each document gives its winnowed keys (what an index posts) and each query the key of
    every k-gram, as packed ``(document, key)`` pairs by bucket of keys; shuffled by bucket,
    each key keeps its first ``max_postings`` holders and is joined with the queries asking for
-   it, packed by group of queries (about 4 MB of their text);
+   it, packed by group of queries (about 4 MB of their text), each key's list once to a group;
 3. each group's queries are checked together, with their postings and the texts shipped to the
    group, each text once (and its hashes computed once per worker thread): a check that lacks
    the texts of the sources it would align next says which, they are shipped to its group, and
