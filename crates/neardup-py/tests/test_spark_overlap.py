@@ -159,6 +159,8 @@ def test_mistakes_are_refused_by_name(spark, tmp_path, capsys):
     assert 'id 1 is given to 2 documents' in capsys.readouterr().err
     assert spark_run(tmp_path, [docs], "--against", str(docs), "--remove")[0] == 2
     assert "give it without --against" in capsys.readouterr().err
+    assert spark_run(tmp_path, [tmp_path / "none.jsonl"])[0] == 1
+    assert "none.jsonl: no such file or directory" in capsys.readouterr().err
     ok = tmp_path / "ok.jsonl"
     ok.write_text('{"id": 1, "text": "a b c d e f g h i j k l m n o p"}\n')
     assert spark_run(tmp_path, [ok], "--against", str(ok), "--exclude-source", "nope")[0] == 1

@@ -309,12 +309,13 @@ def run_overlap(args: argparse.Namespace):
         return fmt, docs, rows
 
     started = time.perf_counter()
-    # Unless the user set them, shuffle partitions for the inputs' size, as dedup chooses them:
-    # Spark's 200 cost 250,000 documents (270 MB) 100 s on local[2], 87 s with 16
-    # (BENCHMARKS.md); the size is the files', from a plan that reads none of them.
-    chosen = choose_shuffle_partitions(spark.read.text([*args.input, *(args.against or [])]))
     fmt, queries, rows = read(args.input)
     collection = read(args.against)[1] if args.against else None
+    # Unless the user set them, shuffle partitions for the inputs' size, as dedup chooses them:
+    # Spark's 200 cost 250,000 documents (270 MB) 100 s on local[2], 87 s with 16
+    # (BENCHMARKS.md). The size is the files', from a plan that reads none of them; after the
+    # reads, which name a path that is not there.
+    chosen = choose_shuffle_partitions(spark.read.text([*args.input, *(args.against or [])]))
     if args.remove:
         _overlap.refuse_tokens(rows)
     reading = time.perf_counter() - started
