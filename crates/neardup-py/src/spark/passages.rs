@@ -286,11 +286,14 @@ fn passage_join<'py>(
                         .take(spec.max_postings as usize)
                         .map(|&(_, d)| d)
                         .collect();
-                    // Once to each group of the queries asking (ascending, as `asked` is).
-                    let mut groups: Vec<u32> =
-                        asked[a..a_end].iter().map(|&(_, q)| q / group).collect();
-                    groups.dedup();
-                    for g in groups {
+                    // Once to each group of the queries asking: they come ascending, so a
+                    // group's queries come together.
+                    let mut sent = None;
+                    for &(_, q) in &asked[a..a_end] {
+                        let g = q / group;
+                        if sent.replace(g) == Some(g) {
+                            continue;
+                        }
                         let (blob, last) = open.entry(g).or_default();
                         held_record(blob, *last, key, &docs);
                         *last = key;
@@ -389,10 +392,9 @@ fn number(n: i64) -> PyResult<u32> {
 /// Checks a group of queries ([`neardup::overlap::parts::check`]), on every core: `queries`
 /// (their numbers), `own` (each one's number in the collection, if it is one of its documents),
 /// `query_ids` (as written) and `query_texts`; `held`, the packed postings of the keys the
-/// group's queries read, each key once ([`passage_join`]'s parts), which every query of the
-/// group reads; and the texts shipped
-/// to the group, each once (`docs`, `doc_ids` as written, `doc_texts`), which every query of the
-/// group may read.
+/// group's queries read, each key once ([`passage_join`]'s parts); and the texts shipped to the
+/// group, each once (`docs`, `doc_ids` as written, `doc_texts`). Every query of the group reads
+/// the same postings and texts.
 #[pyfunction]
 #[pyo3(signature = (spec, within, exclude, queries, own, query_ids, query_texts, held, docs, doc_ids, doc_texts))]
 #[allow(clippy::too_many_arguments)]

@@ -354,7 +354,6 @@ def run(args: argparse.Namespace):
 
     import neardup
     from neardup.spark import dedup, dedup_jsonl
-    from neardup.spark._graph import choose_shuffle_partitions
     from neardup.spark._input import input_format
 
     spark = _session(args, "neardup dedup")
