@@ -230,24 +230,34 @@ fn passage_pairs<'py>(
 /// The postings of the queries' keys, from the packed pairs of a shuffle by bucket
 /// ([`passage_pairs`]'s rows: every holder of the partition's keys, and the queries asking for
 /// them): each key keeps its first `max_postings` holders, ascending, as an index posts it.
-/// Returns `(group, held)` by group of queries (`query / group`), `held` the records
-/// ([`held_record`]) of the keys that some document holds and some query of the group reads,
-/// each key once to a group (a list that many of its queries read, boilerplate or a cluster's
-/// text, was shipped once per query: 107.7 million holders for the 62,500 documents, 18.1
-/// million once per group, BENCHMARKS.md), about a megabyte a row.
+/// Returns `(group, first, part)` by group of queries (`query / group`): `part` holds the
+/// records of the keys that some document holds and some query of the group reads, each key
+/// once to a group (a list that many of its queries read, boilerplate or a cluster's text, was
+/// shipped once per query: 107.7 million holders for the 62,500 documents, 18.1 million once per
+/// group, BENCHMARKS.md), about a megabyte a row; each key twice: its whole list
+/// ([`held_record`], `first` false) and, for the first pass, its first holders and length
+/// ([`first_record`], `first` true). `within`: the queries are the collection's documents (a
+/// group's own documents are among the first holders given); `exclude`: never sources.
 #[pyfunction]
+#[pyo3(signature = (spec, kinds, parts, group, within, exclude))]
 fn passage_join<'py>(
     py: Python<'py>,
     spec: &str,
     kinds: Vec<u8>,
     parts: Vec<Bound<'py, PyBytes>>,
     group: u32,
-) -> PyResult<Vec<(u32, Bound<'py, PyBytes>)>> {
+    within: bool,
+    exclude: Vec<i64>,
+) -> PyResult<Vec<(u32, bool, Bound<'py, PyBytes>)>> {
     guard(|| {
         let spec = spec_of(spec)?;
         if kinds.len() != parts.len() || group == 0 {
             return Err(crate::errors::input("one kind per part, and groups of one query or more"));
         }
+        let mut exclude: Vec<u32> = exclude.into_iter().map(number).collect::<PyResult<_>>()?;
+        exclude.sort_unstable();
+        exclude.dedup();
+        let first_n = parts::first_holders_needed(&spec, exclude.len());
         // (key, doc) and (key, query), sorted: a merge join.
         let (mut held, mut asked) = (Vec::new(), Vec::new());
         for (kind, part) in kinds.iter().zip(&parts) {
@@ -262,15 +272,18 @@ fn passage_join<'py>(
             }
         }
         let by_group = py.detach(|| {
-            // Each group's open part, and the key its last record named.
-            let mut open: std::collections::BTreeMap<u32, (Vec<u8>, u32)> = Default::default();
+            // Each group's open parts (whole lists, first holders), and the key their last
+            // records named.
+            let mut open: std::collections::BTreeMap<(u32, bool), (Vec<u8>, u32)> =
+                Default::default();
+            let mut first = Vec::new();
             held.par_sort_unstable();
             held.dedup();
             asked.par_sort_unstable();
             asked.dedup();
             // A group's parts in rows of about PART_BYTES (a row's records whole): an Arrow
             // batch of the check holds many rows.
-            let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+            let mut out: Vec<(u32, bool, Vec<u8>)> = Vec::new();
             let mut h = 0;
             let mut a = 0;
             while a < asked.len() {
@@ -294,12 +307,34 @@ fn passage_join<'py>(
                         if sent.replace(g) == Some(g) {
                             continue;
                         }
-                        let (blob, last) = open.entry(g).or_default();
-                        held_record(blob, *last, key, &docs);
-                        *last = key;
-                        if blob.len() >= PART_BYTES {
-                            out.push((g, std::mem::take(blob)));
-                            *last = 0;
+                        // The first holders, and those the group's checks must know are
+                        // listed to count the rest exactly: the excluded documents and,
+                        // within a corpus, the group's own.
+                        first.clear();
+                        first.extend(docs.iter().take(first_n));
+                        if docs.len() > first_n {
+                            let rest = &docs[first_n..];
+                            if within {
+                                let (lo, hi) =
+                                    (g * group, g.saturating_mul(group).saturating_add(group));
+                                let at = rest.partition_point(|&d| d < lo);
+                                first.extend(rest[at..].iter().take_while(|&&d| d < hi));
+                            }
+                            first.extend(exclude.iter().filter(|d| rest.binary_search(d).is_ok()));
+                            first.sort_unstable();
+                            first.dedup();
+                        }
+                        for (shortened, list) in [(false, &docs[..]), (true, &first[..])] {
+                            let (blob, last) = open.entry((g, shortened)).or_default();
+                            match shortened {
+                                false => held_record(blob, *last, key, list),
+                                true => first_record(blob, *last, key, docs.len() as u32, list),
+                            }
+                            *last = key;
+                            if blob.len() >= PART_BYTES {
+                                out.push((g, shortened, std::mem::take(blob)));
+                                *last = 0;
+                            }
                         }
                     }
                 }
@@ -309,11 +344,11 @@ fn passage_join<'py>(
             out.extend(
                 open.into_iter()
                     .filter(|(_, (blob, _))| !blob.is_empty())
-                    .map(|(g, (b, _))| (g, b)),
+                    .map(|((g, shortened), (b, _))| (g, shortened, b)),
             );
             out
         });
-        Ok(by_group.into_iter().map(|(g, blob)| (g, PyBytes::new(py, &blob))).collect())
+        Ok(by_group.into_iter().map(|(g, f, blob)| (g, f, PyBytes::new(py, &blob))).collect())
     })
 }
 
@@ -356,12 +391,31 @@ fn held_record(out: &mut Vec<u8>, last: u32, key: u32, docs: &[u32]) {
     }
 }
 
-/// The records of a part of held postings (see [`held_record`]): `(key, holders)`.
-fn held_records(part: &[u8], mut each: impl FnMut(u32, Vec<u32>)) -> PyResult<()> {
+/// One record of a part of first holders, for the first pass: as [`held_record`], with the
+/// length of the key's whole list before the holders given (`n`, at least theirs).
+fn first_record(out: &mut Vec<u8>, last: u32, key: u32, n: u32, docs: &[u32]) {
+    put_varint(out, key - last);
+    put_varint(out, n);
+    put_varint(out, docs.len() as u32);
+    let mut prev = 0;
+    for &d in docs {
+        put_varint(out, d - prev);
+        prev = d;
+    }
+}
+
+/// The records of a part of held postings: `(key, n, holders)`, `n` the whole list's length
+/// (read from a [`first_record`] when `first`; else the holders', of a [`held_record`]).
+fn held_records(
+    part: &[u8],
+    first: bool,
+    mut each: impl FnMut(u32, u32, Vec<u32>),
+) -> PyResult<()> {
     let bad = || crate::errors::input("a packed posting is out of order");
     let (mut at, mut key) = (0, 0u32);
     while at < part.len() {
         key = key.checked_add(varint(part, &mut at)?).ok_or_else(bad)?;
+        let whole = if first { Some(varint(part, &mut at)?) } else { None };
         let n = varint(part, &mut at)? as usize;
         if n > part.len() - at {
             return Err(crate::errors::input("a packed posting ends early"));
@@ -372,7 +426,7 @@ fn held_records(part: &[u8], mut each: impl FnMut(u32, Vec<u32>)) -> PyResult<()
             d = d.checked_add(varint(part, &mut at)?).ok_or_else(bad)?;
             docs.push(d);
         }
-        each(key, docs);
+        each(key, whole.unwrap_or(n as u32), docs);
     }
     Ok(())
 }
@@ -392,11 +446,12 @@ fn number(n: i64) -> PyResult<u32> {
 /// Checks a group of queries ([`neardup::overlap::parts::check`]), on every core: `queries`
 /// (their numbers), `own` (each one's number in the collection, if it is one of its documents),
 /// `query_ids` (as written) and `query_texts`; `held`, the packed postings of the keys the
-/// group's queries read, each key once ([`passage_join`]'s parts); and the texts shipped to the
-/// group, each once (`docs`, `doc_ids` as written, `doc_texts`). Every query of the group reads
-/// the same postings and texts.
+/// group's queries read, each key once ([`passage_join`]'s parts: its first holders when
+/// `first`, for a first pass that learns what to ship, else whole); and the texts shipped to
+/// the group, each once (`docs`, `doc_ids` as written, `doc_texts`). Every query of the group
+/// reads the same postings and texts.
 #[pyfunction]
-#[pyo3(signature = (spec, within, exclude, queries, own, query_ids, query_texts, held, docs, doc_ids, doc_texts))]
+#[pyo3(signature = (spec, within, exclude, queries, own, query_ids, query_texts, held, first, docs, doc_ids, doc_texts))]
 #[allow(clippy::too_many_arguments)]
 fn passage_check_group<'py>(
     py: Python<'py>,
@@ -408,6 +463,7 @@ fn passage_check_group<'py>(
     query_ids: Vec<Option<String>>,
     query_texts: &Bound<'py, PyAny>,
     held: Vec<Bound<'py, PyBytes>>,
+    first: bool,
     docs: Vec<i64>,
     doc_ids: Vec<String>,
     doc_texts: &Bound<'py, PyAny>,
@@ -431,9 +487,15 @@ fn passage_check_group<'py>(
         }
         let mut lists = Vec::new();
         for part in &held {
-            held_records(part.as_bytes(), |key, holders| lists.push((key, holders)))?;
+            held_records(part.as_bytes(), first, |key, n, holders| lists.push((key, n, holders)))?;
         }
-        let postings = Arc::new(ShippedPostings::new(&spec, lists).map_err(overlap_error)?);
+        let postings = match first {
+            true => ShippedPostings::first_holders(&spec, lists),
+            false => {
+                ShippedPostings::new(&spec, lists.into_iter().map(|(k, _, h)| (k, h)).collect())
+            }
+        };
+        let postings = Arc::new(postings.map_err(overlap_error)?);
         let mut names: HashMap<u32, JsonId> = HashMap::with_capacity(docs.len());
         let mut texts = Vec::with_capacity(docs.len());
         for ((d, id), text) in docs.iter().zip(doc_ids).zip(&doc_texts) {

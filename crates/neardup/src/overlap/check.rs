@@ -9,6 +9,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::align::{align, evidence, settle, AlignParams, Attribution, QueryGrams, Region};
 use super::exclude::{quotations, reference_lists, Excluded};
+use super::index::winnow;
 use super::units::{kgram_hashes, units, Unit};
 use super::{Exclusion, Overlap, OverlapSpec, Passage, SourceShare};
 
@@ -34,6 +35,12 @@ pub(crate) trait Holdings {
     /// counted from the lengths of its lists.
     fn lists_only_live(&self) -> bool {
         false
+    }
+    /// When [`Holdings::built`] gives each key only its first holders (the first pass of a
+    /// distributed check, [`super::parts::ShippedPostings::first_holders`]): how many documents
+    /// the whole list of each of `keys` holds, in order. None when the lists are whole.
+    fn listed_lens(&self, _keys: &[u32]) -> Option<Vec<u32>> {
+        None
     }
     /// The text of document `doc`, or None when the caller does not have it at hand (a
     /// distributed run ships the texts a check asks for: [`Halt::Needs`]).
@@ -99,14 +106,41 @@ struct Held<'c, C: Holdings> {
     exclude: &'c [u32],
     /// Every listed document is live ([`Holdings::lists_only_live`]).
     only_live: bool,
+    /// Each position's whole list's length, when `built` holds only its first holders
+    /// ([`Holdings::listed_lens`]): the hits and the counts are still exact (see
+    /// [`Held::count`]), but no passage can be told apart, so nothing is aligned.
+    lens: Option<Vec<u32>>,
+    /// The keys the query's own document posts, when they are its text's fingerprints (within
+    /// a corpus the query is its own document): it is listed for a k-gram when it posts the
+    /// key and comes among the first `cap` holders, which needs no search of the list (that
+    /// search was half of `check_in`'s own time, BENCHMARKS.md).
+    own_keys: Option<Vec<u32>>,
 }
 
 impl<'c, C: Holdings> Held<'c, C> {
-    fn new(c: &'c C, cap: usize, qgrams: &'c [u64], own: Option<u32>, exclude: &'c [u32]) -> Self {
+    /// `own_keys`: the keys `own` posts, when known (see [`Held::own_keys`]).
+    fn new(
+        c: &'c C,
+        cap: usize,
+        qgrams: &'c [u64],
+        own: Option<u32>,
+        own_keys: Option<Vec<u32>>,
+        exclude: &'c [u32],
+    ) -> Self {
         let keys: Vec<u32> = qgrams.iter().map(|&h| key(h)).collect();
         let mut built = Vec::with_capacity(keys.len());
         c.built_all(&keys, &mut built);
-        Held { c, cap, qgrams, built, own, exclude, only_live: c.lists_only_live() }
+        let lens = c.listed_lens(&keys);
+        // Shortened lists have no last holder to compare with: the own document is found in
+        // them (the first pass ships it there).
+        let own_keys = own_keys.filter(|_| lens.is_none() && own.is_some());
+        let only_live = c.lists_only_live();
+        Held { c, cap, qgrams, built, own, exclude, only_live, lens, own_keys }
+    }
+
+    /// True when the lists are only their first holders ([`Held::lens`]).
+    fn shortened(&self) -> bool {
+        self.lens.is_some()
     }
 
     /// Whether document `d` may be a source of the query.
@@ -117,22 +151,38 @@ impl<'c, C: Holdings> Held<'c, C> {
     /// How many of [`Held::at`] there are for position `i`, without reading them one by one:
     /// when every listed document is live, the first `cap` listed less the query itself and
     /// the excluded ones among them (found by binary search: each list is ascending, and the
-    /// recent holders come after the built ones).
+    /// recent holders come after the built ones). Lists shortened to their first holders give
+    /// the query itself and the excluded ones only when they are among those (or shipped
+    /// besides, as the Spark job ships a group's own documents): one beyond them still counts.
     fn count(&self, i: usize) -> Option<u32> {
         if !self.only_live {
             return None;
         }
         let (built, recent) = self.lists(i);
-        let n = (built.len() + recent.len()).min(self.cap);
+        let n = self.listed(i);
         if n == 0 {
             return Some(0);
         }
-        let last = if n <= built.len() { built[n - 1] } else { recent[n - built.len() - 1] };
+        let given = built.len() + recent.len();
+        let last = if n > given {
+            // A shortened list holds only documents among the first `n`.
+            u32::MAX
+        } else if n <= built.len() {
+            built[n - 1]
+        } else {
+            recent[n - built.len() - 1]
+        };
         let listed = |d: u32| {
             d <= last && (built.binary_search(&d).is_ok() || recent.binary_search(&d).is_ok())
         };
         let mut out = n;
-        if self.own.is_some_and(listed) {
+        let own_listed = match (&self.own_keys, self.own) {
+            (Some(keys), Some(own)) => {
+                own <= last && keys.binary_search(&key(self.qgrams[i])).is_ok()
+            }
+            _ => self.own.is_some_and(listed),
+        };
+        if own_listed {
             out -= 1;
         }
         for (j, &e) in self.exclude.iter().enumerate() {
@@ -153,6 +203,9 @@ impl<'c, C: Holdings> Held<'c, C> {
     /// How many documents the index lists for the k-gram at query position `i`, up to `cap`
     /// (before the live and usable ones are chosen).
     fn listed(&self, i: usize) -> usize {
+        if let Some(lens) = &self.lens {
+            return (lens[i] as usize).min(self.cap);
+        }
         let (built, recent) = self.lists(i);
         (built.len() + recent.len()).min(self.cap)
     }
@@ -324,7 +377,7 @@ const MIN_HOLDERS: usize = 8;
 /// frequency still counts every holder up to `max_postings`. (Every holder's hits cost a corpus
 /// of many documents twice the time and more, for answers no better on the labelled sets:
 /// BENCHMARKS.md.)
-const HIT_HOLDERS: usize = 32;
+pub(crate) const HIT_HOLDERS: usize = 32;
 
 /// The 32-bit key of a k-gram hash in the index. Two k-grams that share a key make a wrong
 /// candidate at worst, which alignment (on full 64-bit hashes) then finds nothing in.
@@ -354,7 +407,7 @@ fn hits<C: Holdings>(held: &Held<'_, C>) -> (Vec<u64>, Vec<u32>) {
         if let Some(count) = held.count(i) {
             // Only the hits are read; the count comes from the lists' lengths.
             hits.extend(held.at(i).take(per_position).map(|d| (u64::from(d) << 32) | i as u64));
-            debug_assert_eq!(count as usize, held.at(i).count(), "position {i}");
+            debug_assert!(held.shortened() || count as usize == held.at(i).count(), "position {i}");
             df.push(count);
             continue;
         }
@@ -492,7 +545,14 @@ pub(crate) fn check_in(
         return Ok(overlap);
     }
 
-    let held = Held::new(c, spec.max_postings as usize, &qgrams, own, exclude);
+    // Within a corpus (the earliest holder is the source) the query is its own document, and
+    // what it posts are its text's fingerprints.
+    let own_keys = (by == Attribution::Earliest && own.is_some()).then(|| {
+        let mut keys = Vec::new();
+        winnow(&qgrams, spec.window as usize, &mut keys);
+        keys
+    });
+    let held = Held::new(c, spec.max_postings as usize, &qgrams, own, own_keys, exclude);
     let (hits, df) = hits(&held);
 
     // Alignment in rounds: the best candidates for what is not yet explained, until
@@ -524,16 +584,21 @@ pub(crate) fn check_in(
         if batch.is_empty() {
             break;
         }
-        if batch.iter().any(|&d| !c.has_text(d)) {
+        if held.shortened() || batch.iter().any(|&d| !c.has_text(d)) {
             // The caller ships texts: it gets the round's candidates and those likely next
-            // (ranked as they are now), and runs the check again with them.
+            // (ranked as they are now), and runs the check again with them. Shortened lists
+            // cannot count a passage's holders (`holders`): they only say what to ship.
             let mut needs: Vec<u32> = batch.clone();
             for d in next_candidates(order, &aligned, PREFETCH, usize::MAX) {
                 if !needs.contains(&d) {
                     needs.push(d);
                 }
             }
-            needs.retain(|&d| !c.has_text(d));
+            // A first pass (shortened lists) names them all: its caller checks again with the
+            // whole lists and these texts.
+            if !held.shortened() {
+                needs.retain(|&d| !c.has_text(d));
+            }
             return Err(Halt::Needs(needs));
         }
         for d in batch {
@@ -987,7 +1052,7 @@ mod tests {
         kgram_hashes(&qunits, 3, &mut qgrams);
         // The 27 k-grams are held by most documents, counted up to max_postings (256); their
         // first HIT_HOLDERS holders at every position would pass the bound.
-        let held = Held::new(&index, 256, &qgrams, None, &[]);
+        let held = Held::new(&index, 256, &qgrams, None, None, &[]);
         let (hits, df) = hits(&held);
         let all: usize = df.iter().map(|&d| (d as usize).min(HIT_HOLDERS)).sum();
         assert!(all > MAX_HITS, "the query is common enough to reach the bound: {all}");

@@ -13,7 +13,9 @@
 //!    [`Step::Needs`] with the documents whose texts it lacks (the candidates of its next round
 //!    of alignment, and those likely after), and [`Step::Done`] once it had every text it used.
 //!    Its answer depends only on the texts it used, so shipping them and checking again gives
-//!    the index's answer; most queries need two passes.
+//!    the index's answer; most queries need two passes. A first pass needs only each list's
+//!    first holders and its length ([`ShippedPostings::first_holders`]): it learns what to ship
+//!    (and answers the queries with no candidate) from a fraction of the postings.
 //!
 //! ```
 //! use neardup::overlap::parts::{check, fingerprints, query_keys, Shipped, Step};
@@ -50,7 +52,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::align::Attribution;
-use super::check::{check_in, key, new_scope, Halt, Holdings, Scope, NO_SCOPE, SCRATCH};
+use super::check::{
+    check_in, key, new_scope, Halt, Holdings, Scope, HIT_HOLDERS, NO_SCOPE, SCRATCH,
+};
 use super::index::winnow;
 use super::units::{kgram_hashes, units};
 use super::{Overlap, OverlapError, OverlapSpec};
@@ -136,6 +140,16 @@ pub struct ShippedPostings {
     /// Each key's place in `keys`: a group's lists hold hundreds of thousands of keys, where a
     /// binary search missed the cache at most of its steps, for every k-gram of every query.
     slot: FxHashMap<u32, u32>,
+    /// Each key's whole list's length, when the lists are only their first holders
+    /// ([`ShippedPostings::first_holders`]).
+    lens: Option<Vec<u32>>,
+}
+
+/// How many first holders of each key [`ShippedPostings::first_holders`] needs, when
+/// `excluded` documents are never sources: those of a check's hits, and as many more as the
+/// query itself and the excluded ones can take of them.
+pub fn first_holders_needed(spec: &OverlapSpec, excluded: usize) -> usize {
+    (spec.max_postings as usize).min(HIT_HOLDERS) + 1 + excluded
 }
 
 impl ShippedPostings {
@@ -169,6 +183,49 @@ impl ShippedPostings {
             out.keys.push(k);
             out.postings.extend(docs);
             out.offsets.push(out.postings.len() as u32);
+        }
+        Ok(out)
+    }
+
+    /// Postings shortened for a first pass: `(key, n, holders)`, `n` the length of the key's
+    /// whole list (its first `max_postings` holders) and `holders` ascending, each once, among
+    /// those `n`: at least the first [`first_holders_needed`] of them, and any others the checks
+    /// should know are listed (the query's own document: a Spark group's own documents).
+    ///
+    /// A [`check`] of these finds the same candidates as one of the whole lists (its hits are
+    /// the first holders; its document frequencies come from `n`, less the query's own document
+    /// and the excluded ones where given), and aligns none of them: it answers
+    /// [`Step::Done`] (the answer: no candidate) or [`Step::Needs`] (the texts to ship with the
+    /// whole lists), never checking a passage, which would count every holder.
+    pub fn first_holders(
+        spec: &OverlapSpec,
+        mut held: Vec<(u32, u32, Vec<u32>)>,
+    ) -> Result<ShippedPostings, OverlapError> {
+        held.sort_unstable_by_key(|(k, _, _)| *k);
+        let cap = spec.max_postings;
+        let mut out = ShippedPostings {
+            offsets: vec![0],
+            slot: FxHashMap::with_capacity_and_hasher(held.len(), Default::default()),
+            lens: Some(Vec::with_capacity(held.len())),
+            ..ShippedPostings::default()
+        };
+        for (k, n, docs) in held {
+            let bad = |message: String| OverlapError::InvalidSpec { field: "postings", message };
+            if out.keys.last() == Some(&k) {
+                return Err(bad(format!("key {k} is given twice")));
+            }
+            if n == 0 {
+                continue;
+            }
+            if docs.is_empty() || docs.len() > n as usize || !docs.windows(2).all(|w| w[0] < w[1]) {
+                return Err(bad(format!("key {k}: its first holders are not 1 to {n}, ascending")));
+            }
+            let n = n.min(cap);
+            out.slot.insert(k, out.keys.len() as u32);
+            out.keys.push(k);
+            out.postings.extend(docs.iter().take(n as usize));
+            out.offsets.push(out.postings.len() as u32);
+            out.lens.as_mut().expect("shortened").push(n);
         }
         Ok(out)
     }
@@ -238,6 +295,12 @@ impl Holdings for Shipped {
     fn lists_only_live(&self) -> bool {
         // Every document listed is live (see `live`): holders are counted from the lengths.
         true
+    }
+
+    fn listed_lens(&self, keys: &[u32]) -> Option<Vec<u32>> {
+        let p = &*self.postings;
+        let lens = p.lens.as_ref()?;
+        Some(keys.iter().map(|k| p.slot.get(k).map_or(0, |&j| lens[j as usize])).collect())
     }
 
     fn text(&self, doc: u32) -> Option<&str> {
@@ -347,6 +410,107 @@ pub(crate) mod tests {
         assert_eq!(lists(shuffled), want);
         let twice = ShippedPostings::new(&spec, vec![(5, vec![1]), (5, vec![2])]);
         assert!(twice.is_err(), "a key given twice");
+    }
+
+    /// Each key's whole list (its first `max_postings` holders) shortened as a first pass
+    /// takes it: the first [`first_holders_needed`], and `also` where the whole list has them.
+    fn shortened(
+        spec: &OverlapSpec,
+        held: Vec<(u32, Vec<u32>)>,
+        excluded: usize,
+        also: &[u32],
+    ) -> Vec<(u32, u32, Vec<u32>)> {
+        held.into_iter()
+            .map(|(k, mut docs)| {
+                docs.sort_unstable();
+                docs.truncate(spec.max_postings as usize);
+                let mut first: Vec<u32> =
+                    docs.iter().take(first_holders_needed(spec, excluded)).copied().collect();
+                first.extend(also.iter().filter(|d| docs.contains(d)));
+                first.sort_unstable();
+                first.dedup();
+                (k, docs.len() as u32, first)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// A first pass on each list's first holders and length answers a query with no
+        /// candidate as the whole lists do, and asks for the texts they ask for (its document
+        /// frequencies exact when the query's own document and the excluded ones are given).
+        #[test]
+        fn a_first_pass_on_first_holders_asks_what_the_whole_lists_ask(
+            docs in prop::collection::vec(prop::collection::vec(0usize..7, 12..60), 40..90),
+            max_postings in 20u32..100,
+            member in any::<bool>(),
+            exclude_some in any::<bool>(),
+            rare_query in any::<bool>(),
+        ) {
+            // Most words common (lists longer than the first holders kept), a few rare.
+            let vocab = ["a", "b", "c", "a", "b", "r1", "r2"];
+            let docs: Vec<String> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    let mut w: Vec<String> = d.iter().map(|&j| vocab[j].to_string()).collect();
+                    w.push(format!("only{i}"));
+                    w.join(" ")
+                })
+                .collect();
+            let spec = OverlapSpec { max_postings, min_density: 0.0, ..OverlapSpec::default() };
+            let n = docs.len() as u32 - 1;
+            let (query, own) = match (member, rare_query) {
+                (true, _) => (docs[n as usize].clone(), Some(n)),
+                (false, true) => ("zz yy xx ww vv uu tt ss rr qq pp".to_string(), None),
+                (false, false) => (docs[3].clone() + " " + &docs[7], None),
+            };
+            let exclude: Vec<u32> = if exclude_some { vec![0, 5] } else { vec![] };
+            let whole = Shipped::new(&spec, held(&spec, &docs, &query), vec![]).expect("new");
+            let also: Vec<u32> = own.into_iter().chain(exclude.iter().copied()).collect();
+            let first = ShippedPostings::first_holders(
+                &spec,
+                shortened(&spec, held(&spec, &docs, &query), exclude.len(), &also),
+            )
+            .expect("first holders");
+            prop_assert!(first.postings.len() <= whole.postings.postings.len());
+            let first = Shipped::sharing(Arc::new(first), Arc::default());
+            let within = member;
+            let want = check(&spec, &whole, &query, own, &exclude, within).expect("check");
+            let got = check(&spec, &first, &query, own, &exclude, within).expect("check");
+            match (want, got) {
+                (Step::Done(w), Step::Done(g)) => prop_assert_eq!(w, g),
+                (Step::Needs(w), Step::Needs(g)) => prop_assert_eq!(w, g),
+                (w, g) => prop_assert!(false, "whole lists {:?}, first holders {:?}", w, g),
+            }
+        }
+    }
+
+    /// A first pass aligns nothing, even with the texts at hand: its lists cannot count a
+    /// passage's holders.
+    #[test]
+    fn a_first_pass_never_aligns() {
+        let spec = OverlapSpec::default();
+        let docs = vec![
+            "Winnowing selects the minimum hash in every window of consecutive k-gram hashes, \
+             so that any match long enough is certain to share a fingerprint."
+                .to_string(),
+        ];
+        let query = docs[0].clone();
+        let held = held(&spec, &docs, &query);
+        let first = ShippedPostings::first_holders(&spec, shortened(&spec, held, 0, &[]))
+            .expect("first holders");
+        let texts = Arc::new(ShippedTexts::new([(0, docs[0].clone())]));
+        let shipped = Shipped::sharing(Arc::new(first), texts);
+        match check(&spec, &shipped, &query, None, &[], false).expect("check") {
+            Step::Needs(d) => assert_eq!(d, vec![0], "the whole lists' check would align it"),
+            Step::Done(o) => panic!("a first pass answered {o:?}"),
+        }
+        let bad = ShippedPostings::first_holders(&spec, vec![(7, 2, vec![3, 1])]);
+        assert!(bad.is_err(), "holders out of order");
+        let bad = ShippedPostings::first_holders(&spec, vec![(7, 1, vec![1, 3])]);
+        assert!(bad.is_err(), "more first holders than the list holds");
     }
 
     /// Checks until done, shipping what is asked; returns the answer and the passes.

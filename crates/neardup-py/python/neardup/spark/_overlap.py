@@ -15,7 +15,9 @@ moves between them moves packed in few large rows, never a row per key:
    group, each text once (and its hashes computed once per worker thread): a check that lacks
    the texts of the sources it would align next says which, they are shipped to its group, and
    the group's unfinished queries are checked again, until every query is done (most are in
-   two passes). The answer depends only on the texts it used, so it is the CLI's.
+   two passes). The answer depends only on the texts it used, so it is the CLI's. The first
+   pass, which only learns what to ship (and answers the queries of no candidate), reads each
+   list's first holders and its length, not the whole list.
 """
 
 from __future__ import annotations
@@ -154,14 +156,15 @@ def _held_batch(rows: list) -> Any:
     import pyarrow as pa
 
     return pa.RecordBatch.from_arrays(
-        [pa.array([g for g, _ in rows], pa.int64()), pa.array([h for _, h in rows], pa.binary())],
-        names=["g", "held"],
+        [pa.array([g for g, _, _ in rows], pa.int64()), pa.array([f for _, f, _ in rows], pa.bool_()),
+         pa.array([h for _, _, h in rows], pa.binary())],
+        names=["g", "first", "held"],
     )
 
 
-def _join_stage(spec: str, group: int):
-    """The rows of a shuffle by bucket -> ``(g, held)``: each group's postings of its queries'
-    keys, packed."""
+def _join_stage(spec: str, group: int, within: bool, exclude: list):
+    """The rows of a shuffle by bucket -> ``(g, first, held)``: each group's postings of its
+    queries' keys, packed, whole (``first`` false) and as the first pass reads them."""
 
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
@@ -175,13 +178,13 @@ def _join_stage(spec: str, group: int):
                 parts.extend(batch.column("part").to_pylist())
         if not parts:
             return
-        out = _neardup.passage_join(spec, kinds, parts, group)
+        out = _neardup.passage_join(spec, kinds, parts, group, within, exclude)
         del kinds, parts
         # Batches of a few megabytes: the JVM reads a batch whole into its heap.
         rows: list = []
         size = 0
-        for g, h in out:
-            rows.append((g, h))
+        for g, f, h in out:
+            rows.append((g, f, h))
             size += len(h)
             if size >= _BATCH_BYTES:
                 yield _held_batch(rows)
@@ -200,9 +203,10 @@ _CHECKED = ("q long, needs array<long>, lines array<string>, summary string, tex
 _SHIPPED, _HELD, _QUERY = 0, 1, 2
 
 
-def _check_stage(spec: str, within: bool, exclude: list):
+def _check_stage(spec: str, within: bool, exclude: list, first: bool):
     """A pass of checks over rows sorted by group: each group's queries, with its postings and
-    the texts shipped to it (each once), checked together."""
+    the texts shipped to it (each once), checked together; ``first``: the postings are the
+    lists' first holders (the first pass)."""
 
     def run(batches: Iterator) -> Iterator:
         import numpy as np
@@ -227,7 +231,7 @@ def _check_stage(spec: str, within: bool, exclude: list):
             qs = asked.column("pos").to_pylist()
             out = _neardup.passage_check_group(
                 spec, within, exclude, qs, asked.column("own").to_pylist(),
-                asked.column("id_json").to_pylist(), asked.column("text"), held,
+                asked.column("id_json").to_pylist(), asked.column("text"), held, first,
                 shipped.column("pos").to_pylist(), shipped.column("id_json").to_pylist(),
                 shipped.column("text"),
             )
@@ -310,7 +314,7 @@ def overlap(
         for text, g in given.items():
             if text not in found:
                 raise InputError(f"--exclude-source {g}: no document of the collection has this id")
-        exclude = sorted(found.values())
+        exclude = sorted(int(x) for x in found.values())
 
     # Groups of queries, checked together: about _GROUP_BYTES of text each.
     mean = queries.agg(F.avg(F.length("text")).alias("m")).first()["m"] or 1.0
@@ -329,7 +333,7 @@ def overlap(
         ).unionByName(queries.select("pos", "text").mapInArrow(
             _pairs_stage(spec, False, True, buckets), "bucket int, kind byte, part binary"))
     held, _ = timed("postings", pairs.repartition("bucket").mapInArrow(
-        _join_stage(spec, group), "g long, held binary"))
+        _join_stage(spec, group, within, exclude), "g long, first boolean, held binary"))
 
     # Each query's own number in the collection, never its source: within a corpus, itself (no
     # join: a join of the queries with themselves moved every text through a shuffle); against
@@ -345,7 +349,6 @@ def overlap(
     wanted = None
 
     # 2. Passes of checks, each group given the texts any of its queries asked for, once.
-    exclude_l = [int(x) for x in exclude]
     done_parts = []
     passes = 0
     while True:
@@ -353,11 +356,14 @@ def overlap(
         rows = pending.select(
             "g", F.lit(_QUERY).cast("byte").alias("kind"), F.col("q").alias("pos"), "own", "id_json",
             "text", F.lit(None).cast("binary").alias("held"))
-        # The postings of the groups with queries left: every group at the first pass; after,
-        # a join with the few groups left, broadcast (a shuffle join moved every posting
-        # through one more shuffle each pass: 4.3 GB for the 1M corpus, BENCHMARKS.md).
-        left_held = held if passes == 1 else held.join(
-            F.broadcast(pending.select("g").distinct()), "g")
+        # The postings of the groups with queries left: at the first pass, every group's first
+        # holders (it learns what to ship from them); after, the whole lists of the groups left,
+        # by a join with them broadcast (a shuffle join moved every posting through one more
+        # shuffle each pass: 4.3 GB for the 1M corpus, BENCHMARKS.md).
+        first = passes == 1
+        left_held = held.where(F.col("first") == F.lit(first)).drop("first")
+        if not first:
+            left_held = left_held.join(F.broadcast(pending.select("g").distinct()), "g")
         rows = rows.unionByName(left_held.select(
             "g", F.lit(_HELD).cast("byte").alias("kind"), F.lit(None).cast("long").alias("pos"),
             F.lit(None).cast("long").alias("own"), F.lit(None).cast("string").alias("id_json"),
@@ -368,7 +374,7 @@ def overlap(
                 F.lit(None).cast("long").alias("own"), "id_json", "text",
                 F.lit(None).cast("binary").alias("held")))
         grouped = rows.repartition("g").sortWithinPartitions("g", "kind")
-        checked, _ = timed("check", grouped.mapInArrow(_check_stage(spec, within, exclude_l), _CHECKED))
+        checked, _ = timed("check", grouped.mapInArrow(_check_stage(spec, within, exclude, first), _CHECKED))
         done_parts.append(checked.where(F.col("needs").isNull()).drop("needs"))
         needs = checked.where(F.col("needs").isNotNull()).select(
             "q", (F.col("q") / F.lit(group)).cast("long").alias("g"), F.explode("needs").alias("doc"))
