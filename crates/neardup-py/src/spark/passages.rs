@@ -383,6 +383,11 @@ fn varint(part: &[u8], at: &mut usize) -> PyResult<u32> {
 /// numbers, which every pass of the check moves through the JVM.
 fn held_record(out: &mut Vec<u8>, last: u32, key: u32, docs: &[u32]) {
     put_varint(out, key - last);
+    put_holders(out, docs);
+}
+
+/// The holders' count and the holders, each as its distance from the one before.
+fn put_holders(out: &mut Vec<u8>, docs: &[u32]) {
     put_varint(out, docs.len() as u32);
     let mut prev = 0;
     for &d in docs {
@@ -396,12 +401,7 @@ fn held_record(out: &mut Vec<u8>, last: u32, key: u32, docs: &[u32]) {
 fn first_record(out: &mut Vec<u8>, last: u32, key: u32, n: u32, docs: &[u32]) {
     put_varint(out, key - last);
     put_varint(out, n);
-    put_varint(out, docs.len() as u32);
-    let mut prev = 0;
-    for &d in docs {
-        put_varint(out, d - prev);
-        prev = d;
-    }
+    put_holders(out, docs);
 }
 
 /// The records of a part of held postings: `(key, n, holders)`, `n` the whole list's length
